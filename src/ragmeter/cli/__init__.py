@@ -1,0 +1,94 @@
+"""The ``ragmeter`` command line: ``ragmeter <family> <verb>``.
+
+Wiring only.  Command groups are registered lazily as ``"module:attr"`` entries so that
+``ragmeter --help`` imports nothing heavy, and every group goes through the same path.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from ragmeter._version import __version__
+from ragmeter.errors import UserError, did_you_mean
+
+__all__ = ["main", "cli", "COMMANDS"]
+
+# name -> ("module:attr", one-line help).  Add a family here.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("ragmeter.cli.demo:demo", "Run ragmeter's main job on its built-in sample."),
+    "multilingual": ("ragmeter.cli.multilingual:group",
+                     "Multilingual QA (LBRAG): EM, F1, RLC, cost, CNBE, semantic score."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use, with did-you-mean."""
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy:
+            target, _ = self.lazy[cmd_name]
+            module, _, attr = target.partition(":")
+            return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, self.lazy[name][1]) for name in sorted(self.lazy)]
+        rows += [(n, c.get_short_help_str()) for n, c in self.commands.items()
+                 if n not in self.lazy]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(sorted(rows))
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            hints = did_you_mean(name, self.list_commands(ctx))
+            msg = f"No such command {name!r}."
+            if hints:
+                msg += f" Did you mean: {', '.join(hints)}?"
+            ctx.fail(msg)
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "--version", prog_name="ragmeter")
+def cli() -> None:
+    """ragmeter: measure retrieval-augmented generation (RAG) systems.
+
+    Score outputs you already have (no model needed), or run a benchmark against a model
+    (an offline local model by default, or any OpenAI-compatible endpoint).
+    Every command has --help.
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: user errors print one line and exit 2, without a traceback."""
+    try:
+        cli.main(args=argv, prog_name="ragmeter", standalone_mode=False)
+    except UserError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(err.exit_code)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as err:
+        err.show()
+        sys.exit(err.exit_code)
+    except click.exceptions.Exit as err:
+        sys.exit(err.exit_code)
+    except BrokenPipeError:
+        sys.exit(0)
+    sys.exit(0)

@@ -1,0 +1,61 @@
+"""``ragmeter multilingual ...``"""
+
+from __future__ import annotations
+
+import click
+
+from ragmeter.cli.options import field_option, input_path, items_out_option, json_out_option
+
+
+@click.group(name="multilingual")
+def group() -> None:
+    """Multilingual QA (LBRAG): EM, language-aware F1, RLC, cost, CNBE, semantic score."""
+
+
+@group.command(name="score")
+@input_path()
+@click.option("--baseline", default=None, metavar="SYSTEM",
+              help="System that CNBE and paired tests compare against [default: direct, "
+                   "skipped with a note when the data has no such system].")
+@json_out_option
+@items_out_option
+@field_option
+@click.option("--ci", is_flag=True, help="Add 95% bootstrap confidence intervals (beyond LBRAG).")
+@click.option("--paired", is_flag=True,
+              help="Paired bootstrap and permutation tests of each system against the baseline "
+                   "on F1 and EM (beyond LBRAG).")
+@click.option("--rlc-lid", is_flag=True,
+              help="Also compute a language-identification RLC with lingua, which catches a "
+                   "wrong language in the same script (beyond LBRAG; needs ragmeter[lang]).")
+@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(100, 100000),
+              help="Bootstrap resamples for --ci and --paired.")
+@click.option("--seed", default=12345, show_default=True, type=int,
+              help="Random seed for --ci and --paired.")
+def score(path: str, baseline: str | None, json_out: str | None, items_out: str | None,
+          fields: tuple[str, ...], ci: bool, paired: bool, rlc_lid: bool, resamples: int,
+          seed: int) -> None:
+    """Score an answers file: EM, F1, RLC and RLC_OK recomputed from the text.
+
+    PATH holds one row per (system, sample) with sample_id, sample_lang, system, gold_answer,
+    pred_answer, and translate_tokens (or evidence) and optional semantic_score.  JSONL, JSON,
+    CSV or Parquet.
+
+    Example: ragmeter multilingual score answers.jsonl --json metrics.json
+    """
+    from ragmeter.io import parse_field_options, write_json, write_jsonl
+    from ragmeter.reports.console import print_multilingual
+    from ragmeter.suites.multilingual import MultilingualConfig, score_file
+
+    config = MultilingualConfig(
+        baseline=baseline or "direct", baseline_required=baseline is not None, ci=ci,
+        paired=paired, rlc_lid=rlc_lid, n_resamples=resamples, seed=seed,
+        field_map=parse_field_options(fields, component="multilingual"),
+    )
+    result = score_file(path, config)
+    print_multilingual(result)
+    if json_out:
+        write_json(json_out, result.to_json())
+        click.echo(f"wrote {json_out}", err=True)
+    if items_out:
+        n = write_jsonl(items_out, result.iter_items())
+        click.echo(f"wrote {n} items to {items_out}", err=True)

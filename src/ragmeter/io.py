@@ -1,0 +1,404 @@
+"""Reading user data files and writing results.
+
+One reader for every family: JSON Lines, JSON (an array of objects, or JSON Lines saved with a
+``.json`` name as RGB does), CSV/TSV and Parquet.  Rows stream (JSONL, CSV and Parquet never
+load the whole file), every row carries its 1-based line (JSONL/CSV) or row number
+(JSON/Parquet), and every problem becomes an :class:`~ragmeter.errors.InputError` that names the
+file, the place and the field.
+
+Column renaming (``--field pred_answer=my_column``) is a :class:`FieldMap`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragmeter.errors import InputError
+
+__all__ = [
+    "FieldMap",
+    "Row",
+    "iter_rows",
+    "read_rows",
+    "detect_format",
+    "write_json",
+    "write_jsonl",
+    "parse_field_options",
+]
+
+FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
+
+
+@dataclass(frozen=True)
+class FieldMap:
+    """Maps ragmeter's canonical field names to the user's column names."""
+
+    mapping: Mapping[str, str] = field(default_factory=dict)
+
+    def source(self, canonical: str) -> str:
+        return self.mapping.get(canonical, canonical)
+
+    def apply(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """Return ``raw`` with mapped columns renamed to their canonical names."""
+        if not self.mapping:
+            return dict(raw)
+        out = dict(raw)
+        for canonical, src in self.mapping.items():
+            if src in raw:
+                out[canonical] = raw[src]
+        return out
+
+    def hint(self, canonical: str) -> str:
+        src = self.source(canonical)
+        if src != canonical:
+            return f'column "{src}" (mapped to {canonical})'
+        return f'"{canonical}"'
+
+
+def parse_field_options(options: Iterable[str], component: str = "ragmeter") -> FieldMap:
+    """Parse ``--field canonical=column`` options."""
+    mapping: dict[str, str] = {}
+    for opt in options:
+        name, sep, column = opt.partition("=")
+        if not sep or not name.strip() or not column.strip():
+            raise InputError(
+                f"--field {opt!r} is not of the form CANONICAL=COLUMN.",
+                component=component,
+                fix="write it like --field pred_answer=my_column.",
+            )
+        mapping[name.strip()] = column.strip()
+    return FieldMap(mapping)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One input row with its place in the file."""
+
+    data: dict[str, Any]
+    number: int  # 1-based
+    unit: str  # "line" (JSONL, CSV) or "row" (JSON array, Parquet)
+    path: str
+
+    def where(self) -> dict[str, Any]:
+        """Keyword arguments for :class:`InputError` that point at this row."""
+        if self.unit == "line":
+            return {"path": self.path, "line": self.number}
+        return {"path": self.path, "row": self.number}
+
+    def error(self, problem: str, *, component: str, field: str | None = None,
+              fix: str | None = None) -> InputError:
+        return InputError(problem, component=component, field=field, fix=fix, **self.where())
+
+
+def detect_format(path: Path) -> str:
+    """Format from the file name; ``.json`` files are sniffed later (array vs JSON Lines)."""
+    name = path.name.lower()
+    for suffix, fmt in ((".jsonl", "jsonl"), (".ndjson", "jsonl"), (".json", "json"),
+                        (".csv", "csv"), (".tsv", "tsv"), (".parquet", "parquet"),
+                        (".pq", "parquet")):
+        if name.endswith(suffix):
+            return fmt
+    raise InputError(
+        f"cannot tell the format from the file name {path.name!r}.",
+        path=path,
+        fix="use one of the extensions .jsonl, .json, .csv, .tsv or .parquet.",
+    )
+
+
+def _decode(raw: bytes, path: Path, number: int, unit: str, component: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        place = {"line": number} if unit == "line" else {"row": number}
+        raise InputError(
+            f"is not valid UTF-8 (byte {exc.start + 1} of the {unit}: "
+            f"{raw[exc.start:exc.start + 4]!r}).",
+            component=component, path=path, fix="re-save the file as UTF-8.", **place,
+        ) from None
+
+
+def _iter_jsonl(path: Path, component: str) -> Iterator[Row]:
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            text = _decode(raw, path, number, "line", component).strip()
+            if not text:
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InputError(
+                    f"is not valid JSON ({exc.msg} at column {exc.colno}).",
+                    component=component, path=path, line=number,
+                    fix="each line must hold one JSON object; check quotes and commas.",
+                ) from None
+            if not isinstance(obj, dict):
+                raise InputError(
+                    f"holds a JSON {type(obj).__name__}, expected an object {{...}}.",
+                    component=component, path=path, line=number,
+                    fix="write one JSON object per line.",
+                )
+            yield Row(obj, number, "line", str(path))
+
+
+def _iter_json(path: Path, component: str) -> Iterator[Row]:
+    raw = path.read_bytes()
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    head = raw.lstrip()[:1]
+    if head == b"{":
+        # Either one object holding a list, or JSON Lines under a .json name (RGB's files).
+        text = _decode(raw, path, 1, "row", component)
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if exc.msg == "Extra data":
+                yield from _iter_jsonl(path, component)
+                return
+            raise InputError(
+                f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}).",
+                component=component, path=path, fix="check the file's syntax.",
+            ) from None
+        lists = [k for k, v in obj.items() if isinstance(v, list) and v and
+                 all(isinstance(x, dict) for x in v)]
+        if len(lists) == 1 and len(obj) <= 3:
+            items = obj[lists[0]]
+        else:
+            items = [obj]
+    elif head == b"[":
+        text = _decode(raw, path, 1, "row", component)
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}).",
+                component=component, path=path, fix="check the file's syntax.",
+            ) from None
+    else:
+        raise InputError(
+            "does not start with [ or { and is not JSON.", component=component, path=path,
+            fix="give a JSON array of objects, or JSON Lines with a .jsonl name.",
+        )
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise InputError(
+                f"is a JSON {type(item).__name__}, expected an object.",
+                component=component, path=path, row=number,
+                fix="the array must hold one object per row.",
+            )
+        yield Row(item, number, "row", str(path))
+
+
+def _iter_csv(path: Path, component: str, delimiter: str) -> Iterator[Row]:
+    with path.open("rb") as fb:
+        data = fb.read()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    # Decode line by line so that a bad byte is reported with its line.
+    lines = data.splitlines(keepends=True)
+    text_lines = [_decode(b, path, i, "line", component) for i, b in enumerate(lines, 1)]
+    reader = csv.DictReader(io.StringIO("".join(text_lines)), delimiter=delimiter)
+    if reader.fieldnames is None:
+        return
+    for rec in reader:
+        line = reader.line_num
+        if None in rec:
+            raise InputError(
+                f"has {len(reader.fieldnames) + len(rec[None])} cells but the header has "  # type: ignore[index]
+                f"{len(reader.fieldnames)}.",
+                component=component, path=path, line=line,
+                fix="quote cells that contain the delimiter.",
+            )
+        yield Row({k: v for k, v in rec.items()}, line, "line", str(path))
+
+
+def _iter_parquet(path: Path, component: str) -> Iterator[Row]:
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several unrelated types for bad files
+        raise InputError(
+            f"is not a readable Parquet file ({exc}).", component=component, path=path,
+            fix="check that the file is complete and really Parquet.",
+        ) from None
+    number = 0
+    for batch in pf.iter_batches(batch_size=2048):
+        for rec in batch.to_pylist():
+            number += 1
+            yield Row(rec, number, "row", str(path))
+
+
+def iter_rows(path: str | Path, *, component: str = "ragmeter",
+              field_map: FieldMap | None = None, allow_empty: bool = False) -> Iterator[Row]:
+    """Stream the rows of a data file, renamed by ``field_map``.
+
+    Raises InputError for a missing, empty or malformed file, with the place of the problem.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputError("does not exist.", component=component, path=p,
+                         fix="check the path.")
+    if p.is_dir():
+        raise InputError("is a folder, expected a data file.", component=component, path=p)
+    fmt = detect_format(p)
+    if p.stat().st_size == 0 and not allow_empty:
+        raise InputError("is empty.", component=component, path=p,
+                         fix="give a file with at least one row.")
+    if fmt == "jsonl":
+        rows = _iter_jsonl(p, component)
+    elif fmt == "json":
+        rows = _iter_json(p, component)
+    elif fmt == "csv":
+        rows = _iter_csv(p, component, ",")
+    elif fmt == "tsv":
+        rows = _iter_csv(p, component, "\t")
+    else:
+        rows = _iter_parquet(p, component)
+    fm = field_map or FieldMap()
+    seen = False
+    for row in rows:
+        seen = True
+        yield Row(fm.apply(row.data), row.number, row.unit, row.path) if fm.mapping else row
+    if not seen and not allow_empty:
+        raise InputError("has no rows.", component=component, path=p,
+                         fix="give a file with at least one row.")
+
+
+def read_rows(path: str | Path, **kwargs: Any) -> list[Row]:
+    """All rows of a file as a list (see :func:`iter_rows`)."""
+    return list(iter_rows(path, **kwargs))
+
+
+# ---------------------------------------------------------------- field accessors
+
+
+def require(row: Row, name: str, *, component: str, field_map: FieldMap | None = None) -> Any:
+    """The value of a required field; InputError naming the found fields when missing."""
+    if name not in row.data:
+        found = ", ".join(sorted(map(str, row.data))[:15]) or "none"
+        src = (field_map or FieldMap()).source(name)
+        fix = (f"add the field, or map your column with --field {name}=COLUMN."
+               if src == name else f"the file has no column {src!r}; check --field.")
+        raise row.error(f"is missing (required). Found fields: {found}.",
+                        component=component, field=name, fix=fix)
+    return row.data[name]
+
+
+def as_text(row: Row, name: str, value: Any, *, component: str, allow_none: bool = False) -> str:
+    """A string field; numbers are accepted as their text (CSV cells are text anyway)."""
+    if value is None:
+        if allow_none:
+            return ""
+        raise row.error("is null, expected text.", component=component, field=name,
+                        fix="give a string (use \"\" for an empty answer).")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or isinstance(value, (list, dict)):
+        raise row.error(f"is a {type(value).__name__} ({_short(value)}), expected text.",
+                        component=component, field=name, fix="give a string.")
+    if isinstance(value, (int, float)):
+        return str(value)
+    raise row.error(f"has type {type(value).__name__}, expected text.",
+                    component=component, field=name, fix="give a string.")
+
+
+def as_number(row: Row, name: str, value: Any, *, component: str,
+              lo: float | None = None, hi: float | None = None) -> float:
+    """A finite number; numeric strings (CSV) are parsed."""
+    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+        raise row.error(f"is {_short(value)}, expected a number.", component=component,
+                        field=name, fix="give a plain number such as 0.5.")
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise row.error(f"is {value!r}, expected a number.", component=component,
+                            field=name, fix="give a plain number such as 0.5.") from None
+    try:
+        num = float(value)
+    except (TypeError, ValueError):
+        raise row.error(f"is {_short(value)}, expected a number.", component=component,
+                        field=name, fix="give a plain number.") from None
+    if not math.isfinite(num):
+        raise row.error(f"is {num}, expected a finite number.", component=component,
+                        field=name, fix="replace NaN/inf by a number or leave the field out.")
+    if (lo is not None and num < lo) or (hi is not None and num > hi):
+        raise row.error(f"is {num}, expected a number in [{lo}, {hi}].", component=component,
+                        field=name, fix="check the column's scale.")
+    return num
+
+
+def is_blank(value: Any) -> bool:
+    """True for a missing value: None, or an empty CSV cell."""
+    return value is None or (isinstance(value, str) and value.strip() == "")
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _atomic_write(path: Path, write: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    """Write ``obj`` as pretty JSON, atomically (a reader never sees half a file)."""
+    _atomic_write(Path(path), lambda fh: (json.dump(obj, fh, ensure_ascii=False, indent=2,
+                                                    allow_nan=False), fh.write("\n")))
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Write rows as JSON Lines, atomically; returns the number of rows."""
+    count = 0
+
+    def _write(fh: Any) -> None:
+        nonlocal count
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False, allow_nan=False))
+            fh.write("\n")
+            count += 1
+
+    _atomic_write(Path(path), _write)
+    return count
+
+
+def seq_of_dicts(value: Any) -> Sequence[Any]:
+    """A list field that may arrive as a JSON string (CSV) or a numpy array (Parquet)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return []
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    return value if isinstance(value, list) else []

@@ -1,0 +1,1 @@
+"""Pure metric functions: no I/O, no model, no globals (see ARCHITECTURE.md)."""

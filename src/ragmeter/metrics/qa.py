@@ -1,0 +1,50 @@
+"""Answer-matching metrics, exactly as LBRAG computes them (kanoes/LBRAG-NEW,
+``lbrag/metrics.py``: ``exact_match``, ``f1_score``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ragmeter.text.languages import CHAR_TOKEN_LANGUAGES
+from ragmeter.text.normalize import normalize_text
+
+__all__ = ["exact_match", "token_f1", "f1_from_normalized", "tokens_for_f1"]
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    """1.0 when the normalized prediction equals the normalized gold answer, else 0.0."""
+    return 1.0 if normalize_text(prediction) == normalize_text(gold) else 0.0
+
+
+def tokens_for_f1(normalized: str, lang: str) -> list[str]:
+    """Characters (spaces removed) for ja/zh/zh_cn/zh_tw, else whitespace tokens."""
+    if lang in CHAR_TOKEN_LANGUAGES:
+        return list(normalized.replace(" ", ""))
+    return normalized.split()
+
+
+def f1_from_normalized(pred_norm: str, gold_norm: str, lang: str) -> float:
+    """Token F1 of two already normalized strings (see :func:`token_f1`)."""
+    if not pred_norm and not gold_norm:
+        return 1.0
+    if not pred_norm or not gold_norm:
+        return 0.0
+    pred_tokens = tokens_for_f1(pred_norm, lang)
+    gold_tokens = tokens_for_f1(gold_norm, lang)
+    common = Counter(pred_tokens) & Counter(gold_tokens)
+    overlap = sum(common.values())
+    if overlap == 0:
+        return 0.0
+    precision = overlap / len(pred_tokens)
+    recall = overlap / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def token_f1(prediction: str, gold: str, lang: str) -> float:
+    """Language-aware token F1 over normalized text.
+
+    Both empty after normalization -> 1.0; exactly one empty -> 0.0; tokens are characters
+    for ``ja``, ``zh``, ``zh_cn``, ``zh_tw`` and whitespace tokens otherwise; multiset
+    overlap; harmonic mean of precision and recall.
+    """
+    return f1_from_normalized(normalize_text(prediction), normalize_text(gold), lang)

@@ -1,0 +1,210 @@
+"""Statistics shared by every family: mean/std, bootstrap CIs, paired tests, RMSE, AUROC,
+Wilson intervals.
+
+All functions are pure and deterministic for a given ``seed``.  Bootstrap and permutation
+procedures resample per-item statistics, never text (as sacrebleu does).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "mean",
+    "sample_std",
+    "bootstrap_ci",
+    "PairedTest",
+    "paired_bootstrap",
+    "paired_permutation",
+    "rmse",
+    "auroc",
+    "wilson_interval",
+    "cohen_kappa",
+]
+
+DEFAULT_RESAMPLES = 1000
+DEFAULT_SEED = 12345
+
+
+def _arr(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    return np.asarray(values, dtype=np.float64)
+
+
+def mean(values: Sequence[float] | np.ndarray) -> float | None:
+    """Arithmetic mean; None for no values (never NaN)."""
+    a = _arr(values)
+    if a.size == 0:
+        return None
+    return float(math.fsum(a.tolist()) / a.size)
+
+
+def sample_std(values: Sequence[float] | np.ndarray) -> float | None:
+    """Sample standard deviation (n-1), as Python's ``statistics.stdev``; 0.0 when n < 2
+    (LBRAG's convention), None for no values."""
+    a = _arr(values)
+    if a.size == 0:
+        return None
+    if a.size < 2:
+        return 0.0
+    m = math.fsum(a.tolist()) / a.size
+    return float(math.sqrt(math.fsum(((a - m) ** 2).tolist()) / (a.size - 1)))
+
+
+def _resample_means(a: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of ``n_resamples`` bootstrap resamples, in chunks to bound memory."""
+    n = a.size
+    out = np.empty(n_resamples)
+    chunk = max(1, min(n_resamples, 4_000_000 // max(n, 1)))
+    for start in range(0, n_resamples, chunk):
+        stop = min(n_resamples, start + chunk)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        out[start:stop] = a[idx].mean(axis=1)
+    return out
+
+
+def bootstrap_ci(values: Sequence[float] | np.ndarray, *, confidence: float = 0.95,
+                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                 ) -> tuple[float, float] | None:
+    """Percentile bootstrap confidence interval of the mean; None for no values."""
+    a = _arr(values)
+    if a.size == 0:
+        return None
+    if a.size == 1 or np.all(a == a[0]):
+        return (float(a[0]), float(a[0]))
+    means = _resample_means(a, n_resamples, np.random.default_rng(seed))
+    alpha = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
+    return (float(lo), float(hi))
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """Result of a paired comparison of system A against system B on the same items."""
+
+    method: str
+    n: int
+    mean_diff: float  # mean(A - B)
+    ci_low: float
+    ci_high: float
+    p_value: float
+
+
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], *,
+                     n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                     confidence: float = 0.95) -> PairedTest:
+    """Paired bootstrap of the mean difference A - B.
+
+    The two-sided p-value is the share of resampled differences on the other side of zero,
+    doubled (Koehn 2004 style, as sacrebleu's paired bootstrap).
+    """
+    x, y = _arr(a), _arr(b)
+    if x.size != y.size or x.size == 0:
+        raise ValueError("paired_bootstrap needs two non-empty sequences of equal length")
+    d = x - y
+    obs = float(d.mean())
+    if np.all(d == d[0]):
+        return PairedTest("paired_bootstrap", int(d.size), obs, obs, obs,
+                          1.0 if obs == 0 else 0.0)
+    means = _resample_means(d, n_resamples, np.random.default_rng(seed))
+    alpha = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
+    if obs >= 0:
+        tail = float(np.mean(means <= 0.0))
+    else:
+        tail = float(np.mean(means >= 0.0))
+    p = min(1.0, 2.0 * tail)
+    return PairedTest("paired_bootstrap", int(d.size), obs, float(lo), float(hi), p)
+
+
+def paired_permutation(a: Sequence[float], b: Sequence[float], *,
+                       n_resamples: int = 10_000, seed: int = DEFAULT_SEED) -> PairedTest:
+    """Paired sign-flip permutation test of mean(A - B) = 0 (two-sided).
+
+    p = (1 + #{|mean of flipped d| >= |observed|}) / (1 + n_resamples), so never 0.
+    The CI reported is the paired bootstrap percentile interval.
+    """
+    x, y = _arr(a), _arr(b)
+    if x.size != y.size or x.size == 0:
+        raise ValueError("paired_permutation needs two non-empty sequences of equal length")
+    d = x - y
+    obs = float(d.mean())
+    rng = np.random.default_rng(seed)
+    n = d.size
+    extreme = 0
+    chunk = max(1, min(n_resamples, 4_000_000 // n))
+    for start in range(0, n_resamples, chunk):
+        k = min(chunk, n_resamples - start)
+        signs = rng.integers(0, 2, size=(k, n)) * 2 - 1
+        perm = (signs * d).mean(axis=1)
+        extreme += int(np.sum(np.abs(perm) >= abs(obs) - 1e-12))
+    p = (1 + extreme) / (1 + n_resamples)
+    boot = paired_bootstrap(x, y, seed=seed)
+    return PairedTest("paired_permutation", int(n), obs, boot.ci_low, boot.ci_high, float(p))
+
+
+def rmse(pred: Sequence[float], true: Sequence[float]) -> float | None:
+    """Root mean squared error; None for no pairs."""
+    p, t = _arr(pred), _arr(true)
+    if p.size != t.size:
+        raise ValueError("rmse needs sequences of equal length")
+    if p.size == 0:
+        return None
+    return float(math.sqrt(math.fsum(((p - t) ** 2).tolist()) / p.size))
+
+
+def auroc(scores: Sequence[float], labels: Sequence[int | bool]) -> float | None:
+    """Area under the ROC curve by the rank statistic (Mann-Whitney U, ties count 1/2).
+
+    ``labels`` are 1 for the positive class.  None when either class is absent.
+    """
+    from scipy.stats import rankdata
+
+    s = _arr(scores)
+    y = np.asarray(labels, dtype=bool)
+    if s.size != y.size:
+        raise ValueError("auroc needs scores and labels of equal length")
+    n_pos = int(y.sum())
+    n_neg = int(y.size - n_pos)
+    if n_pos == 0 or n_neg == 0:
+        return None
+    ranks = rankdata(s)  # average ranks for ties
+    u = float(ranks[y].sum()) - n_pos * (n_pos + 1) / 2.0
+    return u / (n_pos * n_neg)
+
+
+def wilson_interval(successes: int, trials: int, confidence: float = 0.95,
+                    ) -> tuple[float, float] | None:
+    """Wilson score interval for a binomial proportion (Wilson 1927); None for 0 trials."""
+    if trials <= 0:
+        return None
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - (1 - confidence) / 2))
+    phat = successes / trials
+    denom = 1 + z * z / trials
+    centre = (phat + z * z / (2 * trials)) / denom
+    half = z * math.sqrt(phat * (1 - phat) / trials + z * z / (4 * trials * trials)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float | None:
+    """Cohen's kappa of two raters on the same items (Cohen 1960).
+
+    None for no items; 1.0 when both raters use a single identical category throughout
+    (observed and chance agreement are both 1).
+    """
+    if len(a) != len(b):
+        raise ValueError("cohen_kappa needs two label sequences of equal length")
+    n = len(a)
+    if n == 0:
+        return None
+    cats = sorted(set(a) | set(b))
+    po = sum(1 for x, y in zip(a, b, strict=True) if x == y) / n
+    pe = sum((list(a).count(c) / n) * (list(b).count(c) / n) for c in cats)
+    if pe >= 1.0:
+        return 1.0 if po >= 1.0 else 0.0
+    return (po - pe) / (1 - pe)

@@ -1,0 +1,1 @@
+"""Reports read results only; they never call a model or compute a metric."""

@@ -1,0 +1,80 @@
+"""Console tables (rich)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["console", "fmt", "print_multilingual"]
+
+
+def console() -> Console:
+    return Console(highlight=False, soft_wrap=False)
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """A number for a table cell; '—' for a missing value."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _with_ci(result: Any, system: str, key: str, digits: int = 4) -> str:
+    value = fmt(result.metrics[system].get(key), digits)
+    ci = result.ci.get(system, {}).get(key) if result.ci else None
+    if ci:
+        value += f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+    return value
+
+
+def print_multilingual(result: Any) -> None:
+    """One table, systems as rows (LBRAG's metrics.json keys as columns)."""
+    con = console()
+    table = Table(title="Multilingual QA (LBRAG metrics)", title_justify="left")
+    has_sem = any(m.get("semantic_score") is not None for m in result.metrics.values())
+    has_lid = any("rlc_lid" in m for m in result.metrics.values())
+    cols = ["em", "f1", "rlc", "rlc_ok", "cost", "cnbe"]
+    if has_sem:
+        cols.append("semantic_score")
+    if has_lid:
+        cols.append("rlc_lid")
+    table.add_column("system")
+    for c in cols:
+        table.add_column({"semantic_score": "semantic", "rlc_ok": "RLC_OK"}.get(c, c.upper()),
+                         justify="right")
+    table.add_column("n", justify="right")
+    for system in result.systems:
+        mark = " (baseline)" if system == result.baseline else ""
+        digits = {"cost": 2, "cnbe": 6}
+        table.add_row(system + mark, *[_with_ci(result, system, c, digits.get(c, 4)) for c in cols],
+                      fmt(result.metrics[system]["n"]))
+    con.print(table)
+    cov = result.coverage
+    line = f"coverage: {cov['scored']}/{cov['rows']} rows scored"
+    if cov["unscored"]:
+        line += " (unscored: " + ", ".join(f"{k} {v}" for k, v in cov["reasons"].items()) + ")"
+    con.print(line)
+    if result.paired_tests:
+        pt = Table(title=f"Paired tests against {result.baseline}", title_justify="left")
+        for c in ("system", "metric", "mean diff", "95% CI", "p (bootstrap)",
+                  "p (permutation)", "n"):
+            pt.add_column(c, justify="left" if c in ("system", "metric") else "right")
+        for system, tests in result.paired_tests.items():
+            for metric, t in tests.items():
+                sig = " *" if t["significant"] == "yes" else ""
+                pt.add_row(system, metric, f"{t['mean_diff']:+.4f}{sig}",
+                           f"[{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]",
+                           f"{t['p_bootstrap']:.4f}", f"{t['p_permutation']:.4f}", str(t["n"]))
+        con.print(pt)
+        con.print("* p (permutation) < 0.05")
+    for note in result.notes:
+        con.print(f"note: {note}")
+    con.print(f"signature: {result.signature}", style="dim")

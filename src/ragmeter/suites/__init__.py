@@ -1,0 +1,1 @@
+"""One package per benchmark family: data loading, prompts, response parsing, scoring."""

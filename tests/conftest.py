@@ -1,0 +1,43 @@
+"""Shared fixtures.  Tests never touch user data: RAGMETER_HOME points at a temporary folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("RAGMETER_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    home = tmp_path_factory.mktemp("ragmeter-home")
+    monkeypatch.setenv("RAGMETER_HOME", str(home))
+    yield home
+
+
+def shared(*parts: str) -> Path:
+    """Path inside ../shared/data; skips the test with a reason when it is absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data not available: {path} (CI provides ../shared beside the clone)")
+    return path
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]):
+    """Run the CLI in-process; returns (exit_code, stdout, stderr)."""
+    from ragmeter.cli import main
+
+    def _run(*args: str) -> tuple[int, str, str]:
+        code = 0
+        try:
+            main([str(a) for a in args])
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return _run
