@@ -3,7 +3,6 @@
 The public API is what ``__all__`` lists; everything else is private and may change.
 """
 
-from __future__ import annotations
 
 from ragmeter._version import __version__
 from ragmeter.errors import (

@@ -55,6 +55,8 @@ class FieldMap:
         for canonical, src in self.mapping.items():
             if src in raw:
                 out[canonical] = raw[src]
+            else:  # the user named the column: the canonical one must not stand in for it
+                out.pop(canonical, None)
         return out
 
     def hint(self, canonical: str) -> str:

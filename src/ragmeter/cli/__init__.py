@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("ragmeter.cli.demo:demo", "Run ragmeter's main job on its built-in sample."),
     "multilingual": ("ragmeter.cli.multilingual:group",
                      "Multilingual QA (LBRAG): EM, F1, RLC, cost, CNBE, semantic score."),
+    "reliability": ("ragmeter.cli.reliability:group",
+                    "Annotator reliability against QC: flag mismatch, Cohen's κ, matrix plot."),
 }
 
 

@@ -75,24 +75,42 @@ def rlc_ok(rlc_value: float) -> float:
 _SKIP, _ALPHA, _CJK, _KANA = 1, 2, 4, 8
 
 
+_UNKNOWN = 255
+
+
+def _flags(cp: int) -> int:
+    if 0xD800 <= cp <= 0xDFFF:
+        return 0
+    ch = chr(cp)
+    flags = 0
+    if ch.isspace() or ch.isdigit() or ch in _SKIP_PUNCT:
+        flags |= _SKIP
+    if ch.isalpha():
+        flags |= _ALPHA
+    if 0x4E00 <= cp <= 0x9FFF:
+        flags |= _CJK
+    if 0x3040 <= cp <= 0x30FF:
+        flags |= _KANA
+    return flags
+
+
 @lru_cache(maxsize=1)
 def _codepoint_table() -> np.ndarray:
-    table = np.zeros(0x110000, dtype=np.uint8)
-    for cp in range(0x110000):
-        if 0xD800 <= cp <= 0xDFFF:
-            continue
-        ch = chr(cp)
-        flags = 0
-        if ch.isspace() or ch.isdigit() or ch in _SKIP_PUNCT:
-            flags |= _SKIP
-        if ch.isalpha():
-            flags |= _ALPHA
-        if 0x4E00 <= cp <= 0x9FFF:
-            flags |= _CJK
-        if 0x3040 <= cp <= 0x30FF:
-            flags |= _KANA
-        table[cp] = flags
+    """Memo of per-code-point flags, filled on demand (a pure function's cache: each entry is
+    computed once from ``str`` methods and never changes)."""
+    table = np.full(0x110000, _UNKNOWN, dtype=np.uint8)
+    table[:128] = [_flags(cp) for cp in range(128)]
     return table
+
+
+def _flags_of(cps: np.ndarray) -> np.ndarray:
+    table = _codepoint_table()
+    flags = table[cps]
+    if (flags == _UNKNOWN).any():
+        for cp in np.unique(cps[flags == _UNKNOWN]).tolist():
+            table[cp] = _flags(cp)
+        flags = table[cps]
+    return flags
 
 
 def rlc_batch(predictions: Sequence[str], langs: Sequence[str]) -> np.ndarray:
@@ -101,32 +119,26 @@ def rlc_batch(predictions: Sequence[str], langs: Sequence[str]) -> np.ndarray:
     out = np.ones(n, dtype=np.float64)
     if n == 0:
         return out
-    table = _codepoint_table()
     joined = "".join(predictions)
     cps = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    flags = table[cps] if cps.size else np.zeros(0, dtype=np.uint8)
+    flags = _flags_of(cps) if cps.size else np.zeros(0, dtype=np.uint8)
     lengths = np.fromiter((len(p) for p in predictions), dtype=np.int64, count=n)
     owner = np.repeat(np.arange(n), lengths)
+    # Per language class, the flag bits that count as a hit (see the module docstring).
+    by_lang: dict[str, int] = {}
+    hit_bits = np.fromiter(
+        (by_lang.get(lang) or by_lang.setdefault(lang, _HIT_BITS[_lang_class(lang)])
+         for lang in langs), dtype=np.uint8, count=n)
     counted = (flags & _SKIP) == 0
-    classes = np.array([_lang_class(lang) for lang in langs])
-    cls_of_char = classes[owner]
-    hit = np.zeros(flags.shape, dtype=bool)
-    alpha = (flags & _ALPHA) != 0
-    cjk = (flags & _CJK) != 0
-    kana = (flags & _KANA) != 0
-    m = cls_of_char == "ja"
-    hit[m] = kana[m] | cjk[m]
-    m = cls_of_char == "zh"
-    hit[m] = cjk[m]
-    m = cls_of_char == "alpha"
-    hit[m] = alpha[m]
-    m = cls_of_char == "other"
-    hit[m] = alpha[m] | cjk[m] | kana[m]
+    hit = counted & ((flags & hit_bits[owner]) != 0)
     total = np.bincount(owner[counted], minlength=n)
-    hits = np.bincount(owner[counted & hit], minlength=n)
+    hits = np.bincount(owner[hit], minlength=n)
     nz = total > 0
     out[nz] = hits[nz] / total[nz]
     return out
+
+
+_HIT_BITS = {"ja": _KANA | _CJK, "zh": _CJK, "alpha": _ALPHA, "other": _ALPHA | _CJK | _KANA}
 
 
 class LidRlc:

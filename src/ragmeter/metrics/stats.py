@@ -188,7 +188,9 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95,
     denom = 1 + z * z / trials
     centre = (phat + z * z / (2 * trials)) / denom
     half = z * math.sqrt(phat * (1 - phat) / trials + z * z / (4 * trials * trials)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == trials else min(1.0, centre + half)
+    return (lo, hi)
 
 
 def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float | None:

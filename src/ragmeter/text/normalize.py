@@ -7,8 +7,11 @@ characters outside a whitelist of scripts by one space; collapse and strip again
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-__all__ = ["normalize_text", "KEEP_CHARS"]
+import numpy as np
+
+__all__ = ["normalize_text", "normalize_many", "KEEP_CHARS"]
 
 # The whitelist of the original: digits, a-z, Latin-1 supplement and Latin Extended-A/B,
 # Cyrillic, Hebrew, Arabic (+ presentation forms A and B), Thai, Hangul Jamo and syllables,
@@ -37,3 +40,46 @@ def normalize_text(text: str) -> str:
     text = _SPACES.sub(" ", text.lower().strip())
     text = _DROP.sub(" ", text)
     return _SPACES.sub(" ", text).strip()
+
+
+_SEP = "\x00"
+_RANGES = ((0x30, 0x39), (0x61, 0x7A), (0xC0, 0x24F), (0x400, 0x4FF), (0x590, 0x5FF),
+           (0x600, 0x6FF), (0xFB50, 0xFDFF), (0xFE70, 0xFEFF), (0xE00, 0xE7F), (0x1100, 0x11FF),
+           (0xAC00, 0xD7AF), (0x3040, 0x309F), (0x30A0, 0x30FF), (0x4E00, 0x9FFF))
+
+
+@lru_cache(maxsize=1)
+def _keep_table() -> np.ndarray:
+    """Boolean table over all code points: True for the whitelist (and the NUL separator)."""
+    table = np.zeros(0x110000, dtype=bool)
+    for lo, hi in _RANGES:
+        table[lo:hi + 1] = True
+    table[0] = True
+    return table
+
+
+def normalize_many(texts: list[str]) -> list[str]:
+    """``[normalize_text(t) for t in texts]``, computed over one joined string with numpy.
+
+    Whitespace is outside the whitelist, so replacing each maximal run of non-whitelisted
+    characters by one space already leaves single spaces; the original's whitespace collapses
+    then change nothing and its strips reduce to one final strip.  The texts are joined by NUL,
+    which no step changes (kept as a separator; it breaks the final-sigma context of
+    ``str.lower`` as a string end does).  When a text contains NUL itself, each text is
+    normalized on its own.  Property tests check equality with :func:`normalize_text`.
+    """
+    if not texts:
+        return []
+    joined = _SEP.join(texts)
+    if joined.count(_SEP) != len(texts) - 1:
+        return [normalize_text(t) for t in texts]
+    low = joined.lower()
+    cps = np.frombuffer(low.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    if cps.size == 0:
+        return [""] * len(texts)
+    keep = _keep_table()[cps]
+    start_of_run = ~keep
+    start_of_run[1:] &= keep[:-1]  # first character of a run of dropped characters
+    out = np.where(keep, cps, np.uint32(0x20))[keep | start_of_run]
+    text = out.tobytes().decode("utf-32-le", "surrogatepass")
+    return [part.strip(" ") for part in text.split(_SEP)]

@@ -13,7 +13,8 @@ millions of rows fits in little memory.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,8 @@ from ragmeter.metrics import stats
 from ragmeter.metrics.language import LidRlc, rlc_batch, RLC_OK_THRESHOLD
 from ragmeter.metrics.qa import f1_from_normalized
 from ragmeter.records import Signature
-from ragmeter.text.languages import canonical_language, is_known_language
-from ragmeter.text.normalize import normalize_text
+from ragmeter.text.languages import CHAR_TOKEN_LANGUAGES, canonical_language, is_known_language
+from ragmeter.text.normalize import normalize_many
 
 __all__ = ["MultilingualConfig", "MultilingualResult", "score_file", "score_rows", "METRIC_KEYS"]
 
@@ -62,19 +63,32 @@ class MultilingualConfig:
         return Signature.make(COMPONENT, METRIC_VERSION, settings)
 
 
+ABSENT = float("nan")  # internal marker for "no value" in the float columns; never output
+
+
 @dataclass
 class _Columns:
-    """Compact per-row values of one system, in input order."""
+    """Compact per-row values of one system, in input order.
+
+    Floats live in ``array('d')`` (8 bytes a value) so that millions of rows fit in little
+    memory; ``cost``, ``semantic`` and ``rlc_lid`` use NaN internally for "absent" (input NaN is
+    rejected at parsing), turned into None before anything leaves this module.
+    """
 
     sample_ids: list[str] = field(default_factory=list)
     langs: list[str] = field(default_factory=list)
-    em: list[float] = field(default_factory=list)
-    f1: list[float] = field(default_factory=list)
-    rlc: list[float] = field(default_factory=list)
-    cost: list[float | None] = field(default_factory=list)
-    semantic: list[float | None] = field(default_factory=list)
-    rlc_lid: list[float | None] = field(default_factory=list)
-    places: list[str] = field(default_factory=list)  # "line 17" for error messages
+    em: array = field(default_factory=lambda: array("d"))
+    f1: array = field(default_factory=lambda: array("d"))
+    rlc: array = field(default_factory=lambda: array("d"))
+    cost: array = field(default_factory=lambda: array("d"))
+    semantic: array = field(default_factory=lambda: array("d"))
+    rlc_lid: array = field(default_factory=lambda: array("d"))
+    places: array = field(default_factory=lambda: array("q"))  # line/row number
+    index: dict[str, int] = field(default_factory=dict)  # sample_id -> position
+
+
+def _opt(x: float) -> float | None:
+    return None if x != x else x
 
 
 @dataclass
@@ -122,16 +136,20 @@ class MultilingualResult:
                     "sample_id": sid, "system": system, "sample_lang": cols.langs[i],
                     "status": "ok", "em": cols.em[i], "f1": cols.f1[i], "rlc": cols.rlc[i],
                     "rlc_ok": 1.0 if cols.rlc[i] >= RLC_OK_THRESHOLD else 0.0,
-                    "cost": cols.cost[i], "cnbe": cnbe[i] if i < len(cnbe) else None,
-                    "semantic_score": cols.semantic[i],
+                    "cost": _opt(cols.cost[i]), "cnbe": cnbe[i] if i < len(cnbe) else None,
+                    "semantic_score": _opt(cols.semantic[i]),
                 }
-                if cols.rlc_lid and cols.rlc_lid[i] is not None:
+                if cols.rlc_lid and cols.rlc_lid[i] == cols.rlc_lid[i]:
                     item["rlc_lid"] = cols.rlc_lid[i]
                 yield item
         yield from self.unscored_items
 
 
 # ------------------------------------------------------------------ row validation
+
+
+class FastPathUnsupported(Exception):
+    """Internal: the columnar fast path met something only the row path reports exactly."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +161,7 @@ class _Parsed:
     pred: str | None
     cost: float | None
     semantic: float | None
-    place: str
+    number: int
 
 
 def _row_cost(row: Row) -> float | None:
@@ -180,106 +198,214 @@ def _parse_row(row: Row, fm: FieldMap, lang_ok: dict[str, bool]) -> _Parsed:
     sem_raw = row.data.get("semantic_score")
     semantic = None if is_blank(sem_raw) else as_number(row, "semantic_score", sem_raw,
                                                         component=COMPONENT)
-    unit = "line" if row.unit == "line" else "row"
     return _Parsed(
         sample_id=as_text(row, "sample_id", values["sample_id"], component=COMPONENT),
         lang=lang,
         system=as_text(row, "system", values["system"], component=COMPONENT),
-        gold=as_text(row, "gold_answer", values["gold_answer"], component=COMPONENT,
-                     allow_none=False),
+        gold=as_text(row, "gold_answer", values["gold_answer"], component=COMPONENT),
         pred=pred,
         cost=_row_cost(row),
         semantic=semantic,
-        place=f"{unit} {row.number}",
+        number=row.number,
     )
 
 
 # ------------------------------------------------------------------ scoring
 
 
-def _score_batch(batch: list[_Parsed], columns: dict[str, _Columns], lid: LidRlc | None,
-                 unscored: list[dict[str, Any]]) -> None:
-    scored = [p for p in batch if p.pred is not None]
-    for p in batch:
-        if p.pred is None:
-            unscored.append({"sample_id": p.sample_id, "system": p.system,
-                             "sample_lang": p.lang, "status": "unscored",
-                             "reason": "missing_prediction",
-                             "detail": f"pred_answer is null at {p.place}"})
-    if not scored:
-        return
-    rlcs = rlc_batch([p.pred for p in scored], [p.lang for p in scored])  # type: ignore[misc]
-    for p, r in zip(scored, rlcs.tolist(), strict=True):
-        cols = columns.get(p.system)
+def _f1_fast(pn: str, gn: str, lang: str) -> float:
+    """:func:`f1_from_normalized` with two exact shortcuts (identical, disjoint)."""
+    if pn == gn:
+        return 1.0  # identical non-empty token lists give p = r = 1; both empty give 1.0
+    if not pn or not gn:
+        return 0.0
+    if lang in CHAR_TOKEN_LANGUAGES:
+        return f1_from_normalized(pn, gn, lang)
+    pt, gt = pn.split(), gn.split()
+    if set(pt).isdisjoint(gt):
+        return 0.0
+    return f1_from_normalized(pn, gn, lang)
+
+
+class _Accumulator:
+    """Collects per-row values by system; shared by the row path and the columnar path."""
+
+    def __init__(self, path: str, unit: str, lid: LidRlc | None = None) -> None:
+        self.path = path
+        self.unit = unit
+        self.lid = lid
+        self.columns: dict[str, _Columns] = {}
+        self.unscored: list[dict[str, Any]] = []
+        self.unscored_numbers: list[int] = []
+        self.n_rows = 0
+
+    def _cols(self, system: str) -> _Columns:
+        cols = self.columns.get(system)
         if cols is None:
-            cols = columns[p.system] = _Columns()
-        pn = normalize_text(p.pred)  # type: ignore[arg-type]
-        gn = normalize_text(p.gold)
-        cols.sample_ids.append(p.sample_id)
-        cols.langs.append(p.lang)
-        cols.em.append(1.0 if pn == gn else 0.0)
-        cols.f1.append(f1_from_normalized(pn, gn, p.lang))
-        cols.rlc.append(r)
-        cols.cost.append(p.cost)
-        cols.semantic.append(p.semantic)
-        cols.places.append(p.place)
-        if lid is not None:
-            cols.rlc_lid.append(lid.score(p.pred, p.lang))  # type: ignore[arg-type]
+            cols = self.columns[system] = _Columns()
+        return cols
+
+    def add(self, systems: list[str], sample_ids: list[str], langs: list[str],
+            golds: list[str], preds: list[str | None], costs: list[float | None],
+            semantics: list[float | None], numbers: Sequence[int]) -> None:
+        """Score one batch of rows (all sequences of equal length)."""
+        n = len(systems)
+        self.n_rows += n
+        if any(p is None for p in preds):
+            self._add_unscored(systems, sample_ids, langs, preds, numbers)
+            keep = [i for i, p in enumerate(preds) if p is not None]
+            systems = [systems[i] for i in keep]
+            sample_ids = [sample_ids[i] for i in keep]
+            langs = [langs[i] for i in keep]
+            golds = [golds[i] for i in keep]
+            preds = [preds[i] for i in keep]
+            costs = [costs[i] for i in keep]
+            semantics = [semantics[i] for i in keep]
+            numbers = [numbers[i] for i in keep]
+            n = len(keep)
+            if not n:
+                return
+        norm_p = normalize_many(preds)  # type: ignore[arg-type]
+        norm_g = normalize_many(golds)
+        em = [1.0 if pn == gn else 0.0 for pn, gn in zip(norm_p, norm_g, strict=True)]
+        f1 = [_f1_fast(pn, gn, lang) for pn, gn, lang in zip(norm_p, norm_g, langs, strict=True)]
+        rlc = rlc_batch(preds, langs).tolist()  # type: ignore[arg-type]
+        cost = [ABSENT if c is None else c for c in costs]
+        sem = [ABSENT if x is None else x for x in semantics]
+        lid = None
+        if self.lid is not None:
+            scores = [self.lid.score(p, lg) for p, lg in zip(preds, langs, strict=True)]  # type: ignore[arg-type]
+            lid = [ABSENT if v is None else v for v in scores]
+        groups: dict[str, list[int]] = {}
+        for i, system in enumerate(systems):
+            groups.setdefault(system, []).append(i)
+        for system, idx in groups.items():
+            cols = self._cols(system)
+            start = len(cols.sample_ids)
+            sids = [sample_ids[i] for i in idx]
+            sid_set = set(sids)
+            if len(sid_set) != len(sids) or not cols.index.keys().isdisjoint(sid_set):
+                self._raise_duplicate(cols, system, sids, [numbers[i] for i in idx])
+            cols.index.update(zip(sids, range(start, start + len(idx))))
+            cols.sample_ids.extend(sids)
+            cols.places.extend([numbers[i] for i in idx])
+            cols.langs.extend([langs[i] for i in idx])
+            cols.em.extend([em[i] for i in idx])
+            cols.f1.extend([f1[i] for i in idx])
+            cols.rlc.extend([rlc[i] for i in idx])
+            cols.cost.extend([cost[i] for i in idx])
+            cols.semantic.extend([sem[i] for i in idx])
+            if lid is not None:
+                cols.rlc_lid.extend([lid[i] for i in idx])
+
+    def _add_unscored(self, systems: list[str], sample_ids: list[str], langs: list[str],
+                      preds: list[str | None], numbers: Sequence[int]) -> None:
+        for i, pred in enumerate(preds):
+            if pred is not None:
+                continue
+            cols = self._cols(systems[i])
+            sid = sample_ids[i]
+            if sid in cols.index:
+                self._raise_duplicate(cols, systems[i], [sid], [numbers[i]])
+            cols.index[sid] = -1 - len(self.unscored)  # negative: an unscored row
+            self.unscored_numbers.append(numbers[i])
+            self.unscored.append({
+                "sample_id": sid, "system": systems[i], "sample_lang": langs[i],
+                "status": "unscored", "reason": "missing_prediction",
+                "detail": f"pred_answer is null at {self.unit} {numbers[i]}"})
+
+    def _raise_duplicate(self, cols: _Columns, system: str, sids: list[str],
+                         numbers: list[int]) -> None:
+        """Raise an error naming the first duplicate of this batch and its first place."""
+        seen: dict[str, int] = {}
+        for sid, number in zip(sids, numbers, strict=True):
+            pos = cols.index.get(sid)
+            if sid in seen or pos is not None:
+                if pos is None:
+                    first = seen[sid]
+                elif pos >= 0:
+                    first = cols.places[pos]
+                else:
+                    first = self.unscored_numbers[-1 - pos]
+                raise InputError(
+                    f"duplicate row for system {system!r} and sample_id {sid!r} "
+                    f"(first at {self.unit} {first}).", component=COMPONENT, path=self.path,
+                    field="sample_id", fix="keep one answer per system and sample.",
+                    **{self.unit: number})
+            seen[sid] = number
+        raise AssertionError("no duplicate found")  # pragma: no cover - caller checked
+
+    def fix_places(self) -> None:
+        """Drop the index entries of unscored rows (negative positions)."""
+        for cols in self.columns.values():
+            cols.index = {k: v for k, v in cols.index.items() if v >= 0}
+
+
+def _score_row_path(rows: Iterable[Row], config: MultilingualConfig, path: str,
+                    lid: LidRlc | None) -> _Accumulator:
+    acc: _Accumulator | None = None
+    lang_ok: dict[str, bool] = {}
+    batch: list[_Parsed] = []
+
+    def flush() -> None:
+        assert acc is not None
+        acc.add([p.system for p in batch], [p.sample_id for p in batch],
+                [p.lang for p in batch], [p.gold for p in batch], [p.pred for p in batch],
+                [p.cost for p in batch], [p.semantic for p in batch],
+                [p.number for p in batch])
+        batch.clear()
+
+    for row in rows:
+        if acc is None:
+            acc = _Accumulator(path, row.unit, lid)
+        batch.append(_parse_row(row, config.field_map, lang_ok))
+        if len(batch) >= BATCH:
+            flush()
+    if acc is None:
+        acc = _Accumulator(path, "row", lid)
+    if batch:
+        flush()
+    return acc
 
 
 def score_rows(rows: Iterable[Row], config: MultilingualConfig,
                source: str = "input") -> MultilingualResult:
     """Score a stream of rows (see module docstring)."""
-    fm = config.field_map
-    columns: dict[str, _Columns] = {}
-    unscored: list[dict[str, Any]] = []
-    seen: dict[tuple[str, str], str] = {}
-    lang_ok: dict[str, bool] = {}
-    batch: list[_Parsed] = []
-    parsed_all: list[_Parsed] | None = [] if config.rlc_lid else None
-    lid: LidRlc | None = None
-    n_rows = 0
-    for row in rows:
-        p = _parse_row(row, fm, lang_ok)
-        n_rows += 1
-        key = (p.system, p.sample_id)
-        if key in seen:
-            raise row.error(
-                f"duplicate row for system {p.system!r} and sample_id {p.sample_id!r} "
-                f"(first at {seen[key]}).", component=COMPONENT, field="sample_id",
-                fix="keep one answer per system and sample.")
-        seen[key] = p.place
-        if parsed_all is not None:
-            parsed_all.append(p)
-            continue
-        batch.append(p)
-        if len(batch) >= BATCH:
-            _score_batch(batch, columns, None, unscored)
-            batch = []
-    if parsed_all is not None:
-        lid = LidRlc(sorted({p.lang for p in parsed_all}))
-        batch = parsed_all
-    if batch:
-        _score_batch(batch, columns, lid, unscored)
-    del seen
-    systems = list(columns)
-    for u in unscored:
-        if u["system"] not in systems:
-            systems.append(u["system"])
-            columns[u["system"]] = _Columns()
-    return _aggregate(columns, systems, unscored, config, n_rows, lid)
+    rows = list(rows) if config.rlc_lid else rows
+    lid = None
+    if config.rlc_lid:
+        langs = {canonical_language(str(r.data.get(config.field_map.source("sample_lang"), "")))
+                 for r in rows}  # type: ignore[union-attr]
+        lid = LidRlc(sorted(lg for lg in langs if lg))
+    acc = _score_row_path(rows, config, source, lid)
+    return _aggregate(acc, config, lid, exact_places=True)
 
 
 def score_file(path: str | Path, config: MultilingualConfig) -> MultilingualResult:
-    """Score an answers file (JSONL, JSON, CSV or Parquet)."""
+    """Score an answers file (JSONL, JSON, CSV or Parquet).
+
+    Clean JSONL and Parquet files take a columnar path (Arrow parsing, batched text passes);
+    anything unusual re-runs on the row path, which reports problems with their exact place.
+    Both paths give identical numbers (tested).
+    """
+    if not config.rlc_lid:
+        from ragmeter.suites.multilingual.fast import accumulate_columnar
+
+        try:
+            acc = accumulate_columnar(Path(path), config, _Accumulator)
+            if acc is not None:
+                return _aggregate(acc, config, None, exact_places=False)
+        except FastPathUnsupported:
+            pass
     rows = iter_rows(path, component=COMPONENT, field_map=config.field_map)
     return score_rows(rows, config, source=str(path))
 
 
-def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str,
-              ) -> dict[str, list[float | None]]:
+def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str, path: str,
+              unit: str, exact_places: bool) -> dict[str, list[float | None]]:
     base = columns[baseline]
-    base_f1 = dict(zip(base.sample_ids, base.f1, strict=True))
+    base_f1 = base.f1
+    base_index = base.index
     out: dict[str, list[float | None]] = {}
     for system in systems:
         cols = columns[system]
@@ -290,32 +416,36 @@ def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str,
         missing: list[int] = []
         for i, (sid, f1, cost) in enumerate(zip(cols.sample_ids, cols.f1, cols.cost,
                                                 strict=True)):
-            bf1 = base_f1.get(sid)
-            if bf1 is None:
+            j = base_index.get(sid)
+            if j is None:
                 missing.append(i)
                 vals.append(None)
                 continue
-            vals.append(None if cost is None else (0.0 if cost == 0 else (f1 - bf1) / cost))
+            vals.append(None if cost != cost else (0.0 if cost == 0 else (f1 - base_f1[j]) / cost))
         if missing:
+            if not exact_places:
+                raise FastPathUnsupported("missing baseline rows")
             first = missing[0]
             raise InputError(
                 f"system {system!r} has {len(missing)} sample_id(s) with no row of the "
                 f"baseline system {baseline!r}, first {cols.sample_ids[first]!r} at "
-                f"{cols.places[first]}.", component=COMPONENT, field="sample_id",
+                f"{unit} {cols.places[first]}.", component=COMPONENT, path=path,
+                field="sample_id",
                 fix="give the baseline an answer for every sample, or choose another "
                     "--baseline.")
         out[system] = vals
     return out
 
 
-def _summ(values: list[float | None]) -> tuple[list[float], float | None, float | None]:
-    present = [v for v in values if v is not None]
-    return present, stats.mean(present), stats.sample_std(present)
+def _present(values: Iterable[float | None]) -> list[float]:
+    return [v for v in values if v is not None and v == v]
 
 
-def _aggregate(columns: dict[str, _Columns], systems: list[str],
-               unscored: list[dict[str, Any]], config: MultilingualConfig, n_rows: int,
-               lid: LidRlc | None) -> MultilingualResult:
+def _aggregate(acc: _Accumulator, config: MultilingualConfig, lid: LidRlc | None,
+               exact_places: bool) -> MultilingualResult:
+    acc.fix_places()
+    columns = acc.columns
+    systems = list(columns)
     notes: list[str] = []
     baseline = config.baseline
     if baseline is not None and baseline not in columns:
@@ -327,34 +457,36 @@ def _aggregate(columns: dict[str, _Columns], systems: list[str],
     if baseline is not None and not columns[baseline].sample_ids:
         notes.append(f"the baseline {baseline!r} has no scored row: CNBE is not computed.")
         baseline = None
-    cnbe = _cnbe_for(columns, systems, baseline) if baseline else {}
+    cnbe = (_cnbe_for(columns, systems, baseline, acc.path, acc.unit, exact_places)
+            if baseline else {})
     metrics: dict[str, dict[str, float | int | None]] = {}
     ci: dict[str, dict[str, list[float] | None]] = {}
     rows_without_cost = 0
     for system in systems:
         cols = columns[system]
-        per: dict[str, list[float | None]] = {
-            "em": list(cols.em), "f1": list(cols.f1), "rlc": list(cols.rlc),
-            "rlc_ok": [1.0 if r >= RLC_OK_THRESHOLD else 0.0 for r in cols.rlc],
-            "cost": list(cols.cost), "cnbe": cnbe.get(system, [None] * len(cols.em)),
-            "semantic_score": list(cols.semantic),
+        n = len(cols.em)
+        rlc_arr = np.frombuffer(cols.rlc, dtype=np.float64) if n else np.zeros(0)
+        per: dict[str, list[float]] = {
+            "em": cols.em.tolist(), "f1": cols.f1.tolist(), "rlc": cols.rlc.tolist(),
+            "rlc_ok": (rlc_arr >= RLC_OK_THRESHOLD).astype(np.float64).tolist(),
+            "cost": _present(cols.cost), "cnbe": _present(cnbe.get(system, [])),
+            "semantic_score": _present(cols.semantic),
         }
         if lid is not None:
-            per["rlc_lid"] = list(cols.rlc_lid)
-        rows_without_cost += sum(1 for c in cols.cost if c is None)
+            per["rlc_lid"] = _present(cols.rlc_lid)
+        rows_without_cost += n - len(per["cost"])
         m: dict[str, float | int | None] = {}
         sys_ci: dict[str, list[float] | None] = {}
-        for key, vals in per.items():
-            present, mu, sd = _summ(vals)
-            m[key] = mu
-            m[f"{key}_std"] = sd
-            if len(present) != len(cols.em):
+        for key, present in per.items():
+            m[key] = stats.mean(present)
+            m[f"{key}_std"] = stats.sample_std(present)
+            if len(present) != n:
                 m[f"{key}_n"] = len(present)
             if config.ci:
                 interval = stats.bootstrap_ci(present, n_resamples=config.n_resamples,
                                               seed=config.seed)
                 sys_ci[key] = list(interval) if interval else None
-        m["n"] = len(cols.em)
+        m["n"] = n
         metrics[system] = m
         if config.ci:
             ci[system] = sys_ci
@@ -371,10 +503,10 @@ def _aggregate(columns: dict[str, _Columns], systems: list[str],
         else:
             paired = _paired_tests(columns, systems, baseline, config)
     reasons: dict[str, int] = {}
-    for u in unscored:
+    for u in acc.unscored:
         reasons[u["reason"]] = reasons.get(u["reason"], 0) + 1
     scored = sum(len(columns[s].em) for s in systems)
-    coverage = {"rows": n_rows, "scored": scored, "unscored": n_rows - scored,
+    coverage = {"rows": acc.n_rows, "scored": scored, "unscored": acc.n_rows - scored,
                 "reasons": reasons}
     base_f1 = metrics[baseline]["f1"] if baseline else None
     return MultilingualResult(
@@ -382,20 +514,20 @@ def _aggregate(columns: dict[str, _Columns], systems: list[str],
         signature=config.signature().render(), baseline=baseline,
         baseline_f1=base_f1 if isinstance(base_f1, float) else None, ci=ci,
         paired_tests=paired, notes=notes, columns=columns, cnbe_values=cnbe,
-        unscored_items=unscored,
+        unscored_items=acc.unscored,
     )
 
 
 def _paired_tests(columns: dict[str, _Columns], systems: list[str], baseline: str,
                   config: MultilingualConfig) -> dict[str, dict[str, dict[str, float | int | str]]]:
     base = columns[baseline]
-    index = {sid: i for i, sid in enumerate(base.sample_ids)}
     out: dict[str, dict[str, dict[str, float | int | str]]] = {}
     for system in systems:
         if system == baseline:
             continue
         cols = columns[system]
-        pairs = [(i, index[sid]) for i, sid in enumerate(cols.sample_ids) if sid in index]
+        pairs = [(i, base.index[sid]) for i, sid in enumerate(cols.sample_ids)
+                 if sid in base.index]
         if not pairs:
             continue
         res: dict[str, dict[str, float | int | str]] = {}
@@ -410,7 +542,3 @@ def _paired_tests(columns: dict[str, _Columns], systems: list[str], baseline: st
                         "significant": "yes" if perm.p_value < 0.05 else "no"}
         out[system] = res
     return out
-
-
-def _finite(x: float) -> bool:
-    return math.isfinite(x)

@@ -1,0 +1,175 @@
+"""Scoring throughput: ragmeter's multilingual scorer against a plain-Python SQuAD-style
+reference implementation, on the same generated rows, in the same run.
+
+    python benchmarks/bench_scoring.py [--rows 1000000]
+
+Prints rows/s of both, their ratio and the peak RSS of each (each runs in its own process, so
+the RSS figures are independent).  Goal (issue 2): ratio >= 3 and ragmeter's RSS < 1 GiB.
+
+The reference is what a careful user would write by hand: json.loads per line, SQuAD's
+normalize_answer (lowercase, drop punctuation and English articles, collapse spaces), Counter
+F1, and a per-character response-language check.  It computes the same three families of
+numbers (EM, F1, RLC) per row and their means per system.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import string
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WORDS = {
+    "en": "the capital city river mountain king queen war peace year museum song team".split(),
+    "de": "die hauptstadt fluss berg könig königin krieg frieden jahr museum lied".split(),
+    "ru": "столица город река гора король королева война мир год музей песня".split(),
+    "ja": list("東京大阪日本山川王女戦争平和年博物館歌です"),
+    "zh_cn": list("北京上海中国山河王后战争和平年博物馆歌曲"),
+    "ar": "العاصمة مدينة نهر جبل ملك ملكة حرب سلام سنة متحف".split(),
+    "ko": "수도 도시 강 산 왕 여왕 전쟁 평화 년 박물관".split(),
+    "th": "เมืองหลวง เมือง แม่น้ำ ภูเขา กษัตริย์ ราชินี สงคราม".split(),
+}
+SYSTEMS = ("direct", "multi", "cross", "lbrag")
+
+
+def _phrase(rng: random.Random, lang: str, n: int) -> str:
+    words = [rng.choice(WORDS[lang]) for _ in range(n)]
+    sep = "" if lang in ("ja", "zh_cn") else " "
+    text = sep.join(words)
+    if rng.random() < 0.3:
+        text = text.capitalize() + rng.choice([".", "!", "", " (1969)"])
+    if rng.random() < 0.05:
+        text = "The answer is " + text  # wrong-script tail
+    return text
+
+
+def generate(path: Path, rows: int, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    langs = list(WORDS)
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(rows // len(SYSTEMS)):
+            lang = langs[i % len(langs)]
+            gold = _phrase(rng, lang, rng.randint(1, 3))
+            for system in SYSTEMS:
+                pred = gold if rng.random() < 0.4 else _phrase(rng, lang, rng.randint(1, 6))
+                fh.write(json.dumps({
+                    "sample_id": f"q{i}_{lang}", "sample_lang": lang, "system": system,
+                    "gold_answer": gold, "pred_answer": pred,
+                    "translate_tokens": 0 if system in ("direct", "multi") else rng.randint(10, 300),
+                }, ensure_ascii=False) + "\n")
+
+
+# ------------------------------------------------------------------ reference implementation
+
+def reference(path: str) -> dict:
+    import re
+    from collections import Counter
+
+    exclude = set(string.punctuation)
+
+    def normalize_answer(s: str) -> str:
+        s = s.lower()
+        s = "".join(ch for ch in s if ch not in exclude)
+        s = re.sub(r"\b(a|an|the)\b", " ", s)
+        return " ".join(s.split())
+
+    def f1(pred: str, gold: str) -> float:
+        p, g = normalize_answer(pred).split(), normalize_answer(gold).split()
+        common = Counter(p) & Counter(g)
+        same = sum(common.values())
+        if same == 0:
+            return 0.0
+        pr, rc = same / len(p), same / len(g)
+        return 2 * pr * rc / (pr + rc)
+
+    def rlc(pred: str, lang: str) -> float:
+        total = hits = 0
+        for ch in pred:
+            if ch.isspace() or ch.isdigit() or ch in ".,!?;:()[]{}-'\"/–—":
+                continue
+            total += 1
+            if lang.startswith("zh"):
+                hits += "\u4e00" <= ch <= "\u9fff"
+            elif lang.startswith("ja"):
+                hits += ("\u3040" <= ch <= "\u30ff") or ("\u4e00" <= ch <= "\u9fff")
+            else:
+                hits += ch.isalpha()
+        return hits / total if total else 1.0
+
+    sums: dict[str, list[float]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            pred, gold = r["pred_answer"], r["gold_answer"]
+            s = sums.setdefault(r["system"], [0.0, 0.0, 0.0, 0])
+            s[0] += float(normalize_answer(pred) == normalize_answer(gold))
+            s[1] += f1(pred, gold)
+            s[2] += rlc(pred, r["sample_lang"])
+            s[3] += 1
+    return {k: {"em": v[0] / v[3], "f1": v[1] / v[3], "rlc": v[2] / v[3], "n": v[3]}
+            for k, v in sums.items()}
+
+
+def ragmeter_score(path: str) -> dict:
+    from ragmeter.suites.multilingual import MultilingualConfig, score_file
+
+    result = score_file(path, MultilingualConfig())
+    return {k: {"em": m["em"], "f1": m["f1"], "rlc": m["rlc"], "n": m["n"]}
+            for k, m in result.metrics.items()}
+
+
+def _child(which: str, path: str) -> None:
+    fn = reference if which == "reference" else ragmeter_score
+    if which == "ragmeter":  # import outside the timing, as the reference's imports are
+        import ragmeter.suites.multilingual  # noqa: F401
+    start, cpu0 = time.perf_counter(), time.process_time()
+    out = fn(path)
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu0
+    rows = sum(v["n"] for v in out.values())
+    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"rows": rows, "seconds": elapsed, "cpu_seconds": cpu,
+                      "rss_mib": rss_kib / 1024}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--child", choices=["reference", "ragmeter"], help=argparse.SUPPRESS)
+    ap.add_argument("--path", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        _child(args.child, args.path)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rows.jsonl"
+        t0 = time.perf_counter()
+        generate(path, args.rows)
+        print(f"generated {args.rows:,} rows ({path.stat().st_size / 2**20:.0f} MiB) in "
+              f"{time.perf_counter() - t0:.1f}s")
+        results = {}
+        for which in ("reference", "ragmeter"):
+            proc = subprocess.run([sys.executable, __file__, "--child", which, "--path", str(path)],
+                                  capture_output=True, text=True, check=True,
+                                  env={**os.environ, "PYTHONHASHSEED": "0"})
+            results[which] = json.loads(proc.stdout.strip().splitlines()[-1])
+    for which, r in results.items():
+        print(f"{which:>10}: {r['rows']:,} rows in {r['seconds']:.2f}s wall "
+              f"({r['rows'] / r['seconds']:,.0f} rows/s), {r['cpu_seconds']:.2f}s CPU, "
+              f"peak RSS {r['rss_mib']:.0f} MiB")
+    rag, ref = results["ragmeter"], results["reference"]
+    wall = ref["seconds"] / rag["seconds"]
+    cpu = ref["cpu_seconds"] / rag["cpu_seconds"]
+    print(f"ratio ragmeter/reference: {wall:.2f}x by wall time, {cpu:.2f}x by CPU time "
+          f"(goal >= 3x; CPU time is steadier on a busy machine); "
+          f"ragmeter peak RSS {rag['rss_mib']:.0f} MiB (goal < 1024)")
+
+
+if __name__ == "__main__":
+    main()

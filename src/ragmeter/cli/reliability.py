@@ -1,0 +1,97 @@
+"""``ragmeter reliability ...``"""
+
+from __future__ import annotations
+
+import click
+
+from ragmeter.cli.options import field_option, input_path, items_out_option, json_out_option
+
+
+@click.group(name="reliability")
+def group() -> None:
+    """Annotator reliability against a QC key (win/tie/loss human evaluation)."""
+
+
+@group.command(name="score")
+@input_path()
+@click.option("--qc", "qc", multiple=True, required=True, metavar="NAME",
+              help="Evaluator whose annotations are the key (repeatable: several QC annotators "
+                   "are combined by majority; items without a majority are excluded and "
+                   "counted).")
+@json_out_option
+@items_out_option
+@click.option("--plot", "plot_out", type=click.Path(dir_okay=False), metavar="OUT.png",
+              help="Write the reliability matrix as PNG (needs ragmeter[plots]).")
+@click.option("--min-applicable", default=30, show_default=True, type=click.IntRange(0),
+              help="Evaluators with fewer applicable items are warned about and marked.")
+@field_option
+@click.option("--flag-yes", "flag_yes", multiple=True, metavar="VALUE",
+              help="item_flag value meaning flagged / not ratable (repeatable; replaces the "
+                   "defaults Yes, Y, True, 1, flagged; case-insensitive).")
+@click.option("--flag-no", "flag_no", multiple=True, metavar="VALUE",
+              help="item_flag value meaning ratable (repeatable; replaces the defaults No, N, "
+                   "False, 0; give '' to let an empty cell mean ratable).")
+def score(path: str, qc: tuple[str, ...], json_out: str | None, items_out: str | None,
+          plot_out: str | None, min_applicable: int, fields: tuple[str, ...],
+          flag_yes: tuple[str, ...], flag_no: tuple[str, ...]) -> None:
+    """Score every evaluator against QC: reliability, flag mismatch %, Cohen's κ, Wilson CI.
+
+    PATH holds one row per (item, evaluator) with item_id, evaluator, item_flag (Yes =
+    flagged, not ratable; No = ratable), choice (A, B, Tie, ...; empty when flagged) and
+    optional skipped.  JSONL, JSON, CSV or Parquet.
+
+    Example: ragmeter reliability score annotations.csv --qc qc_maria --json rel.json
+    --plot rel.png
+    """
+    from ragmeter.io import parse_field_options, write_json, write_jsonl
+    from ragmeter.suites.reliability import (
+        DEFAULT_FLAG_NO,
+        DEFAULT_FLAG_YES,
+        ReliabilityConfig,
+        score_file,
+    )
+    from ragmeter.suites.reliability.report import print_reliability
+
+    config = ReliabilityConfig(
+        qc=tuple(qc), min_applicable=min_applicable,
+        flag_yes=tuple(flag_yes) or DEFAULT_FLAG_YES, flag_no=tuple(flag_no) or DEFAULT_FLAG_NO,
+        field_map=parse_field_options(fields, component="reliability"),
+    )
+    png = None
+    if plot_out:
+        from ragmeter.reports.plots import require_matplotlib
+
+        require_matplotlib()  # fail on a missing extra before reading the data
+    result = score_file(path, config)
+    if plot_out:
+        from ragmeter.reports.plots import reliability_matrix_png
+
+        png = reliability_matrix_png(result)
+    print_reliability(result)
+    if json_out:
+        write_json(json_out, result.to_json())
+        click.echo(f"wrote {json_out}", err=True)
+    if items_out:
+        n = write_jsonl(items_out, result.iter_items())
+        click.echo(f"wrote {n} items to {items_out}", err=True)
+    if png is not None and plot_out:
+        _write_bytes(plot_out, png)
+        click.echo(f"wrote {plot_out}", err=True)
+
+
+def _write_bytes(path: str, data: bytes) -> None:
+    """Write ``data`` atomically (a reader never sees half a PNG)."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

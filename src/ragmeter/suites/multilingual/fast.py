@@ -1,0 +1,130 @@
+"""Columnar reading of clean answer files (JSON Lines and Parquet) through Apache Arrow.
+
+Only the columns ragmeter needs are parsed, in C++, in batches; the text passes then run over
+whole batches (see :func:`ragmeter.text.normalize.normalize_many` and
+:func:`ragmeter.metrics.language.rlc_batch`).  Anything that the row path would report or treat
+specially (a type Arrow cannot take, a null where a value is required, costs that must come from
+``evidence``, an unknown language, a duplicate) raises :class:`FastPathUnsupported`, and the
+caller re-runs the file on the row path, which gives the exact error with its line.  Both paths
+produce identical numbers (tests compare them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ragmeter.errors import InputError
+from ragmeter.io import detect_format
+
+__all__ = ["accumulate_columnar"]
+
+_BLOCK = 1 << 22  # bytes of JSON per Arrow block
+
+
+def _schema(names: dict[str, str]) -> Any:
+    import pyarrow as pa
+
+    return pa.schema([
+        (names["sample_id"], pa.string()), (names["sample_lang"], pa.string()),
+        (names["system"], pa.string()), (names["gold_answer"], pa.string()),
+        (names["pred_answer"], pa.string()), (names["translate_tokens"], pa.float64()),
+        (names["semantic_score"], pa.float64()),
+    ])
+
+
+def _batches(path: Path, fmt: str, names: dict[str, str]) -> Iterator[Any]:
+    import pyarrow as pa
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    schema = _schema(names)
+    if fmt == "jsonl":
+        reader = pj.open_json(
+            path, read_options=pj.ReadOptions(block_size=_BLOCK),
+            parse_options=pj.ParseOptions(explicit_schema=schema,
+                                          unexpected_field_behavior="ignore"))
+        yield from reader
+        return
+    pf = pq.ParquetFile(path)
+    present = set(pf.schema_arrow.names)
+    wanted = [n for n in schema.names if n in present]
+    for batch in pf.iter_batches(batch_size=65536, columns=wanted):
+        cols = {}
+        for f in schema:
+            if f.name in batch.schema.names:
+                col = batch.column(f.name)
+                if not col.type.equals(f.type):
+                    col = col.cast(f.type)  # raises ArrowInvalid for text that is no number
+                cols[f.name] = col
+            else:
+                cols[f.name] = pa.nulls(batch.num_rows, f.type)
+        yield pa.record_batch(cols)
+
+
+def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -> Any | None:
+    """Score ``path`` column-wise into a fresh accumulator, or None when the format has no
+    columnar path (CSV, JSON arrays).  Raises FastPathUnsupported to ask for the row path."""
+    from ragmeter.suites.multilingual.scorer import FastPathUnsupported
+    from ragmeter.text.languages import canonical_language, is_known_language
+
+    try:
+        fmt = detect_format(path)
+    except InputError:
+        return None
+    if fmt not in ("jsonl", "parquet") or not path.is_file() or path.stat().st_size == 0:
+        return None
+    import pyarrow as pa
+
+    fm = config.field_map
+    names = {k: fm.source(k) for k in ("sample_id", "sample_lang", "system", "gold_answer",
+                                       "pred_answer", "translate_tokens", "semantic_score")}
+    acc = make_acc(str(path), "line" if fmt == "jsonl" else "row")
+    lang_ok: dict[str, str] = {}
+    number = 0
+    try:
+        for batch in _batches(path, fmt, names):
+            n = batch.num_rows
+            if n == 0:
+                continue
+            col = {k: batch.column(v) for k, v in names.items()}
+            # A missing pred_answer and a null one look the same to Arrow; only the row path
+            # tells them apart (error vs unscored), so any null goes there.
+            for req in ("sample_id", "sample_lang", "system", "gold_answer", "pred_answer"):
+                if col[req].null_count:
+                    raise FastPathUnsupported(f"null or missing {req}")
+            if col["translate_tokens"].null_count:
+                raise FastPathUnsupported("cost needs evidence")  # or is missing: row path
+            costs = col["translate_tokens"].to_pylist()
+            sems = col["semantic_score"].to_pylist()
+            if any(c < 0 or not math.isfinite(c) for c in costs) or any(
+                    s is not None and not math.isfinite(s) for s in sems):
+                raise FastPathUnsupported("out-of-range number")
+            langs_raw = col["sample_lang"].to_pylist()
+            langs = []
+            for raw in langs_raw:
+                canon = lang_ok.get(raw)
+                if canon is None:
+                    canon = canonical_language(raw)
+                    if not is_known_language(canon):
+                        raise FastPathUnsupported("unknown language")
+                    lang_ok[raw] = canon
+                langs.append(canon)
+            # Arrow skips blank lines, so JSONL line numbers are exact only on the row path;
+            # every error that needs a place re-runs there.
+            numbers = range(number + 1, number + n + 1)
+            number += n
+            try:
+                acc.add(col["system"].to_pylist(), col["sample_id"].to_pylist(), langs,
+                        col["gold_answer"].to_pylist(), col["pred_answer"].to_pylist(),
+                        costs, sems, numbers)
+            except InputError:
+                raise FastPathUnsupported("row error") from None
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError,
+            UnicodeDecodeError):
+        raise FastPathUnsupported("arrow could not read the file") from None
+    if number == 0:
+        raise FastPathUnsupported("no rows")
+    return acc
