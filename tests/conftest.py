@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.servers.scripted_openai"]  # the scripted_server fixture
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("RAGMETER_SHARED_DATA", REPO.parent / "shared" / "data"))
 

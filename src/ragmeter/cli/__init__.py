@@ -22,8 +22,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("ragmeter.cli.demo:demo", "Run ragmeter's main job on its built-in sample."),
     "multilingual": ("ragmeter.cli.multilingual:group",
                      "Multilingual QA (LBRAG): EM, F1, RLC, cost, CNBE, semantic score."),
+    "trace": ("ragmeter.cli.trace:group", "TRACe (RAGBench): score, label, validate a judge."),
     "reliability": ("ragmeter.cli.reliability:group",
                     "Annotator reliability against QC: flag mismatch, Cohen's κ, matrix plot."),
+    "generate": ("ragmeter.cli.generate:generate", "Send a file of requests to a model (cached)."),
+    "cache": ("ragmeter.cli.cache:group", "The store of model calls: stats and clear."),
 }
 
 

@@ -11,7 +11,13 @@ __all__ = ["console", "fmt", "print_multilingual"]
 
 
 def console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+    """A console for tables: the terminal's width, or 140 columns when output is redirected
+    (rich would otherwise squeeze tables into 80)."""
+    import os
+    import sys
+
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 140
+    return Console(highlight=False, soft_wrap=False, width=width)
 
 
 def fmt(value: Any, digits: int = 4) -> str:
@@ -31,7 +37,8 @@ def _with_ci(result: Any, system: str, key: str, digits: int = 4) -> str:
     value = fmt(result.metrics[system].get(key), digits)
     ci = result.ci.get(system, {}).get(key) if result.ci else None
     if ci:
-        value += f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+        d = min(digits, 3)
+        value += f"\n[{ci[0]:.{d}f}, {ci[1]:.{d}f}]"
     return value
 
 

@@ -412,16 +412,17 @@ def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str, p
         if system == baseline:
             out[system] = [0.0] * len(cols.f1)
             continue
-        vals: list[float | None] = []
-        missing: list[int] = []
-        for i, (sid, f1, cost) in enumerate(zip(cols.sample_ids, cols.f1, cols.cost,
-                                                strict=True)):
-            j = base_index.get(sid)
-            if j is None:
-                missing.append(i)
-                vals.append(None)
-                continue
-            vals.append(None if cost != cost else (0.0 if cost == 0 else (f1 - base_f1[j]) / cost))
+        positions = [base_index.get(sid, -1) for sid in cols.sample_ids]
+        pos = np.fromiter(positions, dtype=np.int64, count=len(positions))
+        missing = np.flatnonzero(pos < 0).tolist()
+        f1 = np.frombuffer(cols.f1, dtype=np.float64) if len(cols.f1) else np.zeros(0)
+        cost = np.frombuffer(cols.cost, dtype=np.float64) if len(cols.cost) else np.zeros(0)
+        base = np.frombuffer(base_f1, dtype=np.float64)[np.where(pos < 0, 0, pos)]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = np.where(cost == 0, 0.0, (f1 - base) / np.where(cost == 0, 1.0, cost))
+        vals: list[float | None] = value.tolist()
+        for i in np.flatnonzero(np.isnan(cost) | (pos < 0)).tolist():
+            vals[i] = None  # no cost, or no baseline row
         if missing:
             if not exact_places:
                 raise FastPathUnsupported("missing baseline rows")
@@ -437,7 +438,11 @@ def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str, p
     return out
 
 
-def _present(values: Iterable[float | None]) -> list[float]:
+def _present(values: array | list[float | None]) -> list[float]:
+    """The values that are there (not None, not the internal NaN marker)."""
+    if isinstance(values, array):
+        arr = np.frombuffer(values, dtype=np.float64) if len(values) else np.zeros(0)
+        return arr[~np.isnan(arr)].tolist()
     return [v for v in values if v is not None and v == v]
 
 

@@ -1,0 +1,100 @@
+"""The options every model-calling command shares, and their translation into a runner setup.
+
+::
+
+    @group.command()
+    @backend_options
+    def judge(path, **kwargs):
+        backend, store, config, dry_run = runner_context(**kwargs)
+
+``runner_context`` picks the keys it knows out of ``kwargs`` and ignores the rest, so a command
+can pass all of its keyword arguments through.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ragmeter.llm.base import Backend
+from ragmeter.runner import RunnerConfig
+from ragmeter.store import Store
+
+__all__ = ["backend_options", "runner_context", "BACKEND_OPTION_NAMES"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+BACKEND_OPTION_NAMES = ("backend", "model", "base_url", "concurrency", "rpm", "tpm", "timeout",
+                        "max_retries", "store", "replay", "dry_run")
+
+
+def backend_options(f: F) -> F:
+    """Add --backend, --model, --base-url, --concurrency, --rpm, --tpm, --timeout,
+    --max-retries, --store, --replay and --dry-run to a click command."""
+    options = [
+        click.option("--backend", default="local", show_default=True, metavar="NAME",
+                     help="Model backend: local (offline SmolLM2, the default) or openai (any "
+                          "OpenAI-compatible endpoint: vLLM, llama.cpp server, Ollama, OpenAI)."),
+        click.option("--model", default=None, metavar="NAME|PATH",
+                     help="Model name for --backend openai (required there); for local, a GGUF "
+                          "file or Hugging Face folder on disk [default: SmolLM2-135M-Instruct]."),
+        click.option("--base-url", default=None, metavar="URL",
+                     help="Endpoint of an OpenAI-compatible server, e.g. "
+                          "http://127.0.0.1:8000/v1 [default: https://api.openai.com/v1]. The key "
+                          "comes from RAGMETER_API_KEY or OPENAI_API_KEY and is never stored."),
+        click.option("--concurrency", default=8, show_default=True, type=click.IntRange(1, 4096),
+                     help="Model calls in flight at once."),
+        click.option("--rpm", default=None, type=click.FloatRange(min=0, min_open=True),
+                     metavar="N", help="Limit requests per minute."),
+        click.option("--tpm", default=None, type=click.FloatRange(min=0, min_open=True),
+                     metavar="N", help="Limit tokens per minute (prompt + completion, estimated)."),
+        click.option("--timeout", default=120.0, show_default=True,
+                     type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+                     help="Give up on one attempt of a call after this long (then retry)."),
+        click.option("--max-retries", default=5, show_default=True, type=click.IntRange(0, 100),
+                     help="Retries of a call on 429, 5xx, timeouts, connection errors and "
+                          "malformed bodies; then the item is reported unscored with its reason."),
+        click.option("--store", default=None, type=click.Path(dir_okay=False), metavar="PATH",
+                     help="SQLite store of calls (the cache) [default: store.sqlite in the "
+                          "per-user data folder, or in $RAGMETER_HOME]."),
+        click.option("--replay", is_flag=True,
+                     help="Use stored responses only; fail on a cache miss instead of calling."),
+        click.option("--dry-run", is_flag=True,
+                     help="Print how many calls and roughly how many tokens would be spent, "
+                          "then exit without calling anything."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def runner_context(**kwargs: Any) -> tuple[Backend, Store, RunnerConfig, bool]:
+    """Turn the values of :func:`backend_options` into ``(backend, store, config, dry_run)``.
+
+    Unknown keys are ignored; missing keys take the options' defaults.  ``description`` and
+    ``progress`` may be given to shape the progress bar (progress defaults to on when stderr is a
+    terminal).
+    """
+    from ragmeter.llm.registry import backend_spec, create_backend
+
+    name = kwargs.get("backend") or "local"
+    concurrency = int(kwargs.get("concurrency") or 8)
+    timeout = float(kwargs.get("timeout") or 120.0)
+    spec = backend_spec(name)
+    opts: dict[str, Any] = {}
+    if spec.remote:
+        opts = {"timeout_s": timeout, "max_connections": concurrency}
+    backend = create_backend(name, model=kwargs.get("model"), base_url=kwargs.get("base_url"),
+                             **opts)
+    store = Store(kwargs.get("store"))
+    max_retries = kwargs.get("max_retries")
+    config = RunnerConfig(
+        concurrency=concurrency, rpm=kwargs.get("rpm"), tpm=kwargs.get("tpm"),
+        max_retries=5 if max_retries is None else int(max_retries), timeout_s=timeout,
+        replay=bool(kwargs.get("replay")),
+        progress=bool(kwargs.get("progress", sys.stderr.isatty())),
+        description=str(kwargs.get("description") or "calls"))
+    return backend, store, config, bool(kwargs.get("dry_run"))

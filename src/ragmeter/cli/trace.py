@@ -1,0 +1,308 @@
+"""``ragmeter trace ...``: TRACe (RAGBench) score, validate, label and run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ragmeter.cli.backend_options import backend_options
+from ragmeter.cli.options import field_option, input_path, items_out_option, json_out_option
+
+
+@click.group(name="trace")
+def group() -> None:
+    """TRACe (RAGBench): relevance, utilization, completeness, adherence; judge validation."""
+
+
+def _ci(entry: dict[str, Any] | None, digits: int = 4) -> str:
+    from ragmeter.reports.console import fmt
+
+    if not entry:
+        return "—"
+    value = entry.get("value", entry.get("mean"))
+    text = fmt(value, digits)
+    ci = entry.get("ci95")
+    if ci:
+        text += f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+    return text
+
+
+def print_score(result: Any) -> None:
+    from rich.table import Table
+
+    from ragmeter.reports.console import console, fmt
+
+    con = console()
+    table = Table(title="TRACe (RAGBench metrics)", title_justify="left")
+    for col in ("metric", "mean [95% CI]", "std", "n"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    for metric, entry in result.summary.items():
+        label = "adherence (share adherent)" if metric == "adherence" else metric
+        table.add_row(label, _ci(entry), fmt(entry["std"]), fmt(entry["n"]))
+    con.print(table)
+    cov = result.coverage
+    line = f"coverage: {cov['scored']}/{cov['rows']} rows scored"
+    if cov["unscored"]:
+        line += " (unscored: " + ", ".join(f"{k} {v}" for k, v in cov["reasons"].items()) + ")"
+    con.print(line)
+    for note in result.notes:
+        con.print(f"note: {note}")
+    con.print(f"signature: {result.signature}", style="dim")
+
+
+def print_validation(result: Any) -> None:
+    from rich.table import Table
+
+    from ragmeter.reports.console import console
+    from ragmeter.suites.trace.validate import STATISTICS
+
+    con = console()
+    table = Table(title=f"TRACe judge validation ({result.scored_reference} annotated rows)",
+                  title_justify="left")
+    table.add_column("judge")
+    heads = {"hallucination_auroc": "halluc. AUROC↑", "relevance_rmse": "relevance RMSE↓",
+             "utilization_rmse": "utilization RMSE↓", "completeness_rmse": "complete. RMSE↓"}
+    for stat in STATISTICS:
+        table.add_column(heads[stat], justify="right")
+    for judge, est in result.judges.items():
+        cells = []
+        for stat in STATISTICS:
+            e = est.get(stat)
+            cells.append("—" if e is None else f"{_ci(e.to_dict(), 3)}\n(n={e.n})")
+        table.add_row(judge, *cells)
+    con.print(table)
+    con.print("cells: value [95% bootstrap CI] (rows used)")
+    for judge, cov in result.coverage.items():
+        con.print(f"coverage {judge}: " + ", ".join(f"{k} {v}" for k, v in cov.items()))
+    for note in result.notes:
+        con.print(f"note: {note}")
+    con.print(f"signature: {result.signature}", style="dim")
+
+
+def _parse_pred_columns(values: tuple[str, ...]) -> dict[str, str]:
+    from ragmeter.errors import InputError
+
+    out: dict[str, str] = {}
+    for v in values:
+        metric, sep, column = v.partition("=")
+        if not sep:
+            metric, column = "adherence", v
+        if not metric.strip() or not column.strip():
+            raise InputError(f"--pred-column {v!r} is not of the form METRIC=COLUMN.",
+                             component="trace",
+                             fix="write e.g. --pred-column adherence=my_score.")
+        out[metric.strip()] = column.strip()
+    return out
+
+
+@group.command(name="score")
+@input_path()
+@json_out_option
+@items_out_option
+@field_option
+@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(100, 100000),
+              help="Bootstrap resamples for the 95% CIs.")
+@click.option("--seed", default=12345, show_default=True, type=int, help="Bootstrap seed.")
+def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[str, ...],
+          resamples: int, seed: int) -> None:
+    """Compute TRACe relevance, utilization, completeness and adherence from sentence labels.
+
+    PATH (Parquet, JSONL, JSON or CSV) has RAGBench's label columns: documents_sentences,
+    all_relevant_sentence_keys, all_utilized_sentence_keys and
+    unsupported_response_sentence_keys (or sentence_support_information), e.g. a RAGBench
+    split or the output of `ragmeter trace label`.
+
+    Example: ragmeter trace score hotpotqa/test-00000-of-00001.parquet --json m.json
+    --items items.jsonl
+    """
+    from ragmeter.io import parse_field_options, write_json, write_jsonl
+    from ragmeter.suites.trace import ScoreConfig, score_file
+
+    config = ScoreConfig(n_resamples=resamples, seed=seed,
+                         field_map=parse_field_options(fields, component="trace"))
+    result = score_file(path, config)
+    print_score(result)
+    if json_out:
+        write_json(json_out, result.to_json())
+        click.echo(f"wrote {json_out}", err=True)
+    if items_out:
+        n = write_jsonl(items_out, result.iter_items())
+        click.echo(f"wrote {n} items to {items_out}", err=True)
+
+
+@group.command(name="validate")
+@input_path()
+@click.option("--pred", "pred_path", type=click.Path(dir_okay=False), default=None,
+              help="Predicted labels (JSONL/JSON/Parquet, e.g. from `ragmeter trace label`), "
+                   "joined on their \"row\" field, else on \"id\".")
+@click.option("--pred-column", "pred_columns", multiple=True, metavar="METRIC=COLUMN",
+              help="A column of PATH holding predicted adherence (probability or 0/1), "
+                   "relevance, utilization or completeness (repeatable; a bare COLUMN means "
+                   "adherence).")
+@click.option("--judge-name", default="judge", show_default=True,
+              help="Name of your judge in the table.")
+@click.option("--no-baselines", is_flag=True, help="Skip the released baseline columns.")
+@click.option("--pred-rows-only", is_flag=True,
+              help="Evaluate every judge (baselines too) only on rows that have a --pred "
+                   "prediction, e.g. after `trace label --limit N`.")
+@json_out_option
+@field_option
+@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(100, 100000),
+              help="Bootstrap resamples for the 95% CIs.")
+@click.option("--seed", default=12345, show_default=True, type=int, help="Bootstrap seed.")
+def validate(path: str, pred_path: str | None, pred_columns: tuple[str, ...], judge_name: str,
+             no_baselines: bool, pred_rows_only: bool, json_out: str | None, fields: tuple[str, ...], resamples: int,
+             seed: int) -> None:
+    """Compare a judge with annotated TRACe labels: hallucination AUROC and relevance,
+    utilization and completeness RMSE, each with a bootstrap 95% CI and rows used.
+
+    PATH is an annotated file (e.g. a RAGBench split); its released baselines (gpt-3.5,
+    RAGAS, TruLens) are shown beside your judge.
+
+    Example: ragmeter trace validate hotpotqa.parquet --pred labels.jsonl --json v.json
+    """
+    from ragmeter.io import parse_field_options, write_json
+    from ragmeter.suites.trace.validate import ValidateConfig, validate_file
+
+    config = ValidateConfig(pred_path=pred_path, pred_columns=_parse_pred_columns(pred_columns),
+                            judge_name=judge_name, baselines=not no_baselines,
+                            subset_only=pred_rows_only,
+                            n_resamples=resamples, seed=seed,
+                            field_map=parse_field_options(fields, component="trace"))
+    result = validate_file(path, config)
+    print_validation(result)
+    if json_out:
+        write_json(json_out, result.to_json())
+        click.echo(f"wrote {json_out}", err=True)
+
+
+
+_LABEL_COLUMNS = ("id", "question", "documents", "response", "documents_sentences",
+                  "response_sentences")
+
+
+def _label_options(f: Any) -> Any:
+    opts = [
+        click.option("--strategy", type=click.Choice(["auto", "json", "choice"]), default="auto",
+                     show_default=True,
+                     help="json: one labelling call per row (capable endpoints); choice: "
+                          "per-sentence yes/no choice scoring (the offline small model). "
+                          "auto: choice for --backend local, else json."),
+        click.option("--prompt-file", type=click.Path(dir_okay=False), default=None,
+                     help="Labelling prompt for --strategy json with {documents}, {question}, "
+                          "{answer} fields, e.g. RAGBench's labeling_prompt.txt for exact "
+                          "reproduction [default: ragmeter's own prompt]."),
+        click.option("--tasks", default="relevance,utilization,support", show_default=True,
+                     help="Choice strategy: which labels to produce (comma-separated)."),
+        click.option("--threshold", default=0.5, show_default=True,
+                     type=click.FloatRange(0, 1), help="Choice strategy: p(yes) needed."),
+        click.option("--evidence-sentences", default=6, show_default=True,
+                     type=click.IntRange(0, 10000),
+                     help="Choice strategy: document sentences shown as evidence for a "
+                          "response sentence (most shared words; 0 = all)."),
+        click.option("--max-doc-sentences", default=None, type=click.IntRange(1, 10000),
+                     help="Choice strategy: judge only the first N sentences of each document "
+                          "(the rest count as not relevant/not used) to save calls."),
+        click.option("--language", default="en", show_default=True,
+                     help="Language for sentence splitting of unsplit documents."),
+        click.option("--limit", default=None, type=click.IntRange(1), help="Label the first N "
+                     "rows only."),
+        click.option("--max-tokens", default=2048, show_default=True, type=click.IntRange(16),
+                     help="JSON strategy: completion token budget."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _label(path: str, out: str, kw: dict[str, Any]) -> tuple[list[dict[str, Any]], str] | None:
+    """Shared by label and run; None on --dry-run."""
+    from ragmeter.cli.backend_options import runner_context
+    from ragmeter.io import parse_field_options, write_jsonl
+    from ragmeter.runner import estimate_requests
+    from ragmeter.suites.trace.data import iter_trace_rows, parse_source_row
+    from ragmeter.suites.trace.label import LabelConfig, label_sources, load_prompts, plan
+
+    fm = parse_field_options(kw.get("fields") or (), component="trace")
+    sources = []
+    for row in iter_trace_rows(path, _LABEL_COLUMNS, field_map=fm):
+        sources.append(parse_source_row(row))
+        if kw.get("limit") and len(sources) >= kw["limit"]:
+            break
+    strategy = kw["strategy"]
+    if strategy == "auto":
+        strategy = "choice" if (kw.get("backend") or "local") == "local" else "json"
+    tasks = tuple(t.strip() for t in kw["tasks"].split(",") if t.strip())
+    config = LabelConfig(strategy=strategy, prompts=load_prompts(kw.get("prompt_file")),
+                         tasks=tasks if strategy == "choice" else
+                         ("relevance", "utilization", "support"),
+                         threshold=kw["threshold"], evidence_sentences=kw["evidence_sentences"],
+                         max_doc_sentences=kw.get("max_doc_sentences"),
+                         language=kw["language"], max_tokens=kw["max_tokens"])
+    backend, store, rconfig, dry_run = runner_context(description="trace label", **kw)
+    if dry_run:
+        _, requests, _ = plan(sources, config)
+        click.echo(estimate_requests(requests, backend, store).render())
+        return None
+    import time
+
+    t0 = time.monotonic()
+    rows = label_sources(sources, backend, store, rconfig, config)
+    seconds = time.monotonic() - t0
+    n = write_jsonl(out, rows)
+    bad = sum(1 for r in rows if r["status"] != "ok")
+    click.echo(f"wrote {n} label rows to {out} ({bad} unscored; {seconds:.1f} s, "
+               f"{seconds / max(n, 1):.2f} s per row; strategy {strategy})", err=True)
+    return rows, strategy
+
+
+@group.command(name="label")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="Labels file to write (JSON Lines, RAGBench's label columns).")
+@_label_options
+@field_option
+@backend_options
+def label(path: str, out: str, **kw: Any) -> None:
+    """Label (question, documents, response) rows with a judge: RAGBench's sentence keys of
+    relevant and utilized document sentences and of unsupported response sentences.
+
+    PATH has question, documents (a list of texts) and response; RAGBench's
+    documents_sentences/response_sentences are used when present. Then run
+    `ragmeter trace score LABELS` or `ragmeter trace validate PATH --pred LABELS`.
+
+    Example: ragmeter trace label rows.jsonl --out labels.jsonl --backend openai --model
+    gpt-4o-mini --prompt-file labeling_prompt.txt
+    """
+    _label(path, out, kw)
+
+
+@group.command(name="run")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="Labels file to write (JSON Lines).")
+@json_out_option
+@_label_options
+@field_option
+@backend_options
+def run(path: str, out: str, json_out: str | None, **kw: Any) -> None:
+    """Label an annotated split with a judge and validate it, beside the released baselines.
+
+    Example: ragmeter trace run hotpotqa/test-00000-of-00001.parquet --limit 30
+    --out labels.jsonl --json validation.json
+    """
+    from ragmeter.io import write_json
+    from ragmeter.suites.trace.validate import ValidateConfig, validate_file
+
+    done = _label(path, out, kw)
+    if done is None:
+        return
+    rows, strategy = done
+    judge = rows[0]["judge"] if rows else "judge"
+    result = validate_file(path, ValidateConfig(pred_path=out, judge_name=f"{judge} ({strategy})",
+                                                subset_only=True))
+    print_validation(result)
+    if json_out:
+        write_json(json_out, result.to_json())
+        click.echo(f"wrote {json_out}", err=True)

