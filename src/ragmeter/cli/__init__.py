@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                     "Annotator reliability against QC: flag mismatch, Cohen's κ, matrix plot."),
     "generate": ("ragmeter.cli.generate:generate", "Send a file of requests to a model (cached)."),
     "cache": ("ragmeter.cli.cache:group", "The store of model calls: stats and clear."),
+    "report": ("ragmeter.cli.report:report", "One self-contained HTML report from stored runs."),
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ragmeter.cli.options import field_option, input_path, items_out_option, json_out_option
+from ragmeter.cli.report import record_options, save_run
 
 
 @click.group(name="multilingual")
@@ -31,9 +32,10 @@ def group() -> None:
               help="Bootstrap resamples for --ci and --paired.")
 @click.option("--seed", default=12345, show_default=True, type=int,
               help="Random seed for --ci and --paired.")
+@record_options
 def score(path: str, baseline: str | None, json_out: str | None, items_out: str | None,
           fields: tuple[str, ...], ci: bool, paired: bool, rlc_lid: bool, resamples: int,
-          seed: int) -> None:
+          seed: int, no_record: bool, runs_dir: str | None) -> None:
     """Score an answers file: EM, F1, RLC and RLC_OK recomputed from the text.
 
     PATH holds one row per (system, sample) with sample_id, sample_lang, system, gold_answer,
@@ -59,3 +61,8 @@ def score(path: str, baseline: str | None, json_out: str | None, items_out: str 
     if items_out:
         n = write_jsonl(items_out, result.iter_items())
         click.echo(f"wrote {n} items to {items_out}", err=True)
+    from ragmeter.results import InputFile
+
+    save_run("multilingual", result.to_json(), result.iter_items(),
+             inputs=[InputFile.of(path, rows=result.coverage.get("rows"))],
+             no_record=no_record, runs_dir=runs_dir)

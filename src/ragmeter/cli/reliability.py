@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ragmeter.cli.options import field_option, input_path, items_out_option, json_out_option
+from ragmeter.cli.report import record_options, save_run
 
 
 @click.group(name="reliability")
@@ -31,9 +32,11 @@ def group() -> None:
 @click.option("--flag-no", "flag_no", multiple=True, metavar="VALUE",
               help="item_flag value meaning ratable (repeatable; replaces the defaults No, N, "
                    "False, 0; give '' to let an empty cell mean ratable).")
+@record_options
 def score(path: str, qc: tuple[str, ...], json_out: str | None, items_out: str | None,
           plot_out: str | None, min_applicable: int, fields: tuple[str, ...],
-          flag_yes: tuple[str, ...], flag_no: tuple[str, ...]) -> None:
+          flag_yes: tuple[str, ...], flag_no: tuple[str, ...], no_record: bool,
+          runs_dir: str | None) -> None:
     """Score every evaluator against QC: reliability, flag mismatch %, Cohen's κ, Wilson CI.
 
     PATH holds one row per (item, evaluator) with item_id, evaluator, item_flag (Yes =
@@ -77,6 +80,12 @@ def score(path: str, qc: tuple[str, ...], json_out: str | None, items_out: str |
     if png is not None and plot_out:
         _write_bytes(plot_out, png)
         click.echo(f"wrote {plot_out}", err=True)
+    from ragmeter.results import InputFile
+
+    doc = result.to_json()
+    save_run("reliability", doc, result.iter_items(),
+             inputs=[InputFile.of(path, rows=doc["coverage"].get("rows"))],
+             no_record=no_record, runs_dir=runs_dir)
 
 
 def _write_bytes(path: str, data: bytes) -> None:

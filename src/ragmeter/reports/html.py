@@ -1,0 +1,377 @@
+"""One self-contained HTML report from stored run records (issue 8).
+
+The page needs no network and no JavaScript: CSS is inline, plots are PNGs inlined as
+``data:`` URIs, the drill-down uses ``<details>`` and a CSS-only status filter (radio buttons
+and sibling selectors).  Everything from data, models or files is escaped
+(:func:`ragmeter.reports._html.esc`), so a response containing ``<script>`` or ``onerror=``
+renders as text.  The report reads records only: it never calls a model and never recomputes
+a metric; the one statistic it computes is the paired permutation test of the comparison of
+several runs (stats.paired_permutation on the per-item values stored in the records).
+
+Layout: header (what was run, when, ragmeter version, inputs with SHA-256, backends, models,
+prompt versions, signatures) · per family: the comparison of its runs when there are several,
+then per run its section in the original's layout (reports/html_families.py, or a generic
+rendering of any result document for a family without one), coverage and the item drill-down
+(unscored first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ragmeter._version import __version__
+from ragmeter.reports._html import Markup, cell, esc, generic, kv_table, note, number, table
+from ragmeter.results import RunRecord
+
+__all__ = ["render_report", "write_report", "MAX_ITEMS_SHOWN", "MAX_TEXT_CHARS"]
+
+MAX_ITEMS_SHOWN = 400  # per run; unscored first, the rest stay in the record file
+MAX_TEXT_CHARS = 3000  # per field of an item
+SIGNIFICANCE = 0.05
+PERMUTATIONS = 2000  # resamples of the comparison's paired permutation test (seeded)
+
+_CSS = """
+:root{--fg:#1d232b;--muted:#5b6672;--line:#d9dee4;--bg:#fff;--soft:#f4f6f8;--accent:#2f5f98;
+--bad:#a8322d;--badbg:#fbeceb;--good:#2e7d4f;--sig:#fff3c4}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);
+background:var(--bg);margin:0}
+main{max-width:1180px;margin:0 auto;padding:20px 28px 60px}
+header.top{background:#1f3550;color:#fff;padding:18px 28px}
+header.top h1{margin:0 0 4px;font-size:22px}
+header.top p{margin:0;color:#cfd9e4}
+nav.toc{font-size:13px;margin:10px 0 0}
+nav.toc a{color:#fff;margin-right:14px}
+h2{font-size:20px;border-bottom:2px solid var(--accent);padding-bottom:4px;margin-top:36px}
+h3{font-size:16px;margin:26px 0 8px;color:var(--accent)}
+h4{font-size:14px;margin:18px 0 6px}
+h5{font-size:13px;margin:12px 0 4px;color:var(--muted)}
+section.family>article{border:1px solid var(--line);border-radius:6px;padding:6px 18px 14px;
+margin:16px 0;background:#fff}
+table{border-collapse:collapse;margin:8px 0 14px;font-size:13px;max-width:100%}
+caption{text-align:left;font-weight:600;padding:4px 0;color:var(--fg);white-space:nowrap}
+th,td{border-bottom:1px solid var(--line);padding:4px 10px;vertical-align:top;text-align:left}
+thead th{background:var(--soft);border-bottom:2px solid var(--line);white-space:nowrap}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+table.kv th{background:none;color:var(--muted);font-weight:500;white-space:nowrap}
+table.kv td{word-break:break-all}
+.ci{color:var(--muted);font-size:11px;white-space:nowrap}
+tr.sig td,td.sig{background:var(--sig);font-weight:600}
+tr.low td{color:var(--muted)}
+.note{color:var(--muted);font-size:12.5px;margin:4px 0}
+.warn{color:var(--bad);font-size:13px;margin:4px 0}
+code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+pre{white-space:pre-wrap;word-break:break-word;background:var(--soft);padding:6px 8px;
+margin:2px 0;border-radius:4px;max-height:22em;overflow:auto}
+.sigline{font:11.5px ui-monospace,monospace;color:var(--muted);word-break:break-all}
+.plots{display:flex;flex-wrap:wrap;gap:10px}
+.plots img.plot{width:350px}
+details.drill-wrap>summary{cursor:pointer;color:var(--accent);margin:4px 0 8px}
+figure{margin:8px 0}
+img.plot{max-width:min(100%,760px);height:auto;border:1px solid var(--line);border-radius:4px}
+figcaption{font-size:12px;color:var(--muted)}
+.bar{display:flex;height:12px;width:320px;border-radius:3px;overflow:hidden;
+background:var(--line);margin:4px 0}
+.bar .ok{background:var(--good)}.bar .un{background:var(--bad)}
+.drill>input{position:absolute;opacity:0}
+.drill>label{display:inline-block;border:1px solid var(--line);border-radius:14px;
+padding:2px 12px;margin:0 6px 8px 0;cursor:pointer;font-size:12.5px;background:var(--soft)}
+.drill>input:checked+label{background:var(--accent);color:#fff;border-color:var(--accent)}
+.drill>input:focus-visible+label{outline:2px solid var(--accent)}
+.drill>input.f-unscored:checked~ol>li.st-ok{display:none}
+.drill>input.f-ok:checked~ol>li.st-unscored{display:none}
+ol.items{list-style:none;padding:0;margin:0}
+ol.items>li{border:1px solid var(--line);border-radius:4px;margin:4px 0}
+ol.items>li.st-unscored{border-left:4px solid var(--bad)}
+ol.items>li.st-ok{border-left:4px solid var(--good)}
+ol.items summary{padding:4px 10px;cursor:pointer}
+ol.items details>div{padding:0 10px 8px}
+.badge{display:inline-block;font-size:11px;border-radius:3px;padding:0 6px;margin-right:6px}
+.badge.ok{background:#e3f2e8;color:var(--good)}.badge.unscored{background:var(--badbg);
+color:var(--bad)}
+.muted{color:var(--muted)}
+footer{color:var(--muted);font-size:12px;margin-top:40px}
+"""
+
+
+def _short_id(record: RunRecord) -> str:
+    return record.run_id
+
+
+def _when(record: RunRecord) -> str:
+    return record.created_at.replace("T", " ").replace("+00:00", " UTC")
+
+
+# ------------------------------------------------------------------ header
+
+
+def _provenance(record: RunRecord) -> Markup:
+    inputs = "".join(
+        f"<div><code>{esc(i.path)}</code> <span class=muted>sha256 "
+        f"{esc(i.sha256 or '—')}{esc(f' · {i.rows} rows' if i.rows is not None else '')}"
+        f"</span></div>" for i in record.inputs) or "—"
+    backends = ", ".join(_backend_text(b) for b in record.backends) or "none (no model called)"
+    prompts = ", ".join(f"{k} {v}" for k, v in record.prompt_versions.items()) or "—"
+    pairs: list[tuple[str, Any]] = [
+        ("command", " ".join(record.command) or "—"), ("when", _when(record)),
+        ("ragmeter", record.ragmeter_version), ("inputs", Markup(inputs)),
+        ("backends", backends), ("models", ", ".join(record.models) or "—"),
+        ("prompt versions", prompts),
+        ("signature", Markup(f'<span class="sigline">{esc(record.signature or "—")}</span>')),
+    ]
+    if record.path is not None:
+        pairs.append(("record", Markup(f"<code>{esc(record.path)}</code>")))
+    return kv_table(pairs)
+
+
+def _backend_text(backend: Any) -> str:
+    if isinstance(backend, Mapping):
+        return " ".join(f"{k}={v}" for k, v in backend.items() if v is not None)
+    return str(backend)
+
+
+def _signatures(records: Sequence[RunRecord]) -> Markup:
+    rows = [[f"{r.family} · {_short_id(r)}",
+             Markup(f'<span class="sigline">{esc(r.signature or "—")}</span>')]
+            for r in records]
+    return table(["run", "signature"], rows, caption="Signatures of every number",
+                 numeric_from=99)
+
+
+# ------------------------------------------------------------------ coverage and items
+
+
+def _coverage(record: RunRecord) -> Markup:
+    cov = record.result.get("coverage") if isinstance(record.result, Mapping) else None
+    parts = ["<h4>Coverage</h4>"]
+    if isinstance(cov, Mapping) and "scored" in cov:
+        total = cov.get("total", cov.get("rows")) or 0
+        scored = cov.get("scored") or 0
+        unscored = cov.get("unscored", total - scored) or 0
+        pct = 100.0 * scored / total if total else 0.0
+        parts.append(f'<p>scored <b>{esc(scored)}</b> of {esc(total)} ({pct:.1f}%), '
+                     f'unscored <b>{esc(unscored)}</b></p>')
+        if total:
+            parts.append(f'<div class="bar" title="scored {pct:.1f}%"><div class="ok" '
+                         f'style="width:{pct:.2f}%"></div><div class="un" '
+                         f'style="width:{100 - pct:.2f}%"></div></div>')
+        reasons = cov.get("reasons") or {}
+        if isinstance(reasons, Mapping) and reasons and all(
+                isinstance(v, (int, float)) for v in reasons.values()):
+            parts.append(table(["why unscored", "items"], sorted(reasons.items(),
+                                                                 key=lambda kv: -kv[1])))
+        elif reasons:
+            parts.append(str(generic({"reasons": reasons}, 1)))
+    elif isinstance(cov, Mapping):
+        parts.append(str(generic({"coverage": cov}, 1)))
+    else:
+        parts.append(note(f"{record.items_total - record.items_unscored} of "
+                          f"{record.items_total} items scored (from the items)"))
+    return Markup("".join(parts))
+
+
+_ID_KEYS = ("id", "sample_id", "item_id")
+_GROUP_KEYS = ("system", "evaluator", "setting", "dataset", "sample_lang", "language", "model")
+_TEXT_FIRST = ("question", "query", "documents", "docs", "passages", "context", "response",
+               "prediction", "pred_answer", "answer", "gold", "gold_answer", "labels",
+               "judge", "judge_reply")
+
+
+def _field(value: Any) -> Markup:
+    import json
+
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, (dict, list)):
+        text = json.dumps(value, ensure_ascii=False, indent=1, default=str)
+    else:
+        return cell(value)
+    if len(text) > MAX_TEXT_CHARS:
+        text = text[:MAX_TEXT_CHARS] + f"… ({len(text) - MAX_TEXT_CHARS} more characters)"
+    if "\n" in text or len(text) > 60 or isinstance(value, (dict, list)):
+        return Markup(f"<pre>{esc(text)}</pre>")
+    return Markup(esc(text))
+
+
+def _item(it: Mapping[str, Any]) -> str:
+    status = "ok" if it.get("status", "ok") == "ok" else "unscored"
+    ident = next((it[k] for k in _ID_KEYS if k in it), "?")
+    groups = " · ".join(str(it[k]) for k in _GROUP_KEYS if k in it and it[k] is not None)
+    headline = ""
+    if status == "unscored":
+        headline = f" — {it.get('reason') or 'unknown'}"
+    else:
+        values = [(k, v) for k, v in it.items() if k not in _ID_KEYS and k not in ("row", "repeat")
+                  and isinstance(v, (int, float)) and not isinstance(v, bool)][:4]
+        if values:
+            headline = " — " + ", ".join(f"{k} {number(v, 3)}" for k, v in values)
+    summary = (f'<span class="badge {status}">{status}</span><b>{esc(ident)}</b>'
+               f' <span class="muted">{esc(groups)}{esc(headline)}</span>')
+    keys = [k for k in _TEXT_FIRST if k in it]
+    keys += [k for k in it if k not in keys and k != "status"]
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{_field(it[k])}</td></tr>" for k in keys)
+    return (f'<li class="st-{status}"><details><summary>{summary}</summary><div>'
+            f'<table class="kv"><tbody>{rows}</tbody></table></div></details></li>')
+
+
+def _items(record: RunRecord, index: int) -> Markup:
+    items = sorted(record.items, key=lambda it: it.get("status", "ok") == "ok")  # stable
+    shown = items[:MAX_ITEMS_SHOWN]
+    n_un = sum(1 for it in shown if it.get("status", "ok") != "ok")
+    n_ok = len(shown) - n_un
+    name = f"f{index}"
+    head = (f"<h4>Items</h4><p class=note>{len(shown)} shown of {record.items_total} "
+            f"({record.items_unscored} unscored), unscored first. Click an item for its "
+            "fields.</p>")
+    if record.items_truncated or len(shown) < len(items):
+        head += note("The full list is in the run record file" +
+                     (" (the record itself keeps a sample of the scored items)."
+                      if record.items_truncated else "."))
+    if not shown:
+        return Markup(head + note("This run record holds no items."))
+    radios = "".join(
+        f'<input type="radio" name="{name}" id="{name}-{k}" class="f-{k}"{checked}>'
+        f'<label for="{name}-{k}">{label} ({n})</label>'
+        for k, label, n, checked in (("all", "all", len(shown), " checked"),
+                                     ("unscored", "unscored", n_un, ""),
+                                     ("ok", "scored", n_ok, "")))
+    body = "".join(_item(it) for it in shown)
+    # Long lists start folded unless something went unscored (that is what people look for).
+    opened = " open" if n_un or len(shown) <= 12 else ""
+    return Markup(f'{head}<details class="drill-wrap"{opened}><summary>item list '
+                  f'({len(shown)})</summary><div class="drill">{radios}<ol class="items">'
+                  f'{body}</ol></div></details>')
+
+
+# ------------------------------------------------------------------ sections
+
+
+def _family_body(record: RunRecord) -> Markup:
+    from ragmeter.reports.html_families import SECTIONS
+
+    section = SECTIONS.get(record.family)
+    if section is not None:
+        try:
+            return section(record.result)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+            # The family's document has a shape this section does not know (an older or newer
+            # record): show it generically and say so, rather than failing the whole report.
+            return Markup(note(f"the {record.family} section could not read this result "
+                               f"({type(err).__name__}: {err}); shown generically.", "warn")
+                          + generic(record.result))
+    return generic(record.result)
+
+
+def _run(record: RunRecord, index: int) -> Markup:
+    notes = "".join(note(f"note: {n}") for n in record.notes)
+    return Markup(
+        f'<article class="run" id="run-{index}"><h3>{esc(record.family)} · '
+        f'{esc(_short_id(record))}</h3>{_provenance(record)}{notes}'
+        f'<h4>Results</h4>{_family_body(record)}{_coverage(record)}'
+        f'{_items(record, index)}</article>')
+
+
+def _comparison(records: Sequence[RunRecord], first_index: int) -> Markup:
+    from ragmeter.reports.compare import compare_runs
+    from ragmeter.reports.html_families import COMPARISON_PLOTS
+
+    labels = [f"run {first_index + i}" for i in range(len(records))]
+    legend = table(["run", "id", "models", "when", "signature"],
+                   [[lab, r.run_id, ", ".join(r.models) or "—", _when(r),
+                     Markup(f'<span class="sigline">{esc(r.signature or "—")}</span>')]
+                    for lab, r in zip(labels, records, strict=True)], numeric_from=99)
+    parts = [f"<h3>Comparison of {len(records)} runs</h3>", str(legend)]
+    sigs = {r.signature for r in records}
+    if len(sigs) > 1:
+        parts.append(note("The signatures differ (see above): the runs differ in settings, "
+                          "so differences may come from the settings, not only the models.",
+                          "warn"))
+    comp = compare_runs(records, n_resamples=PERMUTATIONS, alpha=SIGNIFICANCE)
+    if comp.rows:
+        headers = ["group", "metric", *[f"{lab} mean" for lab in labels]]
+        for lab in labels[1:]:
+            headers += [f"{lab} − {labels[0]}", "p (perm.)", "n paired"]
+        rows = []
+        for row in comp.rows:
+            cells: list[Any] = [row.group, row.metric, *row.means]
+            for test in row.tests:
+                if test is None:
+                    cells += [None, None, 0]
+                    continue
+                diff = f"{test.mean_diff:+.4f}" + (" ★" if test.significant else "")
+                cells += [Markup(f'<span class="{"sig" if test.significant else ""}">'
+                                 f'{esc(diff)}</span>'), test.p_value, test.n]
+            rows.append(cells)
+        klass = ["sig" if any(t is not None and t.significant for t in r.tests) else ""
+                 for r in comp.rows]
+        parts.append(str(table(headers, rows, numeric_from=2, row_classes=klass,
+                               caption=f"Per-item paired comparison against {labels[0]} "
+                                       f"(sign-flip permutation test, {PERMUTATIONS} "
+                                       f"resamples; ★ highlighted: p < {SIGNIFICANCE})")))
+        parts.append(note("Means are over the items present in every compared run with the "
+                          "same key (the pairs); unscored items are left out."))
+    parts += [note(n) for n in comp.notes]
+    if comp.headline:
+        parts.append(f"<details><summary>Aggregates side by side ({len(comp.headline)} "
+                     "numbers that differ between the runs, from each run's result)</summary>"
+                     + str(table(["number", *labels], comp.headline)) + "</details>")
+    plot = COMPARISON_PLOTS.get(records[0].family)
+    if plot is not None:
+        parts.append(plot(records))
+    return Markup("".join(parts))
+
+
+def render_report(records: Sequence[RunRecord], *, title: str = "ragmeter report") -> str:
+    """The HTML document (a string) for these run records, grouped by family in order."""
+    families: dict[str, list[tuple[int, RunRecord]]] = {}
+    for i, r in enumerate(records, 1):
+        families.setdefault(r.family, []).append((i, r))
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", " UTC")
+    toc = "".join(f'<a href="#family-{k}">{esc(fam)} ({len(runs)})</a>'
+                  for k, (fam, runs) in enumerate(families.items()))
+    out = ["<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           # No network, no scripts: the browser is told so as well.
+           '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+           'img-src data:; style-src \'unsafe-inline\'">',
+           f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
+           f'<header class="top"><h1>{esc(title)}</h1><p>{len(records)} run(s) · written '
+           f'{esc(now)} · ragmeter {esc(__version__)} · offline file, no network</p>'
+           f'<nav class="toc">{toc}</nav></header><main>']
+    if not records:
+        out.append(note("No run records were given."))
+    out.append('<section id="overview"><h2>Overview</h2>')
+    out.append(str(table(["#", "family", "run id", "when", "command", "scored"],
+                         [[i, r.family, r.run_id, _when(r), " ".join(r.command),
+                           f"{r.items_total - r.items_unscored}/{r.items_total}"]
+                          for i, r in enumerate(records, 1)], numeric_from=99)))
+    out.append(str(_signatures(records)) + "</section>")
+    for k, (fam, runs) in enumerate(families.items()):
+        out.append(f'<section class="family" id="family-{k}"><h2>{esc(fam)}</h2>')
+        if len(runs) > 1:
+            out.append(str(_comparison([r for _, r in runs], runs[0][0])))
+        out += [str(_run(r, i)) for i, r in runs]
+        out.append("</section>")
+    out.append(f"<footer>Written by ragmeter {esc(__version__)} from stored run records; "
+               "nothing in this file calls a model or loads anything from the network."
+               "</footer></main></body></html>")
+    return "".join(out)
+
+
+def write_report(records: Sequence[RunRecord], out_path: str | Path, *,
+                 title: str = "ragmeter report") -> Path:
+    """Render and write the report atomically; returns the path written."""
+    from ragmeter.io import _atomic_write
+
+    path = Path(out_path)
+    doc = render_report(records, title=title)
+    _atomic_write(path, lambda fh: fh.write(doc))
+    import os
+
+    umask = os.umask(0)
+    os.umask(umask)
+    path.chmod(0o666 & ~umask)  # a report is meant to be shared (mkstemp made it 0600)
+    return path

@@ -1,0 +1,359 @@
+"""Per-family sections of the HTML report, in the layouts of the original projects.
+
+Each section reads a family's ``to_json()`` document (a run record's ``result``) and shows the
+tables and plots of the original: LBRAG's systems table (multilingual), the annotator matrix
+(reliability), RGB's tables by noise rate (RGB paper, AAAI 2024, Tables 1-6 and Figure 3),
+TRACe's four metrics and its validation statistics (RAGBench, Table 3), RAGaliq's results table
+by group with grade distributions.  A section never computes a metric; it formats stored values.
+
+:data:`PAIRED_UNITS` extracts, per family, the per-item values that the comparison of several
+runs pairs on (same item key in both runs): multilingual F1 and EM per system (LBRAG's paired
+comparison unit), reliability match per evaluator, RGB correct per setting, TRACe metrics,
+rubric grades per group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ragmeter.reports._html import Markup, cell, esc, figure, generic, kv_table, note, table
+
+__all__ = ["SECTIONS", "PAIRED_UNITS", "COMPARISON_PLOTS"]
+
+
+def _with_ci(value: Any, interval: Any, digits: int = 4) -> Markup:
+    out = str(cell(value, digits))
+    if interval:
+        out += "<br>" + str(cell(interval, digits))
+    return Markup(out)
+
+
+def _fixed(value: Any, digits: int) -> Any:
+    """A float shown with ``digits`` decimals (None stays None: '—')."""
+    if isinstance(value, float):
+        return Markup(esc(f"{value:.{digits}f}"))
+    return value
+
+
+def _notes(doc: Mapping[str, Any]) -> str:
+    return "".join(note(f"note: {n}") for n in doc.get("notes") or [])
+
+
+# ------------------------------------------------------------------ multilingual (LBRAG)
+
+_ML_COLS = (("em", "EM"), ("f1", "F1"), ("rlc", "RLC"), ("rlc_ok", "RLC_OK"), ("cost", "cost"),
+            ("cnbe", "CNBE"), ("semantic_score", "semantic"), ("rlc_lid", "RLC (LID)"))
+_ML_DIGITS = {"cost": 2, "cnbe": 6}
+
+
+def multilingual(doc: Mapping[str, Any]) -> Markup:
+    """LBRAG's systems table (metrics.json keys as columns) with CIs, paired tests, plots."""
+    from ragmeter.reports.plots import bars_png
+
+    metrics: Mapping[str, Mapping[str, Any]] = doc["metrics"]
+    ci: Mapping[str, Mapping[str, Any]] = doc.get("ci95") or {}
+    baseline = doc.get("baseline")
+    systems = list(metrics)
+    cols = [(k, h) for k, h in _ML_COLS
+            if any(metrics[s].get(k) is not None for s in systems)]
+    rows = []
+    for s in systems:
+        label = f"{s} (baseline)" if s == baseline else s
+        rows.append([label, *[_with_ci(metrics[s].get(k), ci.get(s, {}).get(k),
+                                       _ML_DIGITS.get(k, 4)) for k, _ in cols],
+                     metrics[s].get("n")])
+    parts = [table(["system", *[h for _, h in cols], "n"], rows,
+                   caption="Systems (LBRAG metrics; 95% bootstrap CI below a value when "
+                           "computed)", cls="systems")]
+    paired = doc.get("paired_tests") or {}
+    if paired:
+        prow, pcls = [], []
+        for system, tests in paired.items():
+            for metric, t in tests.items():
+                sig = t.get("significant") == "yes"
+                prow.append([system, metric, t.get("mean_diff"), [t.get("ci_low"), t.get("ci_high")],
+                             t.get("p_bootstrap"), t.get("p_permutation"), t.get("n")])
+                pcls.append("sig" if sig else "")
+        parts.append(table(["system", "metric", "mean diff", "95% CI", "p (bootstrap)",
+                            "p (permutation)", "n"], prow, numeric_from=2, row_classes=pcls,
+                           caption=f"Paired tests against {baseline} (highlighted: "
+                                   "p (permutation) < 0.05)"))
+    f1 = [metrics[s].get("f1") for s in systems]
+    f1_ci = [ci.get(s, {}).get("f1") for s in systems]
+    plots = [figure(lambda: bars_png("F1 per system", systems, {"F1": f1}, ci={"F1": f1_ci},
+                                     ylabel="F1", ylim=(0, 1.05)), "F1 per system")]
+    if any(metrics[s].get("cost") for s in systems):
+        plots.append(figure(lambda: bars_png(
+            "Translation cost per system", systems,
+            {"cost": [metrics[s].get("cost") for s in systems]},
+            ci={"cost": [ci.get(s, {}).get("cost") for s in systems]},
+            ylabel="tokens translated per item"), "cost per system"))
+    if any(metrics[s].get("cnbe") is not None for s in systems):
+        plots.append(figure(lambda: bars_png(
+            f"CNBE per system (against {baseline})", systems,
+            {"CNBE": [metrics[s].get("cnbe") for s in systems]},
+            ci={"CNBE": [ci.get(s, {}).get("cnbe") for s in systems]},
+            ylabel="F1 gain per translated token"), "CNBE per system"))
+    parts.append(f'<div class="plots">{"".join(plots)}</div>')
+    return Markup("".join(parts) + _notes(doc))
+
+
+# ------------------------------------------------------------------ reliability
+
+def reliability(doc: Mapping[str, Any]) -> Markup:
+    """The annotator matrix: one row per evaluator, plus the embedded matrix plot."""
+    from ragmeter.reports.plots import reliability_matrix_png
+
+    ev: Mapping[str, Mapping[str, Any]] = doc["evaluators"]
+    rows, klass = [], []
+    for name, e in ev.items():
+        rows.append([name + (" ▲" if e.get("low_sample") else ""),
+                     _with_ci(e.get("reliability"), e.get("reliability_ci95"), 3),
+                     e.get("cohen_kappa"), _fixed(e.get("flag_mismatch_pct"), 1),
+                     e.get("matches"),
+                     e.get("applicable_items"), e.get("total_items"), e.get("skipped_items")])
+        klass.append("low" if e.get("low_sample") else "")
+    parts = [table(["evaluator", "reliability [Wilson 95%]", "Cohen's κ", "flag mismatch %",
+                    "matches", "applicable", "total items", "skipped"], rows,
+                   row_classes=klass, cls="matrix",
+                   caption=f"Annotators against QC ({', '.join(doc.get('qc') or [])}); ▲ fewer "
+                           f"than {doc.get('min_applicable')} applicable items"),
+             kv_table([("pooled reliability", doc.get("overall_reliability")),
+                       ("mean evaluator reliability", doc.get("mean_evaluator_reliability")),
+                       ("overall flag mismatch %",
+                        _fixed(doc.get("overall_flag_mismatch_pct"), 2)),
+                       ("QC items", doc.get("qc_items")),
+                       ("QC flagged items", doc.get("qc_flagged_items"))]),
+             figure(lambda: reliability_matrix_png(doc), "annotator reliability matrix")]
+    return Markup("".join(parts) + _notes(doc))
+
+
+# ------------------------------------------------------------------ RGB
+
+def _pct(v: Any) -> Any:
+    """A rate as a percentage with one decimal, as the paper's tables."""
+    return None if v is None else _fixed(100.0 * v, 1)
+
+
+def _rate_table(title: str, rows_by_ds: Mapping[str, Mapping[str, Any]]) -> Markup:
+    rates = sorted({float(r) for row in rows_by_ds.values() for r in row})
+    rows = []
+    for ds, row in rows_by_ds.items():
+        by_rate = {float(r): v for r, v in row.items()}
+        rows.append([ds, *[_pct(by_rate.get(r)) for r in rates]])
+    return table(["data", *[f"{r:g}" for r in rates]], rows, caption=title)
+
+
+def _rgb_series(doc: Mapping[str, Any], prefix: str = "") -> dict[str, list[tuple[float, float]]]:
+    series: dict[str, list[tuple[float, float]]] = {}
+    tables = doc.get("tables") or {}
+    for name, suffix in (("noise_robustness", ""), ("integration", " (integration)")):
+        for ds, row in (tables.get(name) or {}).items():
+            pts = [(float(r), 100.0 * v) for r, v in row.items() if v is not None]
+            if pts:
+                series[prefix + ds + suffix] = pts
+    return series
+
+
+def rgb(doc: Mapping[str, Any]) -> Markup:
+    """RGB's tables (values in %): noise robustness, rejection, integration, counterfactual;
+    the accuracy-vs-noise plot (paper Figure 3).  A single-setting ``rgb score`` document
+    (no ``tables``) is shown as its metrics."""
+    from ragmeter.reports.plots import lines_png
+
+    if "tables" not in doc:
+        return generic(doc)
+    t = doc["tables"]
+    parts = []
+    if doc.get("model"):
+        parts.append(kv_table([("model", doc.get("model")), ("prompts", doc.get("prompts")),
+                               ("judge", doc.get("judge"))]))
+    if t.get("noise_robustness"):
+        parts.append(_rate_table("Noise robustness: accuracy (%) by noise rate",
+                                 t["noise_robustness"]))
+    if t.get("rejection"):
+        parts.append(table(["data", "Rej", "Rej*"],
+                           [[ds, _pct(r.get("rej")), _pct(r.get("rej_judged"))]
+                            for ds, r in t["rejection"].items()],
+                           caption="Negative rejection (noise 1.0): rejection rate (%)"))
+    if t.get("integration"):
+        parts.append(_rate_table("Information integration: accuracy (%) by noise rate",
+                                 t["integration"]))
+    if t.get("counterfactual"):
+        keys = (("acc", "Acc"), ("acc_doc", "Acc_doc"), ("ed", "ED"), ("ed_judged", "ED*"),
+                ("cr", "CR"), ("cr_judged", "CR*"))
+        parts.append(table(["data", *[h for _, h in keys]],
+                           [[ds, *[_pct(r.get(k)) for k, _ in keys]]
+                            for ds, r in t["counterfactual"].items()],
+                           caption="Counterfactual robustness (%)"))
+    if t.get("lenient"):
+        parts.append(table(["setting", "strict acc", "lenient acc", "wrong→right",
+                            "right→wrong"],
+                           [[n, _pct(r.get("strict_accuracy")), _pct(r.get("accuracy")),
+                             (r.get("flips") or {}).get("wrong_to_right"),
+                             (r.get("flips") or {}).get("right_to_wrong")]
+                            for n, r in t["lenient"].items()],
+                           caption="Lenient labels (NOT the paper's metric; not comparable)"))
+    if doc.get("settings"):
+        keep = ("setting", "role", "accuracy", "n", "coverage")
+        parts.append("<details><summary>settings</summary>" + str(table(
+            list(keep), [[s.get(k) if k != "coverage" else
+                          f"{(s.get('coverage') or {}).get('scored')}/"
+                          f"{(s.get('coverage') or {}).get('total')}" for k in keep]
+                         for s in doc["settings"]])) + "</details>")
+    series = _rgb_series(doc)
+    parts.append(figure(lambda: lines_png("RGB: accuracy vs noise rate", series,
+                                          xlabel="noise rate", ylabel="accuracy (%)",
+                                          ylim=(-2, 102)), "RGB accuracy vs noise rate"))
+    return Markup("".join(parts) + _notes(doc))
+
+
+def rgb_comparison_plot(records: Sequence[Any]) -> Markup:
+    """Accuracy vs noise rate with one line per model (and data file) over several runs."""
+    from ragmeter.reports.plots import lines_png
+
+    series: dict[str, list[tuple[float, float]]] = {}
+    for i, r in enumerate(records, 1):
+        label = str(r.result.get("model") or (r.models[0] if r.models else f"run {i}"))
+        series.update(_rgb_series(r.result, prefix=f"{label} · "))
+    return figure(lambda: lines_png("RGB: accuracy vs noise rate, by model", series,
+                                    xlabel="noise rate", ylabel="accuracy (%)",
+                                    ylim=(-2, 102)), "RGB accuracy vs noise rate by model")
+
+
+# ------------------------------------------------------------------ TRACe
+
+_TRACE = ("relevance", "utilization", "completeness", "adherence")
+_STATS = ("hallucination_auroc", "relevance_rmse", "utilization_rmse", "completeness_rmse")
+
+
+def trace(doc: Mapping[str, Any]) -> Markup:
+    """TRACe's four metrics (score/label) or the validation statistics of judges against
+    annotations (validate: hallucination AUROC and RMSEs, RAGBench Table 3)."""
+    from ragmeter.reports.plots import bars_png
+
+    parts: list[str] = []
+    if "source" in doc:
+        parts.append(kv_table([("source", doc.get("source"))]))
+    metrics = doc.get("metrics")
+    if isinstance(metrics, Mapping):
+        names = [m for m in _TRACE if m in metrics] + [m for m in metrics if m not in _TRACE]
+        parts.append(table(["metric", "mean", "95% CI", "std", "n", "not labelled"],
+                           [[m, metrics[m].get("mean"), metrics[m].get("ci95"),
+                             metrics[m].get("std"), metrics[m].get("n"),
+                             metrics[m].get("not_labelled")] for m in names],
+                           caption="TRACe metrics (RAGBench)"))
+        parts.append(figure(lambda: bars_png(
+            "TRACe metrics", names, {"mean": [metrics[m].get("mean") for m in names]},
+            ci={"mean": [metrics[m].get("ci95") for m in names]}, ylim=(0, 1.05)),
+            "TRACe metrics"))
+    judges = doc.get("judges")
+    if isinstance(judges, Mapping) and judges:
+        stats = [s for s in _STATS if any(s in j for j in judges.values())]
+        rows = [[name, *[_with_ci((est.get(s) or {}).get("value"), (est.get(s) or {}).get("ci95"))
+                         for s in stats], max((est.get(s) or {}).get("n") or 0 for s in stats)]
+                for name, est in judges.items()]
+        parts.append(table(["judge", *stats, "rows"], rows,
+                           caption="Validation against annotated labels (AUROC higher is "
+                                   "better; RMSE lower is better)"))
+        labels = list(judges)
+        parts.append(figure(lambda: bars_png(
+            "Predicted vs annotated: validation statistics per judge", labels,
+            {s: [(judges[j].get(s) or {}).get("value") for j in labels] for s in stats},
+            ci={s: [(judges[j].get(s) or {}).get("ci95") for j in labels] for s in stats}),
+            "TRACe validation per judge"))
+        rest = {k: v for k, v in doc.items() if k not in ("judges", "metrics", "source")}
+        parts.append(generic(rest))
+    if not parts:
+        return generic(doc)
+    return Markup("".join(parts) + _notes(doc))
+
+
+# ------------------------------------------------------------------ rubric (RAGaliq)
+
+_GRADES = ("5", "4", "3", "2", "1", "0")
+
+
+def rubric(doc: Mapping[str, Any]) -> Markup:
+    """RAGaliq's results table, one row per group (e.g. language), and grade distributions."""
+    from ragmeter.reports.plots import stacked_share_png
+
+    by: list[str] = list(doc.get("by") or [])
+    groups: list[Mapping[str, Any]] = doc["groups"]
+    labels = [" / ".join(str(g.get(b)) for b in by) or "all" for g in groups]
+    rows = []
+    for label, g in zip(labels, groups, strict=True):
+        ci = g.get("ci95") or {}
+        cov = g.get("coverage") or {}
+        rows.append([label, g.get("n"), _with_ci(g.get("weighted_score"), ci.get("weighted_score")),
+                     _with_ci(g.get("mean_grade"), ci.get("mean_grade")), g.get("median_grade"),
+                     g.get("percentage"),
+                     _with_ci(g.get("percentage_with_zero"), ci.get("percentage_with_zero")),
+                     f"{cov.get('scored')}/{cov.get('total')}",
+                     *[(g.get("counts") or {}).get(k) for k in _GRADES]])
+    parts = [table([" / ".join(by) or "group", "n", "weighted score", "mean grade (≠0)",
+                    "median (≠0)", "%", "% with 0", "scored", *[f"#{k}" for k in _GRADES]],
+                   rows, caption="Rubric grades (RAGaliq results.md layout)")]
+    stab = [(label, g["stability"]) for label, g in zip(labels, groups, strict=True)
+            if g.get("stability")]
+    if stab:
+        parts.append("<h4>judge stability over repeats</h4>" + str(generic(dict(stab), 1)))
+    counts = {label: {k: int((g.get("counts") or {}).get(k) or 0) for k in _GRADES}
+              for label, g in zip(labels, groups, strict=True)}
+    parts.append(figure(lambda: stacked_share_png("Grade distribution per group", labels,
+                                                  list(_GRADES), counts),
+                        "rubric grade distribution"))
+    return Markup("".join(parts) + _notes(doc))
+
+
+SECTIONS: dict[str, Callable[[Mapping[str, Any]], Markup]] = {
+    "multilingual": multilingual, "reliability": reliability, "rgb": rgb, "trace": trace,
+    "rubric": rubric,
+}
+
+COMPARISON_PLOTS: dict[str, Callable[[Sequence[Any]], Markup]] = {"rgb": rgb_comparison_plot}
+
+
+# ------------------------------------------------------------------ paired units
+
+Units = dict[tuple[str, str], dict[str, float]]
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return float(v)
+    return float(v) if isinstance(v, (int, float)) and v == v else None
+
+
+def _collect(items: Sequence[Mapping[str, Any]], group: Callable[[Mapping[str, Any]], str],
+             key: Callable[[Mapping[str, Any]], str], metrics: Sequence[str],
+             keep: Callable[[Mapping[str, Any]], bool] = lambda it: True) -> Units:
+    out: Units = {}
+    for it in items:
+        if it.get("status", "ok") != "ok" or not keep(it):
+            continue
+        for m in metrics:
+            v = _num(it.get(m))
+            if v is not None:
+                out.setdefault((group(it), m), {})[key(it)] = v
+    return out
+
+
+PAIRED_UNITS: dict[str, Callable[[Sequence[Mapping[str, Any]]], Units]] = {
+    "multilingual": lambda items: _collect(items, lambda it: str(it.get("system")),
+                                           lambda it: str(it.get("sample_id")), ("f1", "em")),
+    "reliability": lambda items: _collect(items, lambda it: str(it.get("evaluator")),
+                                          lambda it: str(it.get("item_id")), ("match",),
+                                          keep=lambda it: bool(it.get("applicable"))),
+    "rgb": lambda items: _collect(items, lambda it: str(it.get("setting", "all")),
+                                  lambda it: f"{it.get('dataset', '')}/{it.get('id')}",
+                                  ("correct",)),
+    "trace": lambda items: _collect(items, lambda it: "all", lambda it: str(it.get("id")),
+                                    _TRACE),
+    "rubric": lambda items: _collect(
+        items, lambda it: " / ".join(str(v) for k, v in it.items()
+                                     if k not in ("id", "repeat", "status", "grade", "reason",
+                                                  "detail", "expected_grade")) or "all",
+        lambda it: str(it.get("id")), ("grade",), keep=lambda it: not it.get("repeat")),
+}
