@@ -24,6 +24,8 @@ def shared(*parts: str) -> Path:
     """Path inside ../shared/data; skips the test with a reason when it is absent."""
     path = SHARED_DATA.joinpath(*parts)
     if not path.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"shared data missing in CI: {path} (../shared must sit beside the clone)")
         pytest.skip(f"shared data not available: {path} (CI provides ../shared beside the clone)")
     return path
 

@@ -22,11 +22,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("ragmeter.cli.demo:demo", "Run ragmeter's main job on its built-in sample."),
     "multilingual": ("ragmeter.cli.multilingual:group",
                      "Multilingual QA (LBRAG): EM, F1, RLC, cost, CNBE, semantic score."),
+    "rgb": ("ragmeter.cli.rgb:group", "RGB benchmark (AAAI 2024): build, score and run, paper-exact."),
     "trace": ("ragmeter.cli.trace:group", "TRACe (RAGBench): score, label, validate a judge."),
     "reliability": ("ragmeter.cli.reliability:group",
                     "Annotator reliability against QC: flag mismatch, Cohen's κ, matrix plot."),
     "generate": ("ragmeter.cli.generate:generate", "Send a file of requests to a model (cached)."),
     "cache": ("ragmeter.cli.cache:group", "The store of model calls: stats and clear."),
+    "models": ("ragmeter.cli.models:models", "Model backends, the default model, what to install."),
     "report": ("ragmeter.cli.report:report", "One self-contained HTML report from stored runs."),
 }
 

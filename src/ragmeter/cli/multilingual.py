@@ -48,7 +48,7 @@ def score(path: str, baseline: str | None, json_out: str | None, items_out: str 
     from ragmeter.reports.console import print_multilingual
     from ragmeter.suites.multilingual import MultilingualConfig, score_file
 
-    config = MultilingualConfig(
+    config = MultilingualConfig(keep_text=True,
         baseline=baseline or "direct", baseline_required=baseline is not None, ci=ci,
         paired=paired, rlc_lid=rlc_lid, n_resamples=resamples, seed=seed,
         field_map=parse_field_options(fields, component="multilingual"),

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from ragmeter.cli.backend_options import backend_options
+from ragmeter.cli.report import record_options, save_run
 from ragmeter.cli.options import field_option, input_path, items_out_option, json_out_option
 
 
@@ -104,8 +105,9 @@ def _parse_pred_columns(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--resamples", default=1000, show_default=True, type=click.IntRange(100, 100000),
               help="Bootstrap resamples for the 95% CIs.")
 @click.option("--seed", default=12345, show_default=True, type=int, help="Bootstrap seed.")
+@record_options
 def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[str, ...],
-          resamples: int, seed: int) -> None:
+          resamples: int, seed: int, no_record: bool, runs_dir: str | None) -> None:
     """Compute TRACe relevance, utilization, completeness and adherence from sentence labels.
 
     PATH (Parquet, JSONL, JSON or CSV) has RAGBench's label columns: documents_sentences,
@@ -129,6 +131,8 @@ def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[
     if items_out:
         n = write_jsonl(items_out, result.iter_items())
         click.echo(f"wrote {n} items to {items_out}", err=True)
+    save_run("trace", result.to_json(), result.iter_items(), inputs=[path],
+             no_record=no_record, runs_dir=runs_dir)
 
 
 @group.command(name="validate")
@@ -151,9 +155,11 @@ def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[
 @click.option("--resamples", default=1000, show_default=True, type=click.IntRange(100, 100000),
               help="Bootstrap resamples for the 95% CIs.")
 @click.option("--seed", default=12345, show_default=True, type=int, help="Bootstrap seed.")
+@record_options
 def validate(path: str, pred_path: str | None, pred_columns: tuple[str, ...], judge_name: str,
-             no_baselines: bool, pred_rows_only: bool, json_out: str | None, fields: tuple[str, ...], resamples: int,
-             seed: int) -> None:
+             no_baselines: bool, pred_rows_only: bool, json_out: str | None,
+             fields: tuple[str, ...], resamples: int, seed: int, no_record: bool,
+             runs_dir: str | None) -> None:
     """Compare a judge with annotated TRACe labels: hallucination AUROC and relevance,
     utilization and completeness RMSE, each with a bootstrap 95% CI and rows used.
 
@@ -175,6 +181,8 @@ def validate(path: str, pred_path: str | None, pred_columns: tuple[str, ...], ju
     if json_out:
         write_json(json_out, result.to_json())
         click.echo(f"wrote {json_out}", err=True)
+    save_run("trace", result.to_json(), [], inputs=[p for p in (path, pred_path) if p],
+             no_record=no_record, runs_dir=runs_dir)
 
 
 
@@ -286,7 +294,9 @@ def label(path: str, out: str, **kw: Any) -> None:
 @_label_options
 @field_option
 @backend_options
-def run(path: str, out: str, json_out: str | None, **kw: Any) -> None:
+@record_options
+def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: str | None,
+        **kw: Any) -> None:
     """Label an annotated split with a judge and validate it, beside the released baselines.
 
     Example: ragmeter trace run hotpotqa/test-00000-of-00001.parquet --limit 30
@@ -306,3 +316,5 @@ def run(path: str, out: str, json_out: str | None, **kw: Any) -> None:
     if json_out:
         write_json(json_out, result.to_json())
         click.echo(f"wrote {json_out}", err=True)
+    save_run("trace", result.to_json(), rows, inputs=[path, out], no_record=no_record,
+             runs_dir=runs_dir, models=[str(judge)])

@@ -31,7 +31,7 @@ def _schema(names: dict[str, str]) -> Any:
         (names["sample_id"], pa.string()), (names["sample_lang"], pa.string()),
         (names["system"], pa.string()), (names["gold_answer"], pa.string()),
         (names["pred_answer"], pa.string()), (names["translate_tokens"], pa.float64()),
-        (names["semantic_score"], pa.float64()),
+        (names["semantic_score"], pa.float64()), (names["question"], pa.string()),
     ])
 
 
@@ -80,8 +80,9 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
 
     fm = config.field_map
     names = {k: fm.source(k) for k in ("sample_id", "sample_lang", "system", "gold_answer",
-                                       "pred_answer", "translate_tokens", "semantic_score")}
-    acc = make_acc(str(path), "line" if fmt == "jsonl" else "row")
+                                       "pred_answer", "translate_tokens", "semantic_score",
+                                       "question")}
+    acc = make_acc(str(path), "line" if fmt == "jsonl" else "row", None, config.keep_text)
     lang_ok: dict[str, str] = {}
     number = 0
     try:
@@ -119,7 +120,8 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
             try:
                 acc.add(col["system"].to_pylist(), col["sample_id"].to_pylist(), langs,
                         col["gold_answer"].to_pylist(), col["pred_answer"].to_pylist(),
-                        costs, sems, numbers)
+                        costs, sems, numbers,
+                        col["question"].to_pylist() if config.keep_text else None)
             except InputError:
                 raise FastPathUnsupported("row error") from None
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError,

@@ -51,6 +51,7 @@ class MultilingualConfig:
     n_resamples: int = stats.DEFAULT_RESAMPLES
     seed: int = stats.DEFAULT_SEED
     field_map: FieldMap = field(default_factory=FieldMap)
+    keep_text: bool = False  # keep question/gold/prediction for --items and run records
 
     def signature(self) -> Signature:
         settings: dict[str, Any] = {"norm": "lbrag", "f1": "char:ja,zh,zh_cn,zh_tw",
@@ -85,6 +86,7 @@ class _Columns:
     rlc_lid: array = field(default_factory=lambda: array("d"))
     places: array = field(default_factory=lambda: array("q"))  # line/row number
     index: dict[str, int] = field(default_factory=dict)  # sample_id -> position
+    texts: list[tuple[str | None, str, str]] = field(default_factory=list)  # keep_text only
 
 
 def _opt(x: float) -> float | None:
@@ -141,6 +143,12 @@ class MultilingualResult:
                 }
                 if cols.rlc_lid and cols.rlc_lid[i] == cols.rlc_lid[i]:
                     item["rlc_lid"] = cols.rlc_lid[i]
+                if cols.texts:
+                    question, gold, pred = cols.texts[i]
+                    if question and question.strip():
+                        item["question"] = question
+                    item["gold_answer"] = gold
+                    item["pred_answer"] = pred
                 yield item
         yield from self.unscored_items
 
@@ -162,6 +170,7 @@ class _Parsed:
     cost: float | None
     semantic: float | None
     number: int
+    question: str | None = None
 
 
 def _row_cost(row: Row) -> float | None:
@@ -207,6 +216,8 @@ def _parse_row(row: Row, fm: FieldMap, lang_ok: dict[str, bool]) -> _Parsed:
         cost=_row_cost(row),
         semantic=semantic,
         number=row.number,
+        question=(None if is_blank(row.data.get("question")) else
+                  as_text(row, "question", row.data["question"], component=COMPONENT)),
     )
 
 
@@ -230,8 +241,10 @@ def _f1_fast(pn: str, gn: str, lang: str) -> float:
 class _Accumulator:
     """Collects per-row values by system; shared by the row path and the columnar path."""
 
-    def __init__(self, path: str, unit: str, lid: LidRlc | None = None) -> None:
+    def __init__(self, path: str, unit: str, lid: LidRlc | None = None,
+                 keep_text: bool = False) -> None:
         self.path = path
+        self.keep_text = keep_text
         self.unit = unit
         self.lid = lid
         self.columns: dict[str, _Columns] = {}
@@ -247,8 +260,11 @@ class _Accumulator:
 
     def add(self, systems: list[str], sample_ids: list[str], langs: list[str],
             golds: list[str], preds: list[str | None], costs: list[float | None],
-            semantics: list[float | None], numbers: Sequence[int]) -> None:
+            semantics: list[float | None], numbers: Sequence[int],
+            questions: list[str | None] | None = None) -> None:
         """Score one batch of rows (all sequences of equal length)."""
+        if questions is None:
+            questions = [None] * len(systems)
         n = len(systems)
         self.n_rows += n
         if any(p is None for p in preds):
@@ -262,6 +278,7 @@ class _Accumulator:
             costs = [costs[i] for i in keep]
             semantics = [semantics[i] for i in keep]
             numbers = [numbers[i] for i in keep]
+            questions = [questions[i] for i in keep]
             n = len(keep)
             if not n:
                 return
@@ -297,6 +314,8 @@ class _Accumulator:
             cols.semantic.extend([sem[i] for i in idx])
             if lid is not None:
                 cols.rlc_lid.extend([lid[i] for i in idx])
+            if self.keep_text:
+                cols.texts.extend([(questions[i], golds[i], preds[i]) for i in idx])  # type: ignore[misc]
 
     def _add_unscored(self, systems: list[str], sample_ids: list[str], langs: list[str],
                       preds: list[str | None], numbers: Sequence[int]) -> None:
@@ -352,17 +371,17 @@ def _score_row_path(rows: Iterable[Row], config: MultilingualConfig, path: str,
         acc.add([p.system for p in batch], [p.sample_id for p in batch],
                 [p.lang for p in batch], [p.gold for p in batch], [p.pred for p in batch],
                 [p.cost for p in batch], [p.semantic for p in batch],
-                [p.number for p in batch])
+                [p.number for p in batch], [p.question for p in batch])
         batch.clear()
 
     for row in rows:
         if acc is None:
-            acc = _Accumulator(path, row.unit, lid)
+            acc = _Accumulator(path, row.unit, lid, config.keep_text)
         batch.append(_parse_row(row, config.field_map, lang_ok))
         if len(batch) >= BATCH:
             flush()
     if acc is None:
-        acc = _Accumulator(path, "row", lid)
+        acc = _Accumulator(path, "row", lid, config.keep_text)
     if batch:
         flush()
     return acc

@@ -1,0 +1,238 @@
+"""``ragmeter rgb ...``: RGB (Chen et al., AAAI 2024) build, score and run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ragmeter.cli.backend_options import backend_options
+from ragmeter.cli.report import record_options, save_run
+from ragmeter.cli.options import items_out_option, json_out_option
+from ragmeter.suites.rgb.demo import SAMPLE_FILES  # the built-in sample, used without --data
+
+
+@click.group(name="rgb")
+def group() -> None:
+    """RGB benchmark: noise robustness, negative rejection, information integration and
+    counterfactual robustness, scored exactly as the original evalue.py."""
+
+
+def _data_options(f: Any) -> Any:
+    f = click.option("--lang", type=click.Choice(["en", "zh"]), default=None,
+                     help="Language of the data [default: from the file name, as evalue.py]")(f)
+    f = click.option("--kind", type=click.Choice(["default", "int", "fact"]), default=None,
+                     help="File kind [default: _int/_fact in the file name, else the "
+                          "content].")(f)
+    f = click.option("--data", "data", required=True, type=click.Path(dir_okay=False),
+                     help="An RGB data file (JSON Lines), e.g. data/en.json of the RGB repo.")(f)
+    return f
+
+
+def _setting_options(f: Any) -> Any:
+    f = click.option("--seed", default=2333, show_default=True, type=int,
+                     help="Seed set before each instance (evalue.py: random.seed(2333)).")(f)
+    f = click.option("--passage-num", default=5, show_default=True, type=click.IntRange(0),
+                     help="Documents per question (0: no documents, no system prompt).")(f)
+    f = click.option("--correct-rate", default=0.0, show_default=True,
+                     type=click.FloatRange(0, 1),
+                     help="Share of correct documents among counterfactual ones (_fact).")(f)
+    return f
+
+
+@group.command(name="build")
+@_data_options
+@click.option("--noise-rate", required=True, type=click.FloatRange(0, 1),
+              help="Share of noise documents, e.g. 0.4.")
+@_setting_options
+@click.option("--prompts", "prompts_path", default=None, type=click.Path(dir_okay=False),
+              help="RGB's config/instruction.yaml (or a JSON file of that layout) "
+                   "[default: ragmeter's own prompts].")
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+              help="Output JSON Lines file: one row per instance.")
+def build(data: str, kind: str | None, lang: str | None, noise_rate: float,
+          correct_rate: float, passage_num: int, seed: int, prompts_path: str | None,
+          out: str) -> None:
+    """Build the documents and messages evalue.py would send, one row per instance:
+    {"id", "query", "answer", "docs", "messages"}.
+
+    Example: ragmeter rgb build --data RGB/data/en.json --noise-rate 0.4
+    --prompts RGB/config/instruction.yaml --out en_noise0.4.jsonl
+    """
+    from ragmeter.io import write_jsonl
+    from ragmeter.suites.rgb import BuildConfig, build_rows, load_dataset, load_prompts
+
+    dataset = load_dataset(data, kind=kind, lang=lang)
+    prompts = load_prompts(prompts_path)
+    config = BuildConfig(noise_rate=noise_rate, passage_num=passage_num,
+                         correct_rate=correct_rate, seed=seed)
+    n = write_jsonl(out, build_rows(dataset, prompts, config))
+    click.echo(f"wrote {n} rows to {out} ({dataset.name}: kind {dataset.kind}, lang "
+               f"{dataset.lang}, {config.label()}, prompts {prompts.version})", err=True)
+
+
+@group.command(name="score")
+@click.argument("predictions", type=click.Path(dir_okay=False))
+@_data_options
+@click.option("--noise-rate", required=True, type=click.FloatRange(0, 1),
+              help="The noise rate the predictions were made with.")
+@_setting_options
+@click.option("--mode", type=click.Choice(["strict", "lenient"]), default="strict",
+              show_default=True,
+              help="lenient adds token-overlap matching and broad keyword lists (NOT "
+                   "comparable with the paper) and counts the items that flip.")
+@json_out_option
+@items_out_option
+@record_options
+def score(predictions: str, data: str, kind: str | None, lang: str | None, noise_rate: float,
+          correct_rate: float, passage_num: int, seed: int, mode: str, json_out: str | None,
+          items_out: str | None, no_record: bool, runs_dir: str | None) -> None:
+    """Score raw model outputs {"id", "prediction"} with evalue.py's labels and rates.
+
+    Example: ragmeter rgb score preds.jsonl --data RGB/data/en_fact.json --noise-rate 0
+    --json result.json --items items.jsonl
+    """
+    from ragmeter.io import write_json, write_jsonl
+    from ragmeter.suites.rgb import BuildConfig, load_dataset, read_predictions, score_predictions
+    from ragmeter.suites.rgb.tables import print_score
+
+    dataset = load_dataset(data, kind=kind, lang=lang)
+    config = BuildConfig(noise_rate=noise_rate, passage_num=passage_num,
+                         correct_rate=correct_rate, seed=seed)
+    result = score_predictions(dataset, read_predictions(predictions), config, mode=mode)
+    print_score(result)
+    if json_out:
+        write_json(json_out, result.to_json())
+        click.echo(f"wrote {json_out}", err=True)
+    if items_out:
+        n = write_jsonl(items_out, result.items)
+        click.echo(f"wrote {n} items to {items_out}", err=True)
+    save_run("rgb", result.to_json(), result.items, inputs=[predictions, data],
+             no_record=no_record, runs_dir=runs_dir)
+
+
+def _rates(text: str, option: str) -> tuple[float, ...]:
+    from ragmeter.errors import ConfigError
+
+    out: list[float] = []
+    for part in text.split(","):
+        try:
+            value = float(part.strip())
+        except ValueError:
+            raise ConfigError(f"rgb: {option} {text!r}: {part.strip()!r} is not a number. "
+                              "Fix: write rates like 0,0.2,0.4.") from None
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError(f"rgb: {option}: {value} is outside [0, 1].")
+        out.append(value)
+    return tuple(out)
+
+
+@group.command(name="run")
+@click.option("--data", "data", multiple=True, type=click.Path(dir_okay=False),
+              help="RGB data file(s), repeatable: en.json (noise, rejection), en_int.json "
+                   "(integration), en_fact.json (counterfactual) [default: the built-in sample].")
+@click.option("--lang", type=click.Choice(["en", "zh"]), default=None,
+              help="Language of every --data file [default: from each file name].")
+@click.option("--noise-rates", default="0,0.2,0.4,0.6,0.8", show_default=True,
+              help="Noise rates for default data (noise 1.0 for rejection is added).")
+@click.option("--int-noise-rates", default="0,0.2,0.4", show_default=True,
+              help="Noise rates for _int data (the paper's integration table).")
+@click.option("--no-rejection", is_flag=True, help="Do not run noise 1.0 on default data.")
+@click.option("--passage-num", default=5, show_default=True, type=click.IntRange(1))
+@click.option("--correct-rate", default=0.0, show_default=True, type=click.FloatRange(0, 1),
+              help="Correct documents among counterfactual ones (_fact data).")
+@click.option("--seed", default=2333, show_default=True, type=int)
+@click.option("--temperature", default=0.7, show_default=True, type=click.FloatRange(0),
+              help="Sampling temperature of the answers (evalue.py's default 0.7).")
+@click.option("--max-tokens", default=256, show_default=True, type=click.IntRange(1),
+              help="Completion limit of each answer.")
+@click.option("--limit", default=None, type=click.IntRange(1),
+              help="Only the first N instances of each file (quick looks; noted in the "
+                   "signature).")
+@click.option("--prompts", "prompts_path", default=None, type=click.Path(dir_okay=False),
+              help="RGB's config/instruction.yaml [default: ragmeter's own prompts].")
+@click.option("--judge", is_flag=True, help="Also compute Rej*, ED* and CR* with a judge.")
+@click.option("--judge-prompts", default=None, type=click.Path(dir_okay=False),
+              help="Judge prompts in RGB's layout (reject/fact templates) [default: "
+                   "ragmeter's own few-shot prompts].")
+@click.option("--judge-model", default=None,
+              help="Judge model on the same backend [default: the answering model].")
+@click.option("--judge-method", type=click.Choice(["auto", "text", "choice"]), default="auto",
+              show_default=True,
+              help="text: apply the original rules to the judge's reply; choice: score Yes/No "
+                   "(auto: choice for the local backend).")
+@click.option("--mode", type=click.Choice(["strict", "lenient"]), default="strict",
+              show_default=True, help="lenient: add the NOT-paper flexible labels and flips.")
+@click.option("--out", "out_dir", default="ragmeter-out/rgb", show_default=True,
+              type=click.Path(file_okay=False), help="Folder for results, items and the plot.")
+@click.option("--no-plot", is_flag=True, help="Do not draw the accuracy plot.")
+@backend_options
+@record_options
+def run(data: tuple[str, ...], lang: str | None, noise_rates: str, int_noise_rates: str,
+        no_rejection: bool, passage_num: int, correct_rate: float, seed: int,
+        temperature: float, max_tokens: int, limit: int | None, prompts_path: str | None,
+        judge: bool, judge_prompts: str | None, judge_model: str | None, judge_method: str,
+        mode: str, out_dir: str, no_plot: bool, no_record: bool, runs_dir: str | None,
+        **backend_kwargs: Any) -> None:
+    """Run RGB against a model: build, generate (cached, resumable), score, print the paper's
+    tables and write results to OUT.
+
+    Example: ragmeter rgb run --data RGB/data/en.json --data RGB/data/en_fact.json
+    --prompts RGB/config/instruction.yaml --backend openai --model gpt-4o-mini --judge
+    """
+    from ragmeter.cli.backend_options import runner_context
+    from ragmeter.reports.console import console
+    from ragmeter.runner import estimate_requests
+    from ragmeter.samples import sample_path
+    from ragmeter.suites.rgb import load_dataset, load_judge_prompts, load_prompts
+    from ragmeter.suites.rgb.outputs import write_run_outputs
+    from ragmeter.suites.rgb.run import (
+        RgbRunConfig,
+        generation_requests,
+        plan_settings,
+        run_rgb,
+    )
+    from ragmeter.suites.rgb.tables import print_run
+
+    files = list(data) or [str(sample_path(n)) for n in SAMPLE_FILES]
+    datasets = [load_dataset(f, lang=lang) for f in files]
+    prompts = load_prompts(prompts_path)
+    jprompts = load_judge_prompts(judge_prompts) if judge else None
+    config = RgbRunConfig(
+        noise_rates=_rates(noise_rates, "--noise-rates"),
+        int_noise_rates=_rates(int_noise_rates, "--int-noise-rates"),
+        rejection=not no_rejection, passage_num=passage_num, correct_rate=correct_rate,
+        seed=seed, temperature=temperature, max_tokens=max_tokens, mode=mode, judge=judge,
+        judge_method=judge_method, limit=limit)
+    backend, store, runner, dry_run = runner_context(**backend_kwargs,
+                                                     description="rgb answers")
+    con = console()
+    if dry_run:
+        from ragmeter.suites.rgb.run import _limited
+
+        limited = [_limited(d, config) for d in datasets]
+        requests = generation_requests(plan_settings(limited, config), prompts, config)
+        con.print(estimate_requests(requests, backend, store).render())
+        if judge:
+            con.print("(judge calls are not counted: they depend on the answers.)")
+        return
+    judge_backend = None
+    if judge and judge_model:
+        from ragmeter.llm.registry import create_backend
+
+        judge_backend = create_backend(backend_kwargs.get("backend") or "local",
+                                       model=judge_model,
+                                       base_url=backend_kwargs.get("base_url"))
+    result = run_rgb(datasets, prompts, backend, store, runner, config,
+                     judge_prompts=jprompts, judge_backend=judge_backend)
+    print_run(result, con)
+    written = write_run_outputs(result, out_dir, plot=not no_plot)
+    for note in written["notes"]:
+        con.print(f"note: {note}")
+    con.print(f"results: {written['results']}; items: {written['items']}"
+              + (f"; plot: {written['plot']}" if written["plot"] else ""))
+    identity = backend.identity()
+    save_run("rgb", result.to_json(), result.iter_items(), inputs=files,
+             backends=[identity], models=[str(identity.get("model", ""))],
+             prompt_versions={"instruction": str(getattr(prompts, "version", ""))},
+             no_record=no_record, runs_dir=runs_dir)

@@ -1,0 +1,132 @@
+"""Console tables of RGB results (rich), in the shape of the paper's tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ragmeter.reports.console import console as make_console
+from ragmeter.reports.console import fmt
+
+__all__ = ["print_score", "coverage_line"]
+
+
+def coverage_line(cov: Any) -> str:
+    line = f"coverage: {cov.scored}/{cov.total} items scored"
+    if cov.unscored:
+        line += " (unscored: " + ", ".join(f"{k} {v}" for k, v in cov.reasons.items()) + ")"
+    return line
+
+
+def print_score(result: Any, con: Console | None = None) -> None:
+    """One RGB setting: accuracy (and ED/CR for counterfactual data), coverage, signature."""
+    con = con or make_console()
+    title = f"RGB {result.dataset} ({result.kind}, {result.lang}) at {result.config.label()}"
+    table = Table(title=title, title_justify="left")
+    cols = [("accuracy", "accuracy"), ("tt", "correct"), ("n", "n")]
+    if result.kind == "fact":
+        cols[1:1] = [("fact_check_rate", "ED (fact_check_rate)"),
+                     ("correct_rate", "CR (correct_rate)")]
+    table.add_column("labels")
+    for _, head in cols:
+        table.add_column(head, justify="right")
+    table.add_row("strict (paper)", *[fmt(result.metrics.get(k)) for k, _ in cols])
+    if result.lenient is not None:
+        table.add_row("lenient (NOT paper)", *[fmt(result.lenient.get(k)) for k, _ in cols])
+    con.print(table)
+    if result.lenient is not None:
+        fl = result.lenient["flips"]
+        con.print(f"lenient vs strict: {fl['wrong_to_right']} item(s) wrong->right, "
+                  f"{fl['right_to_wrong']} right->wrong (lenient numbers are not comparable "
+                  "with the paper)")
+    con.print(coverage_line(result.coverage))
+    for note in result.notes:
+        con.print(f"note: {note}")
+    con.print(f"signature: {result.signature}", style="dim")
+
+
+def _rate_cell(value: Any) -> str:
+    """Rates as percentages, like the paper's tables."""
+    return "—" if value is None else f"{100 * value:.1f}"
+
+
+def _setting_coverage(result: Any) -> dict[str, str]:
+    return {s.name: f"{sc.coverage.scored}/{sc.coverage.total}" for s, sc in result.scores}
+
+
+def print_run(result: Any, con: Console | None = None) -> None:
+    """The paper's tables (values in %), then coverage, notes and the signature."""
+    con = con or make_console()
+    t = result.tables
+    cov = _setting_coverage(result)
+    by_role: dict[str, list[Any]] = {}
+    for s, _ in result.scores:
+        by_role.setdefault(s.role, []).append(s)
+    if t["noise_robustness"]:
+        rates = sorted({float(r) for row in t["noise_robustness"].values() for r in row})
+        table = Table(title="Noise robustness: accuracy (%) by noise rate",
+                      title_justify="left")
+        table.add_column("data")
+        for r in rates:
+            table.add_column(f"{r:g}", justify="right")
+        for ds, row in t["noise_robustness"].items():
+            table.add_row(ds, *[_rate_cell(row.get(str(r))) for r in rates])
+        con.print(table)
+    if t["rejection"]:
+        table = Table(title="Negative rejection (noise 1.0): rejection rate (%)",
+                      title_justify="left")
+        for c in ("data", "Rej", "Rej*", "items"):
+            table.add_column(c, justify="left" if c == "data" else "right")
+        for s in by_role.get("rejection", []):
+            row = t["rejection"][s.dataset.name]
+            table.add_row(s.dataset.name, _rate_cell(row["rej"]), _rate_cell(row["rej_judged"]),
+                          cov[s.name])
+        con.print(table)
+    if t["integration"]:
+        rates = sorted({float(r) for row in t["integration"].values() for r in row})
+        table = Table(title="Information integration: accuracy (%) by noise rate",
+                      title_justify="left")
+        table.add_column("data")
+        for r in rates:
+            table.add_column(f"{r:g}", justify="right")
+        for ds, row in t["integration"].items():
+            table.add_row(ds, *[_rate_cell(row.get(str(r))) for r in rates])
+        con.print(table)
+    if t["counterfactual"]:
+        table = Table(title="Counterfactual robustness (%)", title_justify="left")
+        cols = [("acc", "Acc"), ("acc_doc", "Acc_doc"), ("ed", "ED"), ("ed_judged", "ED*"),
+                ("cr", "CR"), ("cr_judged", "CR*")]
+        table.add_column("data")
+        for _, head in cols:
+            table.add_column(head, justify="right")
+        for ds, row in t["counterfactual"].items():
+            table.add_row(ds, *[_rate_cell(row.get(k)) for k, _ in cols])
+        con.print(table)
+    if "lenient" in t:
+        table = Table(title="Lenient labels (NOT the paper's metric; not comparable)",
+                      title_justify="left")
+        for c in ("setting", "strict acc", "lenient acc", "wrong->right", "right->wrong"):
+            table.add_column(c, justify="left" if c == "setting" else "right")
+        for name, row in t["lenient"].items():
+            table.add_row(name, _rate_cell(row["strict_accuracy"]), _rate_cell(row["accuracy"]),
+                          str(row["flips"]["wrong_to_right"]), str(row["flips"]["right_to_wrong"]))
+        con.print(table)
+    total = result.coverage()
+    con.print(coverage_line(total))
+    for s, sc in result.scores:
+        if sc.coverage.unscored:
+            con.print(f"  {s.name}: " + coverage_line(sc.coverage))
+    for name, j in result.judged.items():
+        jc = j["coverage"]
+        if jc["unscored"]:
+            con.print(f"  judge {name}: {jc['scored']}/{jc['total']} judged (" +
+                      ", ".join(f"{k} {v}" for k, v in jc["reasons"].items()) + ")")
+    if result.judge_info:
+        ji = result.judge_info
+        con.print(f"judge: {ji['backend']}:{ji['model']}, method {ji['method']}, prompts "
+                  f"{ji['prompts']}")
+    for note in result.notes:
+        con.print(f"note: {note}")
+    con.print(f"signature: {result.signature}", style="dim")

@@ -1,0 +1,78 @@
+"""The columnar path (Arrow) and the row path give identical results, item for item."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from ragmeter.io import iter_rows
+from ragmeter.samples import sample_path
+from ragmeter.suites.multilingual import MultilingualConfig, score_file, score_rows
+from ragmeter.suites.multilingual.fast import accumulate_columnar
+from ragmeter.suites.multilingual.scorer import _Accumulator
+from tests.conftest import SHARED_DATA
+
+LBRAG = SHARED_DATA / "lbrag" / "20251214_2145" / "20251214_2145_answers.jsonl"
+
+
+def _both(path: Path, config: MultilingualConfig):
+    fast = score_file(path, config)
+    slow = score_rows(iter_rows(path, component="multilingual"), config, source=str(path))
+    return fast, slow
+
+
+def _generated(tmp: Path, seed: int) -> Path:
+    rng = random.Random(seed)
+    alphabet = "abc ÀΣσς北京富士山 كتب 서울 ١٢ 12.,!-\t"
+    rows = []
+    for i in range(300):
+        for system in ("direct", "x", "y"):
+            rows.append({
+                "sample_id": f"s{i}", "system": system,
+                "sample_lang": rng.choice(["en", "ja", "zh_cn", "ar", "ko", "de"]),
+                "question": "q" * rng.randint(0, 3),
+                "gold_answer": "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8))),
+                "pred_answer": "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))),
+                "translate_tokens": rng.choice([0, 0, 7, 120.5]),
+                "semantic_score": rng.choice([None, 0.0, 0.5, 1.0]),
+            })
+    path = tmp / f"gen{seed}.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    return path
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_generated_files_identical(tmp_path: Path, seed: int) -> None:
+    path = _generated(tmp_path, seed)
+    config = MultilingualConfig(keep_text=True)
+    assert accumulate_columnar(path, config, _Accumulator) is not None  # fast path taken
+    fast, slow = _both(path, config)
+    assert fast.metrics == slow.metrics
+    assert list(fast.iter_items()) == list(slow.iter_items())
+
+
+def test_parquet_and_jsonl_identical(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = _generated(tmp_path, 4)
+    rows = [r.data for r in iter_rows(path)]
+    pq_path = tmp_path / "gen.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), pq_path)
+    config = MultilingualConfig(keep_text=True)
+    a, b = score_file(path, config), score_file(pq_path, config)
+    assert a.metrics == b.metrics
+    assert list(a.iter_items()) == list(b.iter_items())
+
+
+def test_sample_and_released_run_identical() -> None:
+    paths = [sample_path("multilingual_answers.jsonl")]
+    if LBRAG.exists():
+        paths.append(LBRAG)
+    for path in paths:
+        fast, slow = _both(path, MultilingualConfig(keep_text=True))
+        assert fast.metrics == slow.metrics
+        assert list(fast.iter_items()) == list(slow.iter_items())
