@@ -130,7 +130,8 @@ def main() -> int:
     for name, values in choice_s.items():
         med = statistics.median(values)
         print(f"  {name:20s} {med:7.3f} s/call  overhead {med / cbase - 1:+6.1%}")
-    worst = max(base / statistics.median(rates[n]) - 1 for n in paths)
+    worst = max(base / statistics.median(rates[n]) - 1 for n in paths
+                if n != "direct transformers")
     print(f"\nharness overhead on generation: {worst:+.1%} (goal <= +10%)")
     return 0
 

@@ -104,3 +104,24 @@ def test_unknown_backend_suggests(tmp_path, run_cli):
     req = write_rows(tmp_path / "req.jsonl", ROWS[:1])
     code, _, err = run_cli("generate", req, "--out", tmp_path / "o.jsonl", "--backend", "opnai")
     assert code == 2 and "Did you mean: openai?" in err
+
+
+def test_cost_counter_from_prices(tmp_path, scripted_server, run_cli) -> None:
+    """--price-prompt/--price-completion give a running cost of the calls made (cached: 0)."""
+    import json
+
+    server = scripted_server()
+    req = tmp_path / "req.jsonl"
+    req.write_text("".join(json.dumps({"id": f"r{i}", "prompt": f"q{i}"}) + "\n"
+                           for i in range(3)), encoding="utf-8")
+    args = ["generate", req, "--out", tmp_path / "out.jsonl", "--backend", "openai",
+            "--base-url", server.url, "--model", "m", "--store", tmp_path / "s.sqlite",
+            "--price-prompt", "1000000", "--price-completion", "2000000"]
+    code, _, err = run_cli(*args)
+    assert code == 0, err
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    expected = sum(r["usage"]["prompt_tokens"] * 1 + r["usage"]["completion_tokens"] * 2
+                   for r in rows)
+    assert f"cost ${expected:.4f}" in err
+    code, _, err = run_cli(*args)  # all cached: nothing paid
+    assert code == 0 and "cost $" not in err and "0 prompt + 0 completion" in err

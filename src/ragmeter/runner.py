@@ -62,6 +62,9 @@ class RunnerConfig:
     backoff_max_s: float = 60.0
     retry_after_max_s: float = 300.0
     record_run: bool = True
+    # Prices in USD per million tokens, for the running cost counter (None: not shown).
+    price_prompt_per_mtok: float | None = None
+    price_completion_per_mtok: float | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -106,6 +109,7 @@ class RunStats:
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cost_usd: float | None = None  # of the calls made in this run (cached ones cost nothing)
     wall_s: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)
 
@@ -268,6 +272,8 @@ class _Progress:
         s = self.stats
         elapsed = max(1e-6, time.monotonic() - self.start)
         info = f"tok {s.prompt_tokens}+{s.completion_tokens}"
+        if s.cost_usd is not None:
+            info += f" ${s.cost_usd:.4f}"
         if s.cached:
             info += f" cached {s.cached}"
         if s.retries:
@@ -340,6 +346,12 @@ class _Run:
                 self.store.put(key, request, self.identity, response)  # persisted before use
             self.stats.prompt_tokens += response.usage.prompt_tokens
             self.stats.completion_tokens += response.usage.completion_tokens
+            cfg = self.config
+            if cfg.price_prompt_per_mtok is not None or cfg.price_completion_per_mtok is not None:
+                self.stats.cost_usd = (self.stats.cost_usd or 0.0) + (
+                    response.usage.prompt_tokens * (cfg.price_prompt_per_mtok or 0.0)
+                    + response.usage.completion_tokens * (cfg.price_completion_per_mtok or 0.0)
+                ) / 1e6
             return Outcome(request, "ok", response=response, attempts=attempt + 1, key=key)
         assert last is not None
         return Outcome(request, "unscored", reason=last.reason, detail=last.detail or None,

@@ -193,6 +193,7 @@ class FakeRuntime:
         return [self.logprobs.get("".join(map(chr, ids)), -5.0) for ids in choices]
 
     def generate(self, prompt, params):
+        self.thread = threading.current_thread().name
         with self._guard:
             self.active += 1
             self.max_active = max(self.max_active, self.active)
@@ -260,6 +261,10 @@ def test_concurrent_calls_are_serialized(fake_backend):
 
     assert len(asyncio.run(run_all())) == 8
     assert fake_backend._runtime.max_active == 1
+    # every call runs on the backend's one model thread (one OpenMP pool), sync calls too
+    assert fake_backend._runtime.thread.startswith("ragmeter-local")
+    fake_backend.complete_sync(reqs[0])
+    assert fake_backend._runtime.thread.startswith("ragmeter-local")
 
 
 def test_unknown_option_is_a_config_error(tmp_path):

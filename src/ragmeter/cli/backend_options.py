@@ -28,7 +28,8 @@ __all__ = ["backend_options", "runner_context", "BACKEND_OPTION_NAMES"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 BACKEND_OPTION_NAMES = ("backend", "model", "base_url", "concurrency", "rpm", "tpm", "timeout",
-                        "max_retries", "store", "replay", "dry_run")
+                        "max_retries", "store", "replay", "dry_run", "price_prompt",
+                        "price_completion")
 
 
 def backend_options(f: F) -> F:
@@ -62,6 +63,11 @@ def backend_options(f: F) -> F:
                           "per-user data folder, or in $RAGMETER_HOME]."),
         click.option("--replay", is_flag=True,
                      help="Use stored responses only; fail on a cache miss instead of calling."),
+        click.option("--price-prompt", default=None, type=click.FloatRange(min=0), metavar="USD",
+                     help="Price per million prompt tokens, for the running cost counter."),
+        click.option("--price-completion", default=None, type=click.FloatRange(min=0),
+                     metavar="USD",
+                     help="Price per million completion tokens, for the running cost counter."),
         click.option("--dry-run", is_flag=True,
                      help="Print how many calls and roughly how many tokens would be spent, "
                           "then exit without calling anything."),
@@ -96,5 +102,7 @@ def runner_context(**kwargs: Any) -> tuple[Backend, Store, RunnerConfig, bool]:
         max_retries=5 if max_retries is None else int(max_retries), timeout_s=timeout,
         replay=bool(kwargs.get("replay")),
         progress=bool(kwargs.get("progress", sys.stderr.isatty())),
-        description=str(kwargs.get("description") or "calls"))
+        description=str(kwargs.get("description") or "calls"),
+        price_prompt_per_mtok=kwargs.get("price_prompt"),
+        price_completion_per_mtok=kwargs.get("price_completion"))
     return backend, store, config, bool(kwargs.get("dry_run"))

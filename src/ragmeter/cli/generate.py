@@ -155,4 +155,7 @@ def generate(requests_path: str, out_path: str, **kwargs: Any) -> None:
            f"{stats.calls} call attempts), {n - ok} unscored")
     if stats.reasons:
         msg += " (" + ", ".join(f"{k}: {v}" for k, v in sorted(stats.reasons.items())) + ")"
+    msg += f"; tokens {stats.prompt_tokens} prompt + {stats.completion_tokens} completion"
+    if stats.cost_usd is not None:
+        msg += f", cost ${stats.cost_usd:.4f}"
     click.echo(msg + f". Store: {store.path}", err=True)
