@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import click
 
-from ragmeter.cli.options import field_option, input_path, items_out_option, json_out_option
+from ragmeter.cli.options import (
+    field_option,
+    input_path,
+    items_out_option,
+    json_out_option,
+    write_outputs,
+)
 from ragmeter.cli.report import record_options, save_run
 
 
@@ -44,7 +50,7 @@ def score(path: str, baseline: str | None, json_out: str | None, items_out: str 
 
     Example: ragmeter multilingual score answers.jsonl --json metrics.json
     """
-    from ragmeter.io import parse_field_options, write_json, write_jsonl
+    from ragmeter.io import parse_field_options
     from ragmeter.reports.console import print_multilingual
     from ragmeter.suites.multilingual import MultilingualConfig, score_file
 
@@ -55,12 +61,7 @@ def score(path: str, baseline: str | None, json_out: str | None, items_out: str 
     )
     result = score_file(path, config)
     print_multilingual(result)
-    if json_out:
-        write_json(json_out, result.to_json())
-        click.echo(f"wrote {json_out}", err=True)
-    if items_out:
-        n = write_jsonl(items_out, result.iter_items())
-        click.echo(f"wrote {n} items to {items_out}", err=True)
+    write_outputs(result, json_out, items_out)
     from ragmeter.results import InputFile
 
     save_run("multilingual", result.to_json(), result.iter_items(),

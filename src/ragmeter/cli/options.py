@@ -29,3 +29,16 @@ def items_out_option(f: F) -> F:
 
 def input_path() -> Callable[[F], F]:
     return click.argument("path", type=click.Path(dir_okay=False))
+
+
+def write_outputs(result: Any, json_out: str | None, items_out: str | None) -> None:
+    """Write ``result.to_json()`` to ``--json`` and ``result.iter_items()`` to ``--items``
+    (atomically), saying where on stderr."""
+    from ragmeter.io import write_json, write_jsonl
+
+    if json_out:
+        write_json(json_out, result.to_json())
+        click.echo(f"wrote {json_out}", err=True)
+    if items_out:
+        n = write_jsonl(items_out, result.iter_items())
+        click.echo(f"wrote {n} items to {items_out}", err=True)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import click
 
-from ragmeter.cli.options import field_option, input_path, items_out_option, json_out_option
+from ragmeter.cli.options import (
+    field_option,
+    input_path,
+    items_out_option,
+    json_out_option,
+    write_outputs,
+)
 from ragmeter.cli.report import record_options, save_run
 
 
@@ -46,7 +52,7 @@ def score(path: str, qc: tuple[str, ...], json_out: str | None, items_out: str |
     Example: ragmeter reliability score annotations.csv --qc qc_maria --json rel.json
     --plot rel.png
     """
-    from ragmeter.io import parse_field_options, write_json, write_jsonl
+    from ragmeter.io import parse_field_options
     from ragmeter.suites.reliability import (
         DEFAULT_FLAG_NO,
         DEFAULT_FLAG_YES,
@@ -71,12 +77,7 @@ def score(path: str, qc: tuple[str, ...], json_out: str | None, items_out: str |
 
         png = reliability_matrix_png(result)
     print_reliability(result)
-    if json_out:
-        write_json(json_out, result.to_json())
-        click.echo(f"wrote {json_out}", err=True)
-    if items_out:
-        n = write_jsonl(items_out, result.iter_items())
-        click.echo(f"wrote {n} items to {items_out}", err=True)
+    write_outputs(result, json_out, items_out)
     if png is not None and plot_out:
         _write_bytes(plot_out, png)
         click.echo(f"wrote {plot_out}", err=True)

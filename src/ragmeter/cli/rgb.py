@@ -7,8 +7,8 @@ from typing import Any
 import click
 
 from ragmeter.cli.backend_options import backend_options
-from ragmeter.cli.report import record_options, save_run
 from ragmeter.cli.options import items_out_option, json_out_option
+from ragmeter.cli.report import record_options, save_run
 from ragmeter.suites.rgb.demo import SAMPLE_FILES  # the built-in sample, used without --data
 
 

@@ -7,8 +7,14 @@ from typing import Any
 import click
 
 from ragmeter.cli.backend_options import backend_options
+from ragmeter.cli.options import (
+    field_option,
+    input_path,
+    items_out_option,
+    json_out_option,
+    write_outputs,
+)
 from ragmeter.cli.report import record_options, save_run
-from ragmeter.cli.options import field_option, input_path, items_out_option, json_out_option
 
 
 @click.group(name="trace")
@@ -118,19 +124,14 @@ def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[
     Example: ragmeter trace score hotpotqa/test-00000-of-00001.parquet --json m.json
     --items items.jsonl
     """
-    from ragmeter.io import parse_field_options, write_json, write_jsonl
+    from ragmeter.io import parse_field_options
     from ragmeter.suites.trace import ScoreConfig, score_file
 
     config = ScoreConfig(n_resamples=resamples, seed=seed,
                          field_map=parse_field_options(fields, component="trace"))
     result = score_file(path, config)
     print_score(result)
-    if json_out:
-        write_json(json_out, result.to_json())
-        click.echo(f"wrote {json_out}", err=True)
-    if items_out:
-        n = write_jsonl(items_out, result.iter_items())
-        click.echo(f"wrote {n} items to {items_out}", err=True)
+    write_outputs(result, json_out, items_out)
     save_run("trace", result.to_json(), result.iter_items(), inputs=[path],
              no_record=no_record, runs_dir=runs_dir)
 

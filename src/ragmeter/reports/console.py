@@ -21,16 +21,10 @@ def console() -> Console:
 
 
 def fmt(value: Any, digits: int = 4) -> str:
-    """A number for a table cell; '—' for a missing value."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+    """A number for a table cell; '—' for a missing value (the HTML report's formatting)."""
+    from ragmeter.reports._html import number
+
+    return number(value, digits)
 
 
 def _with_ci(result: Any, system: str, key: str, digits: int = 4) -> str:

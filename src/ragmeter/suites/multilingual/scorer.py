@@ -12,7 +12,6 @@ millions of rows fits in little memory.
 
 from __future__ import annotations
 
-import math
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -22,9 +21,18 @@ from typing import Any
 import numpy as np
 
 from ragmeter.errors import InputError, UnknownNameError
-from ragmeter.io import FieldMap, Row, as_number, as_text, is_blank, iter_rows, require, seq_of_dicts
+from ragmeter.io import (
+    FieldMap,
+    Row,
+    as_number,
+    as_text,
+    is_blank,
+    iter_rows,
+    require,
+    seq_of_dicts,
+)
 from ragmeter.metrics import stats
-from ragmeter.metrics.language import LidRlc, rlc_batch, RLC_OK_THRESHOLD
+from ragmeter.metrics.language import RLC_OK_THRESHOLD, LidRlc, rlc_batch
 from ragmeter.metrics.qa import f1_from_normalized
 from ragmeter.records import Signature
 from ragmeter.text.languages import CHAR_TOKEN_LANGUAGES, canonical_language, is_known_language
@@ -303,7 +311,7 @@ class _Accumulator:
             sid_set = set(sids)
             if len(sid_set) != len(sids) or not cols.index.keys().isdisjoint(sid_set):
                 self._raise_duplicate(cols, system, sids, [numbers[i] for i in idx])
-            cols.index.update(zip(sids, range(start, start + len(idx))))
+            cols.index.update(zip(sids, range(start, start + len(idx)), strict=False))
             cols.sample_ids.extend(sids)
             cols.places.extend([numbers[i] for i in idx])
             cols.langs.extend([langs[i] for i in idx])
