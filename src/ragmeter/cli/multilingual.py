@@ -67,3 +67,12 @@ def score(path: str, baseline: str | None, json_out: str | None, items_out: str 
     save_run("multilingual", result.to_json(), result.iter_items(),
              inputs=[InputFile.of(path, rows=result.coverage.get("rows"))],
              no_record=no_record, runs_dir=runs_dir)
+
+
+def _attach_judge() -> None:
+    from ragmeter.cli.multilingual_judge import judge
+
+    group.add_command(judge)
+
+
+_attach_judge()
