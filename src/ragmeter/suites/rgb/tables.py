@@ -24,7 +24,7 @@ def print_score(result: Any, con: Console | None = None) -> None:
     """One RGB setting: accuracy (and ED/CR for counterfactual data), coverage, signature."""
     con = con or make_console()
     title = f"RGB {result.dataset} ({result.kind}, {result.lang}) at {result.config.label()}"
-    table = Table(title=title, title_justify="left")
+    table = Table(title=title, title_justify="left", min_width=len(title) + 4)
     cols = [("accuracy", "accuracy"), ("tt", "correct"), ("n", "n")]
     if result.kind == "fact":
         cols[1:1] = [("fact_check_rate", "ED (fact_check_rate)"),
@@ -66,7 +66,7 @@ def print_run(result: Any, con: Console | None = None) -> None:
         by_role.setdefault(s.role, []).append(s)
     if t["noise_robustness"]:
         rates = sorted({float(r) for row in t["noise_robustness"].values() for r in row})
-        table = Table(title="Noise robustness: accuracy (%) by noise rate",
+        table = Table(title="Noise robustness: accuracy (%) by noise rate", min_width=48,
                       title_justify="left")
         table.add_column("data")
         for r in rates:
@@ -75,7 +75,7 @@ def print_run(result: Any, con: Console | None = None) -> None:
             table.add_row(ds, *[_rate_cell(row.get(str(r))) for r in rates])
         con.print(table)
     if t["rejection"]:
-        table = Table(title="Negative rejection (noise 1.0): rejection rate (%)",
+        table = Table(title="Negative rejection (noise 1.0): rejection rate (%)", min_width=54,
                       title_justify="left")
         for c in ("data", "Rej", "Rej*", "items"):
             table.add_column(c, justify="left" if c == "data" else "right")
@@ -86,7 +86,7 @@ def print_run(result: Any, con: Console | None = None) -> None:
         con.print(table)
     if t["integration"]:
         rates = sorted({float(r) for row in t["integration"].values() for r in row})
-        table = Table(title="Information integration: accuracy (%) by noise rate",
+        table = Table(title="Information integration: accuracy (%) by noise rate", min_width=55,
                       title_justify="left")
         table.add_column("data")
         for r in rates:
@@ -95,7 +95,7 @@ def print_run(result: Any, con: Console | None = None) -> None:
             table.add_row(ds, *[_rate_cell(row.get(str(r))) for r in rates])
         con.print(table)
     if t["counterfactual"]:
-        table = Table(title="Counterfactual robustness (%)", title_justify="left")
+        table = Table(title="Counterfactual robustness (%)", min_width=33, title_justify="left")
         cols = [("acc", "Acc"), ("acc_doc", "Acc_doc"), ("ed", "ED"), ("ed_judged", "ED*"),
                 ("cr", "CR"), ("cr_judged", "CR*")]
         table.add_column("data")
@@ -105,7 +105,7 @@ def print_run(result: Any, con: Console | None = None) -> None:
             table.add_row(ds, *[_rate_cell(row.get(k)) for k, _ in cols])
         con.print(table)
     if "lenient" in t:
-        table = Table(title="Lenient labels (NOT the paper's metric; not comparable)",
+        table = Table(title="Lenient labels (NOT the paper's metric; not comparable)", min_width=59,
                       title_justify="left")
         for c in ("setting", "strict acc", "lenient acc", "wrong->right", "right->wrong"):
             table.add_column(c, justify="left" if c == "setting" else "right")
