@@ -120,11 +120,12 @@ def _decode(raw: bytes, path: Path, number: int, unit: str, component: str) -> s
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        place = {"line": number} if unit == "line" else {"row": number}
         raise InputError(
             f"is not valid UTF-8 (byte {exc.start + 1} of the {unit}: "
             f"{raw[exc.start:exc.start + 4]!r}).",
-            component=component, path=path, fix="re-save the file as UTF-8.", **place,
+            component=component, path=path, fix="re-save the file as UTF-8.",
+            line=number if unit == "line" else None,
+            row=None if unit == "line" else number,
         ) from None
 
 
@@ -373,8 +374,11 @@ def _atomic_write(path: Path, write: Any) -> None:
 
 def write_json(path: str | Path, obj: Any) -> None:
     """Write ``obj`` as pretty JSON, atomically (a reader never sees half a file)."""
-    _atomic_write(Path(path), lambda fh: (json.dump(obj, fh, ensure_ascii=False, indent=2,
-                                                    allow_nan=False), fh.write("\n")))
+    def _write(fh: Any) -> None:
+        json.dump(obj, fh, ensure_ascii=False, indent=2, allow_nan=False)
+        fh.write("\n")
+
+    _atomic_write(Path(path), _write)
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> int:

@@ -269,7 +269,8 @@ def run(kb: str, questions: tuple[str, ...], lang: str | None, embedder: str, to
     answers = []
     for q, ctx in zip(qs, contexts, strict=True):
         o = by_id[q.id]
-        answers.append(replace(q, response=o.response.text.strip() if o.ok else None,
+        text = o.response.text.strip() if o.ok and o.response is not None else None
+        answers.append(replace(q, response=text,
                                extra={**q.extra, "context": [c for _, c in ctx]}))
     res = judge_answers(answers, prompt_file, scoring, repeats, temperature, seed, kwargs)
     assert res is not None
@@ -279,8 +280,8 @@ def run(kb: str, questions: tuple[str, ...], lang: str | None, embedder: str, to
         row.update(reader_model=reader_model, embedder_name=retriever.embedder.name,
                    reader_prompt=reader_version)
         if row.get("reason") == "missing_response":
-            o = by_id.get(row["id"])
-            row["detail"] = f"reader failed: {getattr(o, 'reason', '')}"
+            failed = by_id.get(row["id"])
+            row["detail"] = f"reader failed: {getattr(failed, 'reason', '')}"
     out_path = out or str(Path(store.path.parent) / f"rubric-run-{lang}.jsonl")
     write_jsonl(out_path, rows)
     result = score_files([out_path], RubricConfig(by=("lang",)))

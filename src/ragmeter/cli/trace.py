@@ -38,7 +38,7 @@ def _ci(entry: dict[str, Any] | None, digits: int = 4) -> str:
 def print_score(result: Any) -> None:
     from rich.table import Table
 
-    from ragmeter.reports.console import console, fmt
+    from ragmeter.reports.console import console, coverage_line, fmt
 
     con = console()
     table = Table(title="TRACe (RAGBench metrics)", title_justify="left")
@@ -48,11 +48,7 @@ def print_score(result: Any) -> None:
         label = "adherence (share adherent)" if metric == "adherence" else metric
         table.add_row(label, _ci(entry), fmt(entry["std"]), fmt(entry["n"]))
     con.print(table)
-    cov = result.coverage
-    line = f"coverage: {cov['scored']}/{cov['rows']} rows scored"
-    if cov["unscored"]:
-        line += " (unscored: " + ", ".join(f"{k} {v}" for k, v in cov["reasons"].items()) + ")"
-    con.print(line)
+    con.print(coverage_line(result.coverage))
     for note in result.notes:
         con.print(f"note: {note}")
     con.print(f"signature: {result.signature}", style="dim")

@@ -305,7 +305,9 @@ class _TransformersRuntime:
             kwargs.update(stop_strings=stop, tokenizer=self.tokenizer)
         input_ids = torch.tensor([prompt], dtype=torch.long)
         with torch.inference_mode():
-            out = self.model.generate(input_ids=input_ids,
+            # transformers types the Auto class as _BaseModelWithGenerate, which its own
+            # generate() stub does not accept as self (a typing gap in transformers).
+            out = self.model.generate(input_ids=input_ids,  # type: ignore[misc]
                                       attention_mask=torch.ones_like(input_ids), **kwargs)
         new = out[0, len(prompt):].tolist()
         eos = _eos_ids(self.model, self.tokenizer)
@@ -353,6 +355,7 @@ class _LlamaCppRuntime:
 
         kwargs: dict[str, Any] = {"model_path": str(location.path), "n_ctx": 8192,
                                   "n_threads": threads, "verbose": False, "logits_all": False}
+        accepted: Mapping[str, inspect.Parameter]
         try:
             accepted = inspect.signature(llama_cpp.Llama.__init__).parameters
         except (TypeError, ValueError):

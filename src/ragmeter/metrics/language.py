@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from lingua import Language, LanguageDetector
 
 __all__ = ["rlc", "rlc_ok", "rlc_batch", "RLC_OK_THRESHOLD", "LidRlc"]
 
@@ -161,8 +165,8 @@ class LidRlc:
                 "lingua-language-detector (needed by --rlc-lid)",
                 "pip install 'ragmeter[lang]'",
             ) from None
-        self._by_code: dict[str, object] = {}
-        wanted = []
+        self._by_code: dict[str, Language] = {}
+        wanted: list[Language] = []
         for code in sorted(set(languages)):
             base = code.split("_")[0]
             if base == "no":
@@ -175,6 +179,7 @@ class LidRlc:
             self._by_code[code] = lang
             wanted.append(lang)
         self.unsupported = sorted(set(languages) - set(self._by_code))
+        self._detector: LanguageDetector | None
         if len(set(wanted)) >= 2:
             self._detector = LanguageDetectorBuilder.from_languages(*set(wanted)).build()
         elif wanted:

@@ -93,7 +93,7 @@ class PairedTest:
     p_value: float
 
 
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], *,
+def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *,
                      n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
                      confidence: float = 0.95) -> PairedTest:
     """Paired bootstrap of the mean difference A - B.
@@ -120,7 +120,7 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], *,
     return PairedTest("paired_bootstrap", int(d.size), obs, float(lo), float(hi), p)
 
 
-def paired_permutation(a: Sequence[float], b: Sequence[float], *,
+def paired_permutation(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *,
                        n_resamples: int = 10_000, seed: int = DEFAULT_SEED) -> PairedTest:
     """Paired sign-flip permutation test of mean(A - B) = 0 (two-sided).
 
@@ -146,7 +146,8 @@ def paired_permutation(a: Sequence[float], b: Sequence[float], *,
     return PairedTest("paired_permutation", int(n), obs, boot.ci_low, boot.ci_high, float(p))
 
 
-def rmse(pred: Sequence[float], true: Sequence[float]) -> float | None:
+def rmse(pred: Sequence[float] | np.ndarray, true: Sequence[float] | np.ndarray,
+         ) -> float | None:
     """Root mean squared error; None for no pairs."""
     p, t = _arr(pred), _arr(true)
     if p.size != t.size:
@@ -156,7 +157,8 @@ def rmse(pred: Sequence[float], true: Sequence[float]) -> float | None:
     return float(math.sqrt(math.fsum(((p - t) ** 2).tolist()) / p.size))
 
 
-def auroc(scores: Sequence[float], labels: Sequence[int | bool]) -> float | None:
+def auroc(scores: Sequence[float] | np.ndarray, labels: Sequence[int | bool] | np.ndarray,
+          ) -> float | None:
     """Area under the ROC curve by the rank statistic (Mann-Whitney U, ties count 1/2).
 
     ``labels`` are 1 for the positive class.  None when either class is absent.

@@ -142,7 +142,8 @@ def _dict_of_dicts(name: str, value: Mapping[str, Mapping[str, Any]], depth: int
     cols = [c for c in _columns(rows)
             if all(is_scalar(r.get(c)) or _is_interval(r.get(c)) for r in rows)]
     nested = [c for c in _columns(rows) if c not in cols]
-    parts = [table([name, *cols], [[k, *[r.get(c) for c in cols]] for k, r in value.items()])]
+    parts: list[str] = [table([name, *cols],
+                              [[k, *[r.get(c) for c in cols]] for k, r in value.items()])]
     for c in nested:
         sub = {k: r[c] for k, r in value.items() if c in r}
         parts.append(f"<details><summary>{esc(name)} · {esc(c)}</summary>"
@@ -160,7 +161,7 @@ def generic(doc: Any, depth: int = 0) -> Markup:
     if isinstance(doc, Mapping):
         top = [(k, v) for k, v in doc.items()
                if (depth or k not in _SKIP) and (is_scalar(v) or _is_interval(v))]
-        parts = [kv_table(top)] if top else []
+        parts: list[str] = [kv_table(top)] if top else []
         for k, v in doc.items():
             if (not depth and k in _SKIP) or is_scalar(v) or _is_interval(v):
                 continue

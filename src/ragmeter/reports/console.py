@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["console", "fmt", "print_multilingual"]
+__all__ = ["console", "coverage_line", "fmt", "print_multilingual"]
 
 
 def console() -> Console:
@@ -25,6 +25,14 @@ def fmt(value: Any, digits: int = 4) -> str:
     from ragmeter.reports._html import number
 
     return number(value, digits)
+
+
+def coverage_line(cov: dict[str, Any], unit: str = "rows") -> str:
+    """``coverage: 398/400 rows scored (unscored: missing_prediction 2)``."""
+    line = f"coverage: {cov['scored']}/{cov['rows']} {unit} scored"
+    if cov["unscored"]:
+        line += " (unscored: " + ", ".join(f"{k} {v}" for k, v in cov["reasons"].items()) + ")"
+    return line
 
 
 def _with_ci(result: Any, system: str, key: str, digits: int = 4) -> str:
@@ -58,11 +66,7 @@ def print_multilingual(result: Any) -> None:
         table.add_row(system + mark, *[_with_ci(result, system, c, digits.get(c, 4)) for c in cols],
                       fmt(result.metrics[system]["n"]))
     con.print(table)
-    cov = result.coverage
-    line = f"coverage: {cov['scored']}/{cov['rows']} rows scored"
-    if cov["unscored"]:
-        line += " (unscored: " + ", ".join(f"{k} {v}" for k, v in cov["reasons"].items()) + ")"
-    con.print(line)
+    con.print(coverage_line(result.coverage))
     if result.paired_tests:
         pt = Table(title=f"Paired tests against {result.baseline}", title_justify="left")
         for c in ("system", "metric", "mean diff", "95% CI", "p (bootstrap)",

@@ -63,7 +63,7 @@ def multilingual(doc: Mapping[str, Any]) -> Markup:
         rows.append([label, *[_with_ci(metrics[s].get(k), ci.get(s, {}).get(k),
                                        _ML_DIGITS.get(k, 4)) for k, _ in cols],
                      metrics[s].get("n")])
-    parts = [table(["system", *[h for _, h in cols], "n"], rows,
+    parts: list[str] = [table(["system", *[h for _, h in cols], "n"], rows,
                    caption="Systems (LBRAG metrics; 95% bootstrap CI below a value when "
                            "computed)", cls="systems")]
     paired = doc.get("paired_tests") or {}
@@ -165,7 +165,7 @@ def rgb(doc: Mapping[str, Any]) -> Markup:
     if "tables" not in doc:
         return generic(doc)
     t = doc["tables"]
-    parts = []
+    parts: list[str] = []
     if doc.get("model"):
         parts.append(kv_table([("model", doc.get("model")), ("prompts", doc.get("prompts")),
                                ("judge", doc.get("judge"))]))
@@ -292,7 +292,7 @@ def rubric(doc: Mapping[str, Any]) -> Markup:
                      _with_ci(g.get("percentage_with_zero"), ci.get("percentage_with_zero")),
                      f"{cov.get('scored')}/{cov.get('total')}",
                      *[(g.get("counts") or {}).get(k) for k in _GRADES]])
-    parts = [table([" / ".join(by) or "group", "n", "weighted score", "mean grade (≠0)",
+    parts: list[str] = [table([" / ".join(by) or "group", "n", "weighted score", "mean grade (≠0)",
                     "median (≠0)", "%", "% with 0", "scored", *[f"#{k}" for k in _GRADES]],
                    rows, caption="Rubric grades (RAGaliq results.md layout)")]
     stab = [(label, g["stability"]) for label, g in zip(labels, groups, strict=True)

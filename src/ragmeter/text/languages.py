@@ -31,4 +31,4 @@ def canonical_language(code: str) -> str:
 def is_known_language(code: str) -> bool:
     """True for an ISO 639-1 code, optionally with a region/script suffix (``pt_br``)."""
     m = _CODE.match(canonical_language(code))
-    return bool(m) and m.group(1) in ISO_639_1
+    return m is not None and m.group(1) in ISO_639_1

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import cast
 
 from ragmeter.errors import MissingDependencyError
 
@@ -119,8 +120,8 @@ def render_keyed(keyed: Sequence[tuple[str, str]] | Sequence[Sequence[tuple[str,
     lines: list[str] = []
     for item in keyed:
         if not item or isinstance(item[0], (list, tuple)):  # a document (maybe empty)
-            lines.extend(f"{k}. {s}" for k, s in item)  # type: ignore[misc]
+            lines.extend(f"{k}. {s}" for k, s in cast("Sequence[tuple[str, str]]", item))
         else:
-            k, s = item  # type: ignore[misc]
+            k, s = cast("tuple[str, str]", item)
             lines.append(f"{k}. {s}")
     return "\n".join(lines)

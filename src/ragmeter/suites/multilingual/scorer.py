@@ -444,9 +444,9 @@ def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str, p
         missing = np.flatnonzero(pos < 0).tolist()
         f1 = np.frombuffer(cols.f1, dtype=np.float64) if len(cols.f1) else np.zeros(0)
         cost = np.frombuffer(cols.cost, dtype=np.float64) if len(cols.cost) else np.zeros(0)
-        base = np.frombuffer(base_f1, dtype=np.float64)[np.where(pos < 0, 0, pos)]
+        base_aligned = np.frombuffer(base_f1, dtype=np.float64)[np.where(pos < 0, 0, pos)]
         with np.errstate(divide="ignore", invalid="ignore"):
-            value = np.where(cost == 0, 0.0, (f1 - base) / np.where(cost == 0, 1.0, cost))
+            value = np.where(cost == 0, 0.0, (f1 - base_aligned) / np.where(cost == 0, 1.0, cost))
         vals: list[float | None] = value.tolist()
         for i in np.flatnonzero(np.isnan(cost) | (pos < 0)).tolist():
             vals[i] = None  # no cost, or no baseline row

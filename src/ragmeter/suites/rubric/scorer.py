@@ -275,9 +275,9 @@ def score_items(items: Sequence[GradedItem], config: RubricConfig) -> RubricResu
     groups: dict[tuple[str, ...], list[GradedItem]] = {}
     for item in items:
         groups.setdefault(item.group, []).append(item)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key, members in groups.items():
-        row = dict(zip(config.by, key, strict=True))
+        row: dict[str, Any] = dict(zip(config.by, key, strict=True))
         row.update(summarize_group(members, config))
         rows.append(row)
     total = sum(r["coverage"]["total"] for r in rows)
