@@ -32,6 +32,8 @@ __all__ = [
     "detect_format",
     "write_json",
     "write_jsonl",
+    "write_text",
+    "write_bytes",
     "parse_field_options",
 ]
 
@@ -355,14 +357,31 @@ def _short(value: Any) -> str:
 # ---------------------------------------------------------------- writing
 
 
-def _atomic_write(path: Path, write: Any) -> None:
+def _default_file_mode() -> int:
+    """0o666 less the process umask: what ``open()`` would give a new file."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _atomic_write(path: Path, write: Any, *, binary: bool = False) -> None:
+    """Write through a temporary file in the same folder, then rename it over ``path``: a
+    reader never sees half a file.  The file gets ordinary permissions (``mkstemp`` would
+    leave it readable by its owner only)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
+        os.fchmod(fd, _default_file_mode())
+        if binary:
+            with os.fdopen(fd, "wb") as fb:
+                write(fb)
+                fb.flush()
+                os.fsync(fb.fileno())
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+                write(fh)
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -370,6 +389,16 @@ def _atomic_write(path: Path, write: Any) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write text (UTF-8) atomically."""
+    _atomic_write(Path(path), lambda fh: fh.write(text))
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    """Write bytes (a PNG, say) atomically."""
+    _atomic_write(Path(path), lambda fb: fb.write(data), binary=True)
 
 
 def write_json(path: str | Path, obj: Any) -> None:

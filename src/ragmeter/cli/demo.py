@@ -43,13 +43,9 @@ def demo(out_dir: str, no_model: bool) -> None:
         # A clear install command before any work when the model or its runtime is missing.
         _choose_runtime("auto", resolve_model(None))
         rgb = run_demo(out / "rgb", con)
-        with open(rgb["items"], encoding="utf-8") as fh:
-            import json
-
-            items = [json.loads(line) for line in fh if line.strip()]
         doc = rgb["results_doc"]
         model = doc.get("model") or {}
-        run_ids.append(save_run("rgb", doc, items,
+        run_ids.append(save_run("rgb", doc, rgb["result"].iter_items(),
                                 inputs=[sample_path(n) for n in SAMPLE_FILES],
                                 backends=[model] if model else [],
                                 models=[str(model.get("model", "local"))] if model else []))

@@ -52,7 +52,7 @@ def score(path: str, qc: tuple[str, ...], json_out: str | None, items_out: str |
     Example: ragmeter reliability score annotations.csv --qc qc_maria --json rel.json
     --plot rel.png
     """
-    from ragmeter.io import parse_field_options
+    from ragmeter.io import parse_field_options, write_bytes
     from ragmeter.suites.reliability import (
         DEFAULT_FLAG_NO,
         DEFAULT_FLAG_YES,
@@ -79,7 +79,7 @@ def score(path: str, qc: tuple[str, ...], json_out: str | None, items_out: str |
     print_reliability(result)
     write_outputs(result, json_out, items_out)
     if png is not None and plot_out:
-        _write_bytes(plot_out, png)
+        write_bytes(plot_out, png)
         click.echo(f"wrote {plot_out}", err=True)
     from ragmeter.results import InputFile
 
@@ -87,21 +87,3 @@ def score(path: str, qc: tuple[str, ...], json_out: str | None, items_out: str |
     save_run("reliability", doc, result.iter_items(),
              inputs=[InputFile.of(path, rows=doc["coverage"].get("rows"))],
              no_record=no_record, runs_dir=runs_dir)
-
-
-def _write_bytes(path: str, data: bytes) -> None:
-    """Write ``data`` atomically (a reader never sees half a PNG)."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -364,14 +364,8 @@ def render_report(records: Sequence[RunRecord], *, title: str = "ragmeter report
 def write_report(records: Sequence[RunRecord], out_path: str | Path, *,
                  title: str = "ragmeter report") -> Path:
     """Render and write the report atomically; returns the path written."""
-    from ragmeter.io import _atomic_write
+    from ragmeter.io import write_text
 
     path = Path(out_path)
-    doc = render_report(records, title=title)
-    _atomic_write(path, lambda fh: fh.write(doc))
-    import os
-
-    umask = os.umask(0)
-    os.umask(umask)
-    path.chmod(0o666 & ~umask)  # a report is meant to be shared (mkstemp made it 0600)
+    write_text(path, render_report(records, title=title))
     return path

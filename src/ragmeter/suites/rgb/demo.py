@@ -29,7 +29,7 @@ def run_demo(out_dir: Path, console: Console, *, backend: Any = None,
     """Run RGB on the built-in sample, print the tables and write results to ``out_dir``.
 
     ``backend``: a backend to use instead of the local default model (tests).  Returns the
-    written paths, the wall time and the results document.
+    written paths, the wall time, the results document and the result itself.
     """
     from ragmeter.llm.registry import create_backend
     from ragmeter.runner import RunnerConfig
@@ -66,4 +66,4 @@ def run_demo(out_dir: Path, console: Console, *, backend: Any = None,
     console.print(f"results: {written['results']}; items: {written['items']}"
                   + (f"; plot: {written['plot']}" if written["plot"] else "")
                   + f" ({wall:.0f} s)")
-    return {**written, "wall_s": wall, "results_doc": result.to_json()}
+    return {**written, "wall_s": wall, "results_doc": result.to_json(), "result": result}

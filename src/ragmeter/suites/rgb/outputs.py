@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import MissingDependencyError
-from ragmeter.io import write_json, write_jsonl
+from ragmeter.io import write_bytes, write_json, write_jsonl
 
 __all__ = ["RESULTS_NAME", "ITEMS_NAME", "PLOT_NAME", "write_run_outputs"]
 
@@ -37,7 +37,7 @@ def write_run_outputs(result: Any, out_dir: str | Path, *, plot: bool = True) ->
             written["notes"].append(f"plot skipped: {err}")
         else:
             if png is not None:
-                (out / PLOT_NAME).write_bytes(png)
+                write_bytes(out / PLOT_NAME, png)
                 written["plot"] = str(out / PLOT_NAME)
     doc["files"] = {"items": ITEMS_NAME,
                     "plot": PLOT_NAME if written["plot"] else None}

@@ -75,15 +75,20 @@ def normalize_key(key: Any) -> str:
     return text.lower()
 
 
-def _close_truncated(text: str) -> str | None:
-    """Close a JSON object cut off mid-way; None when there is no object start."""
-    start = text.find("{")
-    if start < 0:
-        return None
-    body = text[start:]
+@dataclass
+class _Scan:
+    """Bracket state after reading a JSON prefix (strings and escapes respected)."""
+
+    open_brackets: list[str]  # closers still owed, innermost last
+    in_string: bool
+    end: int | None  # index just after the first complete top-level value, if any
+    last_safe: int  # index of the last member separator or closed inner value
+
+
+def _scan(body: str) -> _Scan:
     stack: list[str] = []
     in_str = esc = False
-    last_safe = 0  # index just after the last complete value/member separator
+    last_safe = 0
     for i, ch in enumerate(body):
         if in_str:
             if esc:
@@ -101,41 +106,33 @@ def _close_truncated(text: str) -> str | None:
             if stack:
                 stack.pop()
             if not stack:
-                return body[: i + 1]
+                return _Scan([], False, i + 1, last_safe)
             last_safe = i + 1
         elif ch == ",":
             last_safe = i
+    return _Scan(stack, in_str, None, last_safe)
+
+
+def _close_truncated(text: str) -> str | None:
+    """Close a JSON object cut off mid-way; None when there is no object start."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    body = text[start:]
+    scan = _scan(body)
+    if scan.end is not None:
+        return body[:scan.end]
     # Truncated: try closing as is (string closed), then cut back to the last separator.
-    attempts = []
-    closing = ""
-    if in_str:
-        closing = '"'
-    attempts.append(body + closing)
-    attempts.append(body[:last_safe] if last_safe else body)
+    attempts = [body + ('"' if scan.in_string else "")]
+    attempts.append(body[:scan.last_safe] if scan.last_safe else body)
     for attempt in attempts:
         candidate = attempt.rstrip().rstrip(",")
         if candidate.endswith(":"):
             continue
-        stack2: list[str] = []
-        in_s = e = False
-        for ch in candidate:
-            if in_s:
-                if e:
-                    e = False
-                elif ch == "\\":
-                    e = True
-                elif ch == '"':
-                    in_s = False
-                continue
-            if ch == '"':
-                in_s = True
-            elif ch in "{[":
-                stack2.append("}" if ch == "{" else "]")
-            elif ch in "}]" and stack2:
-                stack2.pop()
-        if in_s:
+        tail = _scan(candidate)
+        if tail.in_string:
             candidate += '"'
-        fixed = candidate + "".join(reversed(stack2))
+        fixed = candidate + "".join(reversed(tail.open_brackets))
         try:
             json.loads(fixed)
         except json.JSONDecodeError:

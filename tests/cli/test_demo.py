@@ -1,0 +1,39 @@
+"""``ragmeter demo``, the README's main command: results, three run records and the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+
+def _records(home: Path) -> dict[str, dict]:
+    return {json.loads(p.read_text())["family"]: json.loads(p.read_text())
+            for p in (home / "runs").glob("*.json")}
+
+
+def test_demo_without_model(tmp_path: Path, run_cli, _isolated_home) -> None:
+    code, out, err = run_cli("demo", "--out", tmp_path / "out", "--no-model")
+    assert code == 0, err
+    report = tmp_path / "out" / "report.html"
+    assert report.exists() and f"report: {report.resolve()}" in out.replace("\n", "")
+    records = _records(_isolated_home)
+    assert set(records) == {"multilingual", "reliability"}
+    assert records["multilingual"]["result"]["coverage"]["scored"] == 36
+    html = report.read_text(encoding="utf-8")
+    assert "multilingual" in html and "reliability" in html
+
+
+@pytest.mark.local_model
+def test_demo_with_local_model(tmp_path: Path, run_cli, _isolated_home) -> None:
+    code, out, err = run_cli("demo", "--out", tmp_path / "out")
+    assert code == 0, err
+    records = _records(_isolated_home)
+    assert set(records) == {"rgb", "multilingual", "reliability"}
+    rgb = records["rgb"]
+    assert rgb["result"]["coverage"]["scored"] == 49 and rgb["result"]["coverage"]["unscored"] == 0
+    assert "Noise robustness" in out and "Counterfactual robustness" in out
+    assert (tmp_path / "out" / "rgb" / "rgb_accuracy_vs_noise.png").exists()
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "rgb" in html and "<img" in html
