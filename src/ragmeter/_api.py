@@ -5,7 +5,6 @@ Private: the public names are the family functions and :class:`ragmeter.result.R
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -74,6 +73,8 @@ def async_variant(func: Callable[..., T]) -> Callable[..., Any]:
 
     @functools.wraps(func)
     async def wrapper(*args: Any, **kwargs: Any) -> T:
+        import asyncio
+
         return await asyncio.to_thread(func, *args, **kwargs)
 
     wrapper.__name__ = "a" + func.__name__

@@ -16,7 +16,6 @@ import io
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -471,6 +470,8 @@ def _atomic_write(path: Path, write: Any, *, binary: bool = False) -> None:
     reader never sees half a file.  The file gets ordinary permissions (``mkstemp`` would
     leave it readable by its owner only)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, _default_file_mode())
@@ -501,6 +502,11 @@ def write_text(path: str | Path, text: str) -> None:
 def write_bytes(path: str | Path, data: bytes) -> None:
     """Write bytes (a PNG, say) atomically."""
     _atomic_write(Path(path), lambda fb: fb.write(data), binary=True)
+
+
+def write_bytes_stream(path: str | Path, write: Any) -> None:
+    """Call ``write(binary_file)`` on a temporary file, then rename it over ``path``."""
+    _atomic_write(Path(path), write, binary=True)
 
 
 def write_json(path: str | Path, obj: Any) -> None:

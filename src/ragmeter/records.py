@@ -6,12 +6,12 @@ Stored records carry ``schema_version`` so that old files stay readable.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragmeter._version import __version__
+from ragmeter.signature import Signature
 
 __all__ = ["ItemResult", "Coverage", "MetricSummary", "Signature", "SCHEMA_VERSION"]
 
@@ -72,26 +72,3 @@ class MetricSummary(BaseModel):
     ci_high: float | None = None
 
 
-class Signature(BaseModel):
-    """Everything that produced a number, rendered like sacrebleu's signatures.
-
-    Two numbers are comparable only when their signatures are equal.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    family: str
-    metric_version: str
-    settings: dict[str, str] = Field(default_factory=dict)
-    ragmeter_version: str = __version__
-
-    def render(self) -> str:
-        parts = [f"family:{self.family}", f"metrics:{self.metric_version}"]
-        parts += [f"{k}:{v}" for k, v in sorted(self.settings.items())]
-        parts.append(f"ragmeter:{self.ragmeter_version}")
-        return "|".join(parts)
-
-    @classmethod
-    def make(cls, family: str, metric_version: str, settings: Mapping[str, Any]) -> Signature:
-        return cls(family=family, metric_version=metric_version,
-                   settings={k: str(v) for k, v in settings.items() if v is not None})

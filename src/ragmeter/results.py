@@ -49,10 +49,15 @@ __all__ = [
     "list_runs",
     "runs_dir",
     "new_run_id",
+    "prune_runs",
+    "retention",
+    "DEFAULT_KEEP_RUNS",
 ]
 
 RUN_SCHEMA_VERSION = 1
 DEFAULT_MAX_ITEMS = 50_000
+DEFAULT_KEEP_RUNS = 500
+ITEMS_SUFFIX = ".items.jsonl.gz"
 COMPONENT = "report"
 
 
@@ -60,7 +65,7 @@ def runs_dir(override: str | Path | None = None) -> Path:
     """The folder of run records: ``override``, else ``data_home()/runs``."""
     if override is not None:
         return Path(override).expanduser()
-    from ragmeter.store import data_home
+    from ragmeter._home import data_home
 
     return data_home() / "runs"
 
@@ -132,23 +137,42 @@ class RunRecord(BaseModel):
 
 def _cap_items(items: Iterable[Mapping[str, Any]], max_items: int
                ) -> tuple[list[dict[str, Any]], int, int, bool]:
-    """Unscored first, then an evenly spaced sample of the scored ones (input order)."""
+    """Unscored first, then an evenly spaced sample of the scored ones (input order).
+
+    One pass in bounded memory: scored items are kept at a stride that doubles whenever more
+    than ``2 * max_items`` are held (a systematic sample), and the final ``room`` are picked
+    evenly from those.  With at most ``2 * max_items`` scored items this is exactly every
+    ``len / room``-th item.
+    """
     unscored: list[dict[str, Any]] = []
-    scored: list[dict[str, Any]] = []
+    n_unscored = 0
+    sample: list[dict[str, Any]] = []
+    limit = 2 * max(max_items, 1)
+    stride = 1
+    n_scored = 0
     for it in items:
-        (scored if it.get("status", "ok") == "ok" else unscored).append(dict(it))
-    total = len(unscored) + len(scored)
-    kept_unscored = unscored[:max_items]
-    room = max_items - len(kept_unscored)
-    if len(scored) <= room:
-        kept_scored = scored
+        if it.get("status", "ok") != "ok":
+            n_unscored += 1
+            if len(unscored) < max_items:
+                unscored.append(dict(it))
+            continue
+        if n_scored % stride == 0:
+            sample.append(dict(it))
+            if len(sample) > limit:
+                sample = sample[::2]
+                stride *= 2
+        n_scored += 1
+    total = n_unscored + n_scored
+    room = max_items - len(unscored)
+    if n_scored <= room:
+        kept_scored = sample
     elif room <= 0:
         kept_scored = []
     else:
-        step = len(scored) / room
-        kept_scored = [scored[int(i * step)] for i in range(room)]
-    truncated = len(kept_unscored) + len(kept_scored) < total
-    return kept_unscored + kept_scored, total, len(unscored), truncated
+        step = len(sample) / room
+        kept_scored = [sample[int(i * step)] for i in range(room)]
+    truncated = len(unscored) + len(kept_scored) < total
+    return unscored + kept_scored, total, n_unscored, truncated
 
 
 def build_record(
@@ -170,7 +194,9 @@ def build_record(
     if truncated:
         notes.append(f"items capped at {max_items} of {total}: all unscored first "
                      f"({n_unscored}), then an evenly spaced sample of the scored ones")
-    return RunRecord(
+    # Built from values made here, so pydantic's per-item validation is skipped
+    # (model_construct): it cost more than the scoring of a large file.
+    return RunRecord.model_construct(
         run_id=new_run_id(family, now), family=family,
         created_at=now.isoformat(timespec="seconds"),
         command=list(command) if command is not None else ["ragmeter", *sys.argv[1:]],
@@ -180,7 +206,7 @@ def build_record(
         signature=result.get("signature") if isinstance(result.get("signature"), str) else None,
         result=json.loads(json.dumps(result, allow_nan=False, default=str)),
         items=kept, items_total=total, items_unscored=n_unscored, items_truncated=truncated,
-        notes=notes,
+        notes=notes, schema_version=RUN_SCHEMA_VERSION, ragmeter_version=__version__,
     )
 
 
@@ -207,13 +233,90 @@ def record_run(
     record = build_record(family, result, items, inputs=inputs, command=command,
                           backends=backends, models=models, prompt_versions=prompt_versions,
                           max_items=max_items)
-    target = runs_dir(runs_dir_override) / f"{record.run_id}.json"
-    write_json(target, record.to_json())
+    folder = runs_dir(runs_dir_override)
+    target = folder / f"{record.run_id}.json"
+    items_name = f"{record.run_id}{ITEMS_SUFFIX}"
+    write_items(folder / items_name, record.items)
+    summary = record.model_dump(mode="json", exclude={"items"})
+    summary["items_file"] = items_name
+    write_json(target, summary)  # written last: a record exists once its summary does
     record._path = target
+    prune_runs(keep=retention(), runs_dir_override=folder)
     return record
 
 
-def _read_record(path: Path) -> RunRecord:
+def write_items(path: Path, items: Iterable[Mapping[str, Any]]) -> None:
+    """Items as gzip-compressed JSON Lines (level 1: fast, about 6x smaller than JSON)."""
+    import gzip
+
+    from ragmeter.io import write_bytes_stream
+
+    def write(fh: Any) -> None:
+        with gzip.GzipFile(fileobj=fh, mode="wb", compresslevel=1, mtime=0) as gz:
+            dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=str,
+                                     separators=(",", ":")).encode
+            for it in items:
+                gz.write(dumps(it).encode("utf-8"))
+                gz.write(b"\n")
+
+    write_bytes_stream(path, write)
+
+
+def read_items(path: Path) -> list[dict[str, Any]]:
+    import gzip
+
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def retention() -> int:
+    """How many run records to keep: ``$RAGMETER_KEEP_RUNS`` (0: all), default
+    :data:`DEFAULT_KEEP_RUNS`.  The oldest beyond it are removed after each new record."""
+    import os
+
+    raw = os.environ.get("RAGMETER_KEEP_RUNS", "").strip()
+    if not raw:
+        return DEFAULT_KEEP_RUNS
+    try:
+        value = int(raw)
+    except ValueError:
+        from ragmeter.errors import ConfigError
+
+        raise ConfigError(f"RAGMETER_KEEP_RUNS must be a whole number (0 keeps every run), "
+                          f"got {raw!r}.") from None
+    return max(0, value)
+
+
+def prune_runs(*, keep: int | None = None, older_than_days: float | None = None,
+               runs_dir_override: str | Path | None = None, dry_run: bool = False
+               ) -> list[str]:
+    """Remove run records (summary and items file): all but the newest ``keep`` (0 or None:
+    no count limit) and those older than ``older_than_days``.  Returns the removed run ids,
+    oldest first."""
+    folder = runs_dir(runs_dir_override)
+    if not folder.is_dir():
+        return []
+    ids = sorted(p.stem for p in folder.glob("*.json") if not p.name.startswith("."))
+    doomed: set[str] = set()
+    if keep:
+        doomed.update(ids[:max(0, len(ids) - keep)])
+    if older_than_days is not None:
+        cutoff = datetime.now(timezone.utc).timestamp() - older_than_days * 86400.0
+        for run_id in ids:
+            try:
+                if (folder / f"{run_id}.json").stat().st_mtime < cutoff:
+                    doomed.add(run_id)
+            except OSError:
+                continue
+    removed = [run_id for run_id in ids if run_id in doomed]
+    if not dry_run:
+        for run_id in removed:
+            for path in (folder / f"{run_id}.json", folder / f"{run_id}{ITEMS_SUFFIX}"):
+                path.unlink(missing_ok=True)
+    return removed
+
+
+def _read_record(path: Path, load_items: bool = True) -> RunRecord:
     fix = "pass a run id from `ragmeter report --list` or a file written by a score command"
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -234,6 +337,15 @@ def _read_record(path: Path) -> RunRecord:
         where = ".".join(str(p) for p in first["loc"])
         raise InputError(f"{first['msg']} (given {str(first.get('input'))[:60]!r}).",
                          component=COMPONENT, path=path, field=where, fix=fix) from None
+    items_file = doc.get("items_file")
+    if isinstance(items_file, str) and not doc.get("items") and load_items:
+        items_path = path.parent / Path(items_file).name
+        try:
+            record.items = read_items(items_path)
+        except (OSError, EOFError, ValueError) as err:
+            raise InputError(f"cannot read its items file {items_path.name} ({err}).",
+                             component=COMPONENT, path=path, field="items_file",
+                             fix="the record is incomplete; run the command again") from None
     if record.schema_version > RUN_SCHEMA_VERSION:
         record.notes.append(f"written with run-record schema {record.schema_version}; this "
                             f"ragmeter reads {RUN_SCHEMA_VERSION}: unknown fields are ignored")
@@ -273,7 +385,7 @@ def list_runs(*, runs_dir_override: str | Path | None = None,
         return []
     out = []
     for path in sorted(folder.glob("*.json")):
-        record = _read_record(path)
+        record = _read_record(path, load_items=False)
         if family is None or record.family == family:
             record.items = []
             out.append(record)

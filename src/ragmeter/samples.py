@@ -77,8 +77,8 @@ def list_samples() -> list[str]:
 
 
 def _materialize(name: str) -> Path:
+    from ragmeter._home import data_home
     from ragmeter.io import write_jsonl
-    from ragmeter.store import data_home
 
     path = data_home() / "samples" / name
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in multilingual_sample_rows())

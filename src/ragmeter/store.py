@@ -28,7 +28,6 @@ Support/ragmeter`` on macOS, ``%LOCALAPPDATA%\\ragmeter`` on Windows).
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -37,21 +36,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ragmeter._home import data_home
 from ragmeter._version import __version__
 from ragmeter.errors import UserError
 from ragmeter.llm.base import Request, Response, canonical_json
 
 __all__ = ["Store", "StoreStats", "default_store_path", "data_home", "MIGRATIONS"]
-
-
-def data_home() -> Path:
-    """ragmeter's per-user data folder (``RAGMETER_HOME`` overrides it)."""
-    env = os.environ.get("RAGMETER_HOME")
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("ragmeter", appauthor=False))
 
 
 def default_store_path() -> Path:

@@ -20,6 +20,8 @@ from ragmeter.results import (
     list_runs,
     load_run,
     new_run_id,
+    prune_runs,
+    read_items,
     record_run,
     runs_dir,
 )
@@ -42,7 +44,9 @@ def test_record_round_trip(tmp_path: Path) -> None:
     # sha256 of b'{"a": 1}\n' (computed with hashlib by hand)
     assert doc["inputs"][0]["sha256"] == InputFile.of(data).sha256
     assert len(doc["inputs"][0]["sha256"]) == 64 and doc["inputs"][0]["rows"] == 1
-    assert [i["id"] for i in doc["items"]] == ["2", "1"]  # unscored first
+    assert "items" not in doc and doc["items_file"] == f"{rec.run_id}.items.jsonl.gz"
+    items = read_items(tmp_path / doc["items_file"])  # gzip JSON Lines beside the summary
+    assert [i["id"] for i in items] == ["2", "1"]  # unscored first
     again = load_run(rec.run_id, runs_dir_override=tmp_path)
     assert again.result == rec.result and again.items == rec.items
     assert load_run(rec.path).run_id == rec.run_id
@@ -136,5 +140,36 @@ def test_capped_record_says_so(tmp_path: Path) -> None:
     rec = record_run("x", {}, [{"id": str(i), "status": "ok"} for i in range(10)],
                      command=[], runs_dir_override=tmp_path, max_items=4)
     assert rec.items_truncated and rec.items_total == 10 and len(rec.items) == 4
-    assert [it["id"] for it in rec.items] == ["0", "2", "5", "7"]  # evenly spaced
+    # evenly spaced: 10 items exceed 2 * 4, so every 2nd was sampled (0 2 4 6 8) and 4 of
+    # those are taken evenly
+    assert [it["id"] for it in rec.items] == ["0", "2", "4", "6"]
     assert any("capped" in n for n in rec.notes)
+    exact = record_run("x", {}, [{"id": str(i), "status": "ok"} for i in range(8)],
+                       command=[], runs_dir_override=tmp_path, max_items=4)
+    assert [it["id"] for it in exact.items] == ["0", "2", "4", "6"]  # every len/room-th
+
+
+def test_retention_keeps_the_newest_runs(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("RAGMETER_KEEP_RUNS", "2")
+    ids = [record_run("x", {}, [{"id": "1", "status": "ok"}], command=[],
+                      runs_dir_override=tmp_path).run_id for _ in range(4)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"{i}.json" for i in ids[2:]] + [f"{i}.items.jsonl.gz" for i in ids[2:]])
+    monkeypatch.setenv("RAGMETER_KEEP_RUNS", "0")  # 0 keeps everything
+    record_run("x", {}, [], command=[], runs_dir_override=tmp_path)
+    assert len(list(tmp_path.glob("*.json"))) == 3
+    assert prune_runs(keep=1, runs_dir_override=tmp_path, dry_run=True) == ids[2:]
+    assert len(list(tmp_path.glob("*.json"))) == 3
+    assert prune_runs(keep=1, runs_dir_override=tmp_path) == ids[2:]
+    assert len(list(tmp_path.glob("*"))) == 2
+
+
+def test_sampling_holds_bounded_memory_and_exact_counts() -> None:
+    items = ({"id": str(i), "status": "unscored" if i % 1000 == 0 else "ok"}
+             for i in range(100_000))
+    kept, total, n_unscored, truncated = _cap_items(items, 50)
+    assert total == 100_000 and n_unscored == 100 and truncated
+    assert len(kept) == 50 and all(it["status"] == "unscored" for it in kept)
+    kept, *_ = _cap_items(({"id": i, "status": "ok"} for i in range(100_000)), 50)
+    ids = [it["id"] for it in kept]
+    assert len(ids) == 50 and ids == sorted(ids) and ids[0] == 0 and ids[-1] > 90_000

@@ -19,6 +19,14 @@ from tests.conftest import SHARED_DATA
 LBRAG = SHARED_DATA / "lbrag" / "20251214_2145" / "20251214_2145_answers.jsonl"
 
 
+@pytest.fixture(autouse=True)
+def _columnar_for_small_files(monkeypatch):
+    """score_file takes the row path below 1 MiB; these small files must take Arrow's."""
+    from ragmeter.suites.multilingual import scorer
+
+    monkeypatch.setattr(scorer, "FAST_PATH_MIN_BYTES", 0)
+
+
 def _both(path: Path, config: MultilingualConfig):
     fast = score_file(path, config)
     slow = score_rows(iter_rows(path, component="multilingual"), config, source=str(path))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ragmeter.cli import LazyGroup
 from ragmeter.cli.options import (
     field_option,
     input_path,
@@ -14,7 +15,9 @@ from ragmeter.cli.options import (
 from ragmeter.cli.report import record_options, save_result
 
 
-@click.group(name="multilingual")
+@click.group(name="multilingual", cls=LazyGroup, lazy={
+    "judge": ("ragmeter.cli.multilingual_judge:judge",
+              "Add LBRAG's semantic score to each answer with a judge model.")})
 def group() -> None:
     """Multilingual QA (LBRAG): EM, language-aware F1, RLC, cost, CNBE, semantic score."""
 
@@ -63,12 +66,3 @@ def score(path: str, baseline: str | None, json_out: str | None, items_out: str 
     print_multilingual(result.detail)
     write_outputs(result, json_out, items_out)
     save_result(result, no_record=no_record, runs_dir=runs_dir)
-
-
-def _attach_judge() -> None:
-    from ragmeter.cli.multilingual_judge import judge
-
-    group.add_command(judge)
-
-
-_attach_judge()

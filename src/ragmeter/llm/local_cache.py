@@ -45,7 +45,7 @@ _HASHES = "gguf-hashes.json"
 
 def models_dir() -> Path:
     """``$RAGMETER_HOME/models`` (or the per-user data folder's)."""
-    from ragmeter.store import data_home
+    from ragmeter._home import data_home
 
     return data_home() / "models"
 

@@ -26,7 +26,7 @@ from typing import Any
 from ragmeter.errors import InputError
 from ragmeter.io import FieldMap, Row, as_text, is_blank, iter_rows
 from ragmeter.metrics import rubric, stats
-from ragmeter.records import Signature
+from ragmeter.signature import Signature
 
 __all__ = ["RubricConfig", "RubricResult", "GradedItem", "score_files", "grade_from_row",
            "ragaliq_file_meta", "METRIC_VERSION"]

@@ -26,7 +26,7 @@ from ragmeter.metrics.trace import (
     trace_scores,
     utilization,
 )
-from ragmeter.records import Signature
+from ragmeter.signature import Signature
 from ragmeter.suites.trace.data import (
     COMPONENT,
     LABEL_FIELDS,

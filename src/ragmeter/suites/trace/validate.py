@@ -29,7 +29,7 @@ from ragmeter.errors import InputError, UnknownNameError
 from ragmeter.io import FieldMap, Row, is_blank
 from ragmeter.metrics import stats
 from ragmeter.metrics.trace import METRIC_VERSION, Estimate, auroc_estimate, rmse_estimate
-from ragmeter.records import Signature
+from ragmeter.signature import Signature
 from ragmeter.suites.trace.data import (
     BASELINE_COLUMNS,
     COMPONENT,
