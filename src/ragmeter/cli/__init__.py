@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cache": ("ragmeter.cli.cache:group", "The store of model calls: stats and clear."),
     "models": ("ragmeter.cli.models:models", "Model backends, the default model, what to install."),
     "gate": ("ragmeter.cli.gate:gate", "Check a result file against thresholds (CI gate)."),
+    "runs": ("ragmeter.cli.runs:group", "Run records: prune old ones (retention)."),
     "report": ("ragmeter.cli.report:report", "One self-contained HTML report from stored runs."),
     "rubric": ("ragmeter.cli.rubric:group", "Rubric judging (RAGaliq): 0-5 grades, weighted score, stability, RAG run."),
 }

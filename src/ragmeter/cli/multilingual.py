@@ -62,7 +62,10 @@ def score(path: str, baseline: str | None, json_out: str | None, items_out: str 
 
     result = ragmeter.multilingual.score(
         path, baseline=baseline, ci=ci, paired=paired, rlc_lid=rlc_lid, resamples=resamples,
-        seed=seed, fields=fields, normalize=normalize)
+        seed=seed, fields=fields, normalize=normalize,
+        # answer text is kept only when something writes it (--items); the run record keeps
+        # ids and scores (issue 14: 1M rows in < 1 GiB)
+        keep_text=items_out is not None)
     print_multilingual(result.detail)
     write_outputs(result, json_out, items_out)
     save_result(result, no_record=no_record, runs_dir=runs_dir)
