@@ -1,10 +1,18 @@
 """Scoring throughput: ragmeter's multilingual scorer against a plain-Python SQuAD-style
 reference implementation, on the same generated rows, in the same run.
 
-    python benchmarks/bench_scoring.py [--rows 1000000]
+    python benchmarks/bench_scoring.py [--rows 200000] [--rounds 3]      # whole processes
+    python benchmarks/bench_scoring.py --in-process [--rows 1000000]    # scoring only
 
-Prints rows/s of both, their ratio and the peak RSS of each (each runs in its own process, so
-the RSS figures are independent).  Goal (issue 2): ratio >= 3 and ragmeter's RSS < 1 GiB.
+Whole processes (the default, issue 14): the reference is a stand-alone script
+(``python reference.py rows.jsonl``) and ragmeter is the default command line
+(``python -m ragmeter multilingual score rows.jsonl``, run record included, in a temporary
+``RAGMETER_HOME``); start-up, imports and output are timed.  The two alternate round by round
+so a busy machine slows both alike; the medians are compared, with the CPU time (user + sys,
+steadier on a shared machine) and the peak RSS of each process.  Goal: ratio >= 3 and
+ragmeter's RSS < 1 GiB.
+
+``--in-process`` times the scoring functions alone, imports excluded (issue 2's measure).
 
 The reference is what a careful user would write by hand: json.loads per line, SQuAD's
 normalize_answer (lowercase, drop punctuation and English articles, collapse spaces), Counter
@@ -138,15 +146,82 @@ def _child(which: str, path: str) -> None:
                       "rss_mib": rss_kib / 1024}))
 
 
+REFERENCE_MAIN = """
+
+if __name__ == "__main__":
+    import sys
+
+    for system, m in sorted(reference(sys.argv[1]).items()):
+        print(f"{system}: EM {m['em']:.4f}  F1 {m['f1']:.4f}  RLC {m['rlc']:.4f}  n {m['n']}")
+"""
+
+
+def _timed(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
+    """Wall seconds, CPU seconds (user + sys) and peak RSS (MiB) of one child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {err[-2000:]}")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+            "rss_mib": usage.ru_maxrss / 1024}
+
+
+def whole_processes(rows: int, rounds: int) -> None:
+    import inspect
+    import statistics
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rows.jsonl"
+        generate(path, rows)
+        script = Path(tmp) / "reference.py"
+        script.write_text("import json\nimport string\n\n\n" + inspect.getsource(reference)
+                          + REFERENCE_MAIN, encoding="utf-8")
+        env = {**os.environ, "RAGMETER_HOME": str(Path(tmp) / "home"),
+               "PYTHONHASHSEED": "0"}
+        commands = {"reference": [sys.executable, str(script), str(path)],
+                    "ragmeter": [sys.executable, "-m", "ragmeter", "multilingual", "score",
+                                 str(path)]}
+        print(f"{rows:,} rows ({path.stat().st_size / 2**20:.1f} MiB), {rounds} interleaved "
+              "rounds, whole processes:")
+        for name, cmd in commands.items():
+            print(f"  {name:>9}: {' '.join(Path(c).name if i == 0 else c for i, c in enumerate(cmd))}")
+        runs: dict[str, list[dict[str, float]]] = {k: [] for k in commands}
+        for _ in range(rounds):
+            for name, cmd in commands.items():
+                runs[name].append(_timed(cmd, env))
+        records = len(list((Path(tmp) / "home" / "runs").glob("*.json")))
+    med = {k: {m: statistics.median(r[m] for r in v) for m in ("wall", "cpu", "rss_mib")}
+           for k, v in runs.items()}
+    for name, m in med.items():
+        print(f"  {name:>9}: {m['wall']:.2f} s wall, {m['cpu']:.2f} s CPU, "
+              f"peak RSS {m['rss_mib']:.0f} MiB (medians)")
+    ref, rag = med["reference"], med["ragmeter"]
+    print(f"ratio reference/ragmeter: {ref['wall'] / rag['wall']:.2f}x by wall time, "
+          f"{ref['cpu'] / rag['cpu']:.2f}x by CPU time (goal >= 3x); ragmeter peak RSS "
+          f"{rag['rss_mib']:.0f} MiB (goal < 1024); run records written: {records}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--rows", type=int, default=None,
+                    help="rows to generate [default: 200000 whole-process, 1000000 in-process]")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--in-process", action="store_true",
+                    help="time the scoring functions only, imports excluded")
     ap.add_argument("--child", choices=["reference", "ragmeter"], help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         _child(args.child, args.path)
         return
+    if not args.in_process:
+        whole_processes(args.rows or 200_000, args.rounds)
+        return
+    args.rows = args.rows or 1_000_000
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "rows.jsonl"
         t0 = time.perf_counter()

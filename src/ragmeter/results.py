@@ -29,14 +29,16 @@ import json
 import secrets
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from ragmeter._version import __version__
 from ragmeter.errors import InputError, UnknownNameError
+
+if TYPE_CHECKING:
+    from ragmeter._run_record import RunRecord
 
 __all__ = [
     "RUN_SCHEMA_VERSION",
@@ -78,14 +80,16 @@ def new_run_id(family: str, now: datetime | None = None) -> str:
     return f"{stamp}-{safe}-{secrets.token_hex(3)}"
 
 
-class InputFile(BaseModel):
+@dataclass
+class InputFile:
     """One data file a run read: its path as given, SHA-256 of its bytes, and row count."""
-
-    model_config = ConfigDict(extra="allow")
 
     path: str
     sha256: str | None = None
     rows: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "sha256": self.sha256, "rows": self.rows}
 
     @classmethod
     def of(cls, path: str | Path, rows: int | None = None) -> InputFile:
@@ -99,40 +103,6 @@ class InputFile(BaseModel):
                     h.update(block)
             digest = h.hexdigest()
         return cls(path=str(path), sha256=digest, rows=rows)
-
-
-class RunRecord(BaseModel):
-    """The stored results of one run (schema_version 1).  Unknown fields are kept."""
-
-    model_config = ConfigDict(extra="allow")
-
-    schema_version: int = RUN_SCHEMA_VERSION
-    run_id: str
-    family: str
-    created_at: str
-    ragmeter_version: str = __version__
-    command: list[str] = Field(default_factory=list)
-    inputs: list[InputFile] = Field(default_factory=list)
-    backends: list[Any] = Field(default_factory=list)
-    models: list[str] = Field(default_factory=list)
-    prompt_versions: dict[str, str] = Field(default_factory=dict)
-    signature: str | None = None
-    result: dict[str, Any] = Field(default_factory=dict)
-    items: list[dict[str, Any]] = Field(default_factory=list)
-    items_total: int = 0
-    items_unscored: int = 0
-    items_truncated: bool = False
-    notes: list[str] = Field(default_factory=list)
-
-    _path: Path | None = PrivateAttr(default=None)
-
-    @property
-    def path(self) -> Path | None:
-        """The file this record was written to or read from."""
-        return self._path
-
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
 
 
 def _cap_items(items: Iterable[Mapping[str, Any]], max_items: int
@@ -188,6 +158,26 @@ def build_record(
     max_items: int = DEFAULT_MAX_ITEMS,
 ) -> RunRecord:
     """A run record in memory (not written): what :func:`record_run` writes."""
+    from ragmeter._run_record import RunRecord
+
+    return RunRecord.model_construct(**_record_fields(
+        family, result, items, inputs=inputs, command=command, backends=backends,
+        models=models, prompt_versions=prompt_versions, max_items=max_items))
+
+
+def _record_fields(
+    family: str,
+    result: Mapping[str, Any],
+    items: Iterable[Mapping[str, Any]],
+    *,
+    inputs: Sequence[InputFile | str | Path] = (),
+    command: Sequence[str] | None = None,
+    backends: Sequence[Any] = (),
+    models: Sequence[str] = (),
+    prompt_versions: Mapping[str, str] | None = None,
+    max_items: int = DEFAULT_MAX_ITEMS,
+) -> dict[str, Any]:
+    """Every field of a run record, made without pydantic (the CLI's write path)."""
     now = datetime.now(timezone.utc)
     kept, total, n_unscored, truncated = _cap_items(items, max_items)
     notes = []
@@ -196,11 +186,11 @@ def build_record(
                      f"({n_unscored}), then an evenly spaced sample of the scored ones")
     # Built from values made here, so pydantic's per-item validation is skipped
     # (model_construct): it cost more than the scoring of a large file.
-    return RunRecord.model_construct(
+    return dict(
         run_id=new_run_id(family, now), family=family,
         created_at=now.isoformat(timespec="seconds"),
         command=list(command) if command is not None else ["ragmeter", *sys.argv[1:]],
-        inputs=[i if isinstance(i, InputFile) else InputFile.of(i) for i in inputs],
+        inputs=[_input_file(i) for i in inputs],
         backends=list(backends), models=list(models),
         prompt_versions=dict(prompt_versions or {}),
         signature=result.get("signature") if isinstance(result.get("signature"), str) else None,
@@ -228,21 +218,57 @@ def record_run(
     ``result`` is the family's ``to_json()`` document; its ``signature`` becomes the record's.
     ``command`` defaults to ``["ragmeter", *sys.argv[1:]]``.
     """
+    from ragmeter._run_record import RunRecord
+
+    fields, target = write_run(family, result, items, inputs=inputs, command=command,
+                               backends=backends, models=models,
+                               prompt_versions=prompt_versions,
+                               runs_dir_override=runs_dir_override, max_items=max_items)
+    record = RunRecord.model_construct(**fields)
+    record._path = target
+    return record
+
+
+def write_run(
+    family: str,
+    result: Mapping[str, Any],
+    items: Iterable[Mapping[str, Any]],
+    *,
+    inputs: Sequence[InputFile | str | Path] = (),
+    command: Sequence[str] | None = None,
+    backends: Sequence[Any] = (),
+    models: Sequence[str] = (),
+    prompt_versions: Mapping[str, str] | None = None,
+    runs_dir_override: str | Path | None = None,
+    max_items: int = DEFAULT_MAX_ITEMS,
+) -> tuple[dict[str, Any], Path]:
+    """:func:`record_run` without building a :class:`RunRecord` (no pydantic): writes
+    ``<run_id>.items.jsonl.gz`` then the ``<run_id>.json`` summary; returns the record's
+    fields and the summary's path.  Then prunes beyond :func:`retention`."""
     from ragmeter.io import write_json
 
-    record = build_record(family, result, items, inputs=inputs, command=command,
-                          backends=backends, models=models, prompt_versions=prompt_versions,
-                          max_items=max_items)
+    fields = _record_fields(family, result, items, inputs=inputs, command=command,
+                            backends=backends, models=models, prompt_versions=prompt_versions,
+                            max_items=max_items)
     folder = runs_dir(runs_dir_override)
-    target = folder / f"{record.run_id}.json"
-    items_name = f"{record.run_id}{ITEMS_SUFFIX}"
-    write_items(folder / items_name, record.items)
-    summary = record.model_dump(mode="json", exclude={"items"})
+    target = folder / f"{fields['run_id']}.json"
+    items_name = f"{fields['run_id']}{ITEMS_SUFFIX}"
+    write_items(folder / items_name, fields["items"])
+    summary = {k: v for k, v in fields.items() if k != "items"}
+    summary["inputs"] = [i.to_dict() for i in fields["inputs"]]
     summary["items_file"] = items_name
     write_json(target, summary)  # written last: a record exists once its summary does
-    record._path = target
     prune_runs(keep=retention(), runs_dir_override=folder)
-    return record
+    return fields, target
+
+
+def _input_file(value: Any) -> InputFile:
+    if isinstance(value, InputFile):
+        return value
+    if isinstance(value, Mapping):  # a record read back, or a caller's dict
+        return InputFile(path=str(value.get("path")), sha256=value.get("sha256"),
+                         rows=value.get("rows"))
+    return InputFile.of(value)
 
 
 def write_items(path: Path, items: Iterable[Mapping[str, Any]]) -> None:
@@ -330,6 +356,10 @@ def _read_record(path: Path, load_items: bool = True) -> RunRecord:
         found = ", ".join(sorted(doc)[:12]) if isinstance(doc, dict) else type(doc).__name__
         raise InputError(f"is not a run record (needs run_id and family; found: {found}).",
                          component=COMPONENT, path=path, fix=fix)
+    from pydantic import ValidationError
+
+    from ragmeter._run_record import RunRecord
+
     try:
         record = RunRecord.model_validate(doc)
     except ValidationError as err:
@@ -390,3 +420,12 @@ def list_runs(*, runs_dir_override: str | Path | None = None,
             record.items = []
             out.append(record)
     return out
+
+
+def __getattr__(name: str) -> Any:
+    """``RunRecord`` is imported on first use (pydantic is not needed to write a record)."""
+    if name == "RunRecord":
+        from ragmeter._run_record import RunRecord
+
+        return RunRecord
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

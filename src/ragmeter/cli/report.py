@@ -36,13 +36,14 @@ def save_run(family: str, result: Mapping[str, Any], items: Iterable[Mapping[str
     """
     if no_record:
         return None
-    from ragmeter.results import record_run
+    from ragmeter.results import write_run
 
-    record = record_run(family, result, items, inputs=inputs, runs_dir_override=runs_dir,
-                        command=_command_line(), **meta)
-    click.echo(f"run {record.run_id} recorded (ragmeter report {record.run_id} "
-               "--out report.html)", err=True)
-    return record.run_id
+    fields, _ = write_run(family, result, items, inputs=inputs, runs_dir_override=runs_dir,
+                          command=_command_line(), **meta)
+    run_id = str(fields["run_id"])
+    click.echo(f"run {run_id} recorded (ragmeter report {run_id} --out report.html)",
+               err=True)
+    return run_id
 
 
 def save_result(result: Any, *, no_record: bool = False, runs_dir: str | None = None
@@ -51,10 +52,10 @@ def save_result(result: Any, *, no_record: bool = False, runs_dir: str | None = 
     id on stderr; return the id."""
     if no_record:
         return None
-    record = result.save(runs_dir, command=_command_line())
-    click.echo(f"run {record.run_id} recorded (ragmeter report {record.run_id} "
-               "--out report.html)", err=True)
-    return str(record.run_id)
+    # what Result.save writes, without building the pydantic RunRecord it returns
+    return save_run(result.family, result.summary, result.iter_items(), inputs=result.inputs,
+                    runs_dir=runs_dir, backends=result.backends, models=result.models,
+                    prompt_versions=result.prompt_versions)
 
 
 def _command_line() -> list[str]:
