@@ -124,10 +124,10 @@ def _cap_items(items: Iterable[Mapping[str, Any]], max_items: int
         if it.get("status", "ok") != "ok":
             n_unscored += 1
             if len(unscored) < max_items:
-                unscored.append(dict(it))
+                unscored.append(it)  # type: ignore[arg-type]  # fresh dicts from the producer
             continue
         if n_scored % stride == 0:
-            sample.append(dict(it))
+            sample.append(it)  # type: ignore[arg-type]
             if len(sample) > limit:
                 sample = sample[::2]
                 stride *= 2
@@ -272,27 +272,54 @@ def _input_file(value: Any) -> InputFile:
 
 
 def write_items(path: Path, items: Iterable[Mapping[str, Any]]) -> None:
-    """Items as gzip-compressed JSON Lines (level 1: fast, about 6x smaller than JSON)."""
+    """Items as gzip-compressed JSON Lines of blocks (level 1: fast and small).
+
+    Consecutive items with the same keys (in the same order) form one block,
+    ``{"keys": [...], "rows": [[values], ...]}``: the keys are written once per block instead
+    of once per item, which halves the encoding time, and :func:`read_items` rebuilds the
+    very same dicts, in order.
+    """
     import gzip
 
     from ragmeter.io import write_bytes_stream
 
+    encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=str,
+                              separators=(",", ":")).encode
+
+    def blocks() -> Iterable[dict[str, Any]]:
+        keys: tuple[str, ...] | None = None
+        rows: list[list[Any]] = []
+        for it in items:
+            these = tuple(it)
+            if these != keys or len(rows) >= 4096:
+                if rows:
+                    yield {"keys": list(keys or ()), "rows": rows}
+                keys, rows = these, []
+            rows.append(list(it.values()))
+        if rows:
+            yield {"keys": list(keys or ()), "rows": rows}
+
     def write(fh: Any) -> None:
         with gzip.GzipFile(fileobj=fh, mode="wb", compresslevel=1, mtime=0) as gz:
-            dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=str,
-                                     separators=(",", ":")).encode
-            for it in items:
-                gz.write(dumps(it).encode("utf-8"))
-                gz.write(b"\n")
+            for block in blocks():
+                gz.write(encode(block).encode("utf-8") + b"\n")
 
     write_bytes_stream(path, write)
 
 
 def read_items(path: Path) -> list[dict[str, Any]]:
+    """The items of :func:`write_items`, as the dicts that were written."""
     import gzip
 
+    out: list[dict[str, Any]] = []
     with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+        for line in fh:
+            if not line.strip():
+                continue
+            block = json.loads(line)
+            keys = block["keys"]
+            out.extend(dict(zip(keys, row, strict=True)) for row in block["rows"])
+    return out
 
 
 def retention() -> int:
