@@ -38,6 +38,7 @@ class ModelBackend:
     max_retries: int = 5
     price_prompt: float | None = None
     price_completion: float | None = None
+    batch_size: int = 1  # local backend: concurrent requests that may share a forward pass
     _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
     _instance: list[Any] = field(default_factory=list, repr=False, compare=False)
 
@@ -52,6 +53,8 @@ class ModelBackend:
                     opts = {"timeout_s": self.timeout, "max_connections": self.concurrency}
                     if self.api_key:
                         opts["api_key"] = self.api_key
+                elif self.batch_size > 1:
+                    opts = {"batch_size": self.batch_size}
                 self._instance.append(create_backend(self.name, model=self.model,
                                                      base_url=self.base_url, **opts))
             return self._instance[0]
@@ -111,4 +114,5 @@ def from_options(**kwargs: Any) -> ModelBackend:
         timeout=float(kwargs.get("timeout") or 120.0),
         max_retries=5 if max_retries is None else int(max_retries),
         price_prompt=kwargs.get("price_prompt"),
-        price_completion=kwargs.get("price_completion"))
+        price_completion=kwargs.get("price_completion"),
+        batch_size=int(kwargs.get("batch_size") or 1))

@@ -357,3 +357,32 @@ def test_import_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_batch_size_reaches_the_local_backend(tmp_path):
+    from ragmeter.backends import from_options
+
+    gguf = tmp_path / "fake.gguf"
+    gguf.write_bytes(b"GGUF")
+    backend = from_options(backend="local", model=str(gguf), batch_size=4).instance()
+    assert backend.batch_size == 4 and backend._batcher.batch_size == 4
+    with pytest.raises(ConfigError, match="batch_size"):
+        LocalBackend(model=str(gguf), batch_size=0)
+
+
+def test_batcher_groups_compatible_requests(fake_backend):
+    """Without batched forms (a fake runtime) a group still runs, one by one, and every
+    caller gets its own answer; choice and generation requests never share a group."""
+    fake_backend.batch_size = fake_backend._batcher.batch_size = 4
+    fake_backend._batcher.wait_s = 0.2
+    gen = [Request.chat(str(i), [{"role": "user", "content": f"q {i}"}]) for i in range(3)]
+    yes_no = [Request.chat(f"c{i}", [{"role": "user", "content": "Is it so?"}],
+                           choices=["yes", "no"]) for i in range(2)]
+    sampled = Request.chat("s", [{"role": "user", "content": "x"}], params={"temperature": 1})
+
+    async def run_all():
+        return await asyncio.gather(*(fake_backend.complete(r) for r in gen + yes_no + [sampled]))
+
+    out = asyncio.run(run_all())
+    assert [r.text for r in out] == ["Paris, France"] * 3 + ["yes", "yes", "Paris, France"]
+    assert sorted(fake_backend._batcher.batch_sizes) == [1, 2, 3]

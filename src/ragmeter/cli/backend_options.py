@@ -29,11 +29,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 BACKEND_OPTION_NAMES = ("backend", "model", "base_url", "concurrency", "rpm", "tpm", "timeout",
                         "max_retries", "store", "replay", "dry_run", "price_prompt",
-                        "price_completion")
+                        "price_completion", "batch_size")
 
 
 def backend_options(f: F) -> F:
-    """Add --backend, --model, --base-url, --concurrency, --rpm, --tpm, --timeout,
+    """Add --backend, --model, --base-url, --concurrency, --batch-size, --rpm, --tpm, --timeout,
     --max-retries, --store, --replay and --dry-run to a click command."""
     options = [
         click.option("--backend", default="local", show_default=True, metavar="NAME",
@@ -48,6 +48,12 @@ def backend_options(f: F) -> F:
                           "comes from RAGMETER_API_KEY or OPENAI_API_KEY and is never stored."),
         click.option("--concurrency", default=8, show_default=True, type=click.IntRange(1, 4096),
                      help="Model calls in flight at once."),
+        click.option("--batch-size", default=1, show_default=True,
+                     type=click.IntRange(1, 256), metavar="N",
+                     help="Local backend: gather up to N concurrent calls into one batched "
+                          "forward pass (left-padded; greedy outputs equal one at a time, "
+                          "choice probabilities within 1e-4). 1 runs them one at a time, the "
+                          "exact reference path. Set --concurrency to at least N."),
         click.option("--rpm", default=None, type=click.FloatRange(min=0, min_open=True),
                      metavar="N", help="Limit requests per minute."),
         click.option("--tpm", default=None, type=click.FloatRange(min=0, min_open=True),
