@@ -111,7 +111,7 @@ def _flags_of(cps: np.ndarray) -> np.ndarray:
     table = _codepoint_table()
     flags = table[cps]
     if (flags == _UNKNOWN).any():
-        for cp in np.unique(cps[flags == _UNKNOWN]).tolist():
+        for cp in sorted(set(cps[flags == _UNKNOWN].tolist())):  # np.unique imports numpy.ma
             table[cp] = _flags(cp)
         flags = table[cps]
     return flags

@@ -17,7 +17,7 @@ def console() -> Console:
     import sys
 
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 140
-    return Console(highlight=False, soft_wrap=False, width=width)
+    return Console(highlight=False, soft_wrap=False, width=width, emoji=False)
 
 
 def fmt(value: Any, digits: int = 4) -> str:
