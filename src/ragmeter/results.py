@@ -229,27 +229,17 @@ def record_run(
     return record
 
 
-def write_run(
-    family: str,
-    result: Mapping[str, Any],
-    items: Iterable[Mapping[str, Any]],
-    *,
-    inputs: Sequence[InputFile | str | Path] = (),
-    command: Sequence[str] | None = None,
-    backends: Sequence[Any] = (),
-    models: Sequence[str] = (),
-    prompt_versions: Mapping[str, str] | None = None,
-    runs_dir_override: str | Path | None = None,
-    max_items: int = DEFAULT_MAX_ITEMS,
-) -> tuple[dict[str, Any], Path]:
+def write_run(family: str, result: Mapping[str, Any], items: Iterable[Mapping[str, Any]], *,
+              runs_dir_override: str | Path | None = None, **options: Any
+              ) -> tuple[dict[str, Any], Path]:
     """:func:`record_run` without building a :class:`RunRecord` (no pydantic): writes
     ``<run_id>.items.jsonl.gz`` then the ``<run_id>.json`` summary; returns the record's
-    fields and the summary's path.  Then prunes beyond :func:`retention`."""
+    fields and the summary's path.  Then prunes beyond :func:`retention`.  ``options``:
+    those of :func:`record_run` (inputs, command, backends, models, prompt_versions,
+    max_items)."""
     from ragmeter.io import write_json
 
-    fields = _record_fields(family, result, items, inputs=inputs, command=command,
-                            backends=backends, models=models, prompt_versions=prompt_versions,
-                            max_items=max_items)
+    fields = _record_fields(family, result, items, **options)
     folder = runs_dir(runs_dir_override)
     target = folder / f"{fields['run_id']}.json"
     items_name = f"{fields['run_id']}{ITEMS_SUFFIX}"
