@@ -20,8 +20,8 @@ from ragmeter.llm.local_runtimes import _TransformersRuntime
 pytestmark = pytest.mark.local_model
 
 QUESTIONS = ["What is the capital of France?", "Name a colour of the sky.",
-             "Write one word that rhymes with cat.", "What is two plus two? Answer briefly."]
-CLAIMS = ["The sun is hot.", "Fish can climb trees.", "Water is wet.", "Paris is in Peru."]
+             "What is two plus two? Answer briefly."]
+CLAIMS = ["The sun is hot.", "Fish can climb trees.", "Paris is in Peru."]
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def _prompts(runtime, texts):
 def test_batched_greedy_generation_equals_one_at_a_time(runtimes):
     _, runtime, _ = runtimes
     prompts = _prompts(runtime, QUESTIONS)
-    params = {"max_tokens": 12}
+    params = {"max_tokens": 10}
     single = [runtime.generate(p, params) for p in prompts]
     batched = runtime.generate_batch(prompts, params)
     assert batched == single
@@ -82,8 +82,8 @@ def test_batched_greedy_generation_equals_one_at_a_time(runtimes):
 
 def test_batched_generation_with_a_stop_string(runtimes):
     _, runtime, _ = runtimes
-    prompts = _prompts(runtime, QUESTIONS[:3])
-    params = {"max_tokens": 12, "stop": [" "]}
+    prompts = _prompts(runtime, QUESTIONS)
+    params = {"max_tokens": 10, "stop": [" "]}
     assert runtime.generate_batch(prompts, params) == [runtime.generate(p, params)
                                                        for p in prompts]
 
@@ -111,7 +111,7 @@ def test_backend_gathers_concurrent_requests_into_batches(runtimes):
         return await asyncio.gather(*(backend.complete(r) for r in gen + yes_no))
 
     responses = asyncio.run(all_at_once())
-    assert backend._batcher.batch_sizes == [4, 4]
+    assert backend._batcher.batch_sizes == [3, 3]
     for request, response in zip(gen + yes_no, responses, strict=True):
         alone = backend.complete_sync(request)  # one at a time, same model
         assert response.text == alone.text
