@@ -180,3 +180,23 @@ def test_public_names_of_family_modules() -> None:
                    and getattr(v, "__module__", None) == module.__name__}
         constants = {n for n in vars(module) if n.isupper() and not n.startswith("_")}
         assert defined <= set(module.__all__) <= defined | constants, module.__name__
+
+
+def test_multilingual_judge_repeats_report_stability(scripted_server) -> None:
+    def reply(body: dict) -> str:  # the judge flips with the sample seed: unstable on purpose
+        return '{"score": %s, "explanation": "x"}' % ("1.0" if body.get("seed") else "0.0")
+
+    server = scripted_server(reply=reply)
+    rows = [{"sample_id": str(i), "sample_lang": "en", "system": "s", "question": f"q{i}",
+             "gold_answer": f"g{i}", "pred_answer": f"p{i}"} for i in range(4)]
+    backend = ragmeter.backends.openai("j", base_url=server.url, concurrency=1)
+    result = ragmeter.multilingual.judge(rows, scoring="generate", backend=backend,
+                                         repeats=2, progress=False)
+    assert server.calls == 8  # 4 answers x 2 repeats, distinct samples
+    st = result.summary["stability"]
+    assert st["repeats"] == 2 and st["items"] == 4
+    assert st["flip_rate"] == 1.0 and st["mean_agreement"] == 0.5  # 0.0 then 1.0 each time
+    assert all(i["semantic_score"] == 0.5 for i in result.items)
+    again = ragmeter.multilingual.judge(rows, scoring="generate", backend=backend, repeats=2,
+                                        progress=False)
+    assert server.calls == 8 and again.summary["stability"] == st  # all from the store
