@@ -155,7 +155,7 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
         for k in range(repeats) for r in base]
     if dry_run:
         return dry_run_result(COMPONENT, "judge", estimate_requests(requests, backend_obj,
-                                                                    the_store))
+                                                                    the_store, config))
     outcomes = run_requests(requests, backend_obj, the_store, config)
     identity = backend_obj.identity()
     model = str(identity.get("model", backend_obj.name))

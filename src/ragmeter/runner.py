@@ -177,28 +177,41 @@ class DryRunEstimate:
     prompt_tokens: int
     completion_tokens_max: int
     token_method: str = "chars/4"
+    # Money at the given prices (USD per million tokens): prompt tokens at the input price plus
+    # the completion budget at the output price, an upper bound.  None when no price was given.
+    cost_usd_max: float | None = None
 
     def render(self) -> str:
+        money = (f"; at most ${self.cost_usd_max:.4f} at the given prices"
+                 if self.cost_usd_max is not None else
+                 " (give --price-in/--price-out USD per million tokens for money)")
         return (f"dry run: {self.requests} requests, {self.cached} already in the store, "
                 f"{self.calls} calls to make; about {self.prompt_tokens} prompt tokens and at "
                 f"most {self.completion_tokens_max} completion tokens (counted with "
-                f"{self.token_method}). Nothing was called.")
+                f"{self.token_method}){money}. Nothing was called.")
 
 
 def estimate_requests(requests: Sequence[Request], backend: Backend,
-                      store: Store | None = None) -> DryRunEstimate:
-    """Count the calls a run would make and their approximate tokens, calling nothing."""
+                      store: Store | None = None, config: RunnerConfig | None = None
+                      ) -> DryRunEstimate:
+    """Count the calls a run would make and their approximate tokens, calling nothing; with
+    the prices of ``config`` (``--price-in/--price-out``), also the money at most."""
     identity = backend.identity()
     keys = {r.cache_key(identity): r for r in requests}
     stored = set(store.get_many(keys)) if store is not None else set()
     todo = [r for k, r in keys.items() if k not in stored]
+    prompt_tokens = sum(_prompt_tokens(r, backend) for r in todo)
+    completion_max = sum(_completion_budget(r) for r in todo)
+    cost = None
+    if config is not None and (config.price_prompt_per_mtok is not None
+                               or config.price_completion_per_mtok is not None):
+        cost = (prompt_tokens * (config.price_prompt_per_mtok or 0.0)
+                + completion_max * (config.price_completion_per_mtok or 0.0)) / 1e6
     return DryRunEstimate(
         requests=len(requests),
         cached=sum(1 for r in requests if r.cache_key(identity) in stored),
-        calls=len(todo),
-        prompt_tokens=sum(_prompt_tokens(r, backend) for r in todo),
-        completion_tokens_max=sum(_completion_budget(r) for r in todo),
-        token_method=_token_method(backend))
+        calls=len(todo), prompt_tokens=prompt_tokens, completion_tokens_max=completion_max,
+        token_method=_token_method(backend), cost_usd_max=cost)
 
 
 # ---------------------------------------------------------------- limits

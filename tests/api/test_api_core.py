@@ -200,3 +200,20 @@ def test_multilingual_judge_repeats_report_stability(scripted_server) -> None:
     again = ragmeter.multilingual.judge(rows, scoring="generate", backend=backend, repeats=2,
                                         progress=False)
     assert server.calls == 8 and again.summary["stability"] == st  # all from the store
+
+
+def test_dry_run_money_at_given_prices(run_cli, tmp_path) -> None:
+    requests = [{"id": f"q{i}", "prompt": "word " * 40, "params": {"max_tokens": 10}}
+                for i in range(3)]
+    backend = ragmeter.backends.openai("gpt-4o-mini", price_prompt=2.0, price_completion=8.0)
+    est = ragmeter.generate(requests, backend=backend, dry_run=True).summary
+    assert est["calls"] == 3 and est["completion_tokens_max"] == 30
+    assert est["cost_usd_max"] == pytest.approx(
+        (est["prompt_tokens"] * 2.0 + 30 * 8.0) / 1e6)
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in requests))
+    code, out, err = run_cli("generate", path, "--out", tmp_path / "o.jsonl", "--backend",
+                             "openai", "--model", "gpt-4o-mini", "--dry-run", "--price-in", "2",
+                             "--price-out", "8")
+    assert code == 0, err
+    assert f"at most ${est['cost_usd_max']:.4f}" in out and not (tmp_path / "o.jsonl").exists()

@@ -63,11 +63,13 @@ def backend_options(f: F) -> F:
                           "per-user data folder, or in $RAGMETER_HOME]."),
         click.option("--replay", is_flag=True,
                      help="Use stored responses only; fail on a cache miss instead of calling."),
-        click.option("--price-prompt", default=None, type=click.FloatRange(min=0), metavar="USD",
-                     help="Price per million prompt tokens, for the running cost counter."),
-        click.option("--price-completion", default=None, type=click.FloatRange(min=0),
-                     metavar="USD",
-                     help="Price per million completion tokens, for the running cost counter."),
+        click.option("--price-in", "--price-prompt", "price_prompt", default=None,
+                     type=click.FloatRange(min=0), metavar="USD",
+                     help="Price per million input (prompt) tokens: money in --dry-run and in "
+                          "the running cost counter."),
+        click.option("--price-out", "--price-completion", "price_completion", default=None,
+                     type=click.FloatRange(min=0), metavar="USD",
+                     help="Price per million output (completion) tokens."),
         click.option("--dry-run", is_flag=True,
                      help="Print how many calls and roughly how many tokens would be spent, "
                           "then exit without calling anything."),

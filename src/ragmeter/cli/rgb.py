@@ -212,7 +212,7 @@ def run(data: tuple[str, ...], lang: str | None, noise_rates: str, int_noise_rat
 
         limited = [_limited(d, config) for d in datasets]
         requests = generation_requests(plan_settings(limited, config), prompts, config)
-        con.print(estimate_requests(requests, backend, store).render())
+        con.print(estimate_requests(requests, backend, store, runner).render())
         if judge:
             con.print("(judge calls are not counted: they depend on the answers.)")
         return

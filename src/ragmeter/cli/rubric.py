@@ -132,7 +132,7 @@ def judge_answers(answers: list[Any], prompt_file: str | None, scoring: str, rep
     requests = build_requests(answers, prompt, mode, repeats=repeats, seed=seed,  # type: ignore[arg-type]
                               temperature=temperature)
     if dry_run:
-        click.echo(estimate_requests(requests, backend, store).render())
+        click.echo(estimate_requests(requests, backend, store, config).render())
         return None
     start = time.perf_counter()
     outcomes = run_requests(requests, backend, store, config)
@@ -260,7 +260,7 @@ def run(kb: str, questions: tuple[str, ...], lang: str | None, embedder: str, to
     if dry_run:
         from ragmeter.runner import estimate_requests
 
-        click.echo("reader " + estimate_requests(requests, backend, store).render())
+        click.echo("reader " + estimate_requests(requests, backend, store, config).render())
         return
     t1 = time.perf_counter()
     outcomes = run_requests(requests, backend, store, config)

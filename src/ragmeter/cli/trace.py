@@ -248,7 +248,7 @@ def _label(path: str, out: str, kw: dict[str, Any]) -> tuple[list[dict[str, Any]
     backend, store, rconfig, dry_run = runner_context(description="trace label", **kw)
     if dry_run:
         _, requests, _ = plan(sources, config)
-        click.echo(estimate_requests(requests, backend, store).render())
+        click.echo(estimate_requests(requests, backend, store, rconfig).render())
         return None
     import time
 
