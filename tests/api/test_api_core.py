@@ -203,7 +203,7 @@ def test_multilingual_judge_repeats_report_stability(scripted_server) -> None:
 
 
 def test_dry_run_money_at_given_prices(run_cli, tmp_path) -> None:
-    requests = [{"id": f"q{i}", "prompt": "word " * 40, "params": {"max_tokens": 10}}
+    requests = [{"id": f"q{i}", "prompt": f"word{i} " * 40, "params": {"max_tokens": 10}}
                 for i in range(3)]
     backend = ragmeter.backends.openai("gpt-4o-mini", price_prompt=2.0, price_completion=8.0)
     est = ragmeter.generate(requests, backend=backend, dry_run=True).summary
