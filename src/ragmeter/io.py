@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.errors import InputError
+from ragmeter.errors import InputError, MissingDependencyError
 
 __all__ = [
     "FieldMap",
@@ -231,9 +231,33 @@ def _iter_csv(path: Path, component: str, delimiter: str) -> Iterator[Row]:
         yield Row({k: v for k, v in rec.items()}, line, "line", str(path))
 
 
-def _iter_parquet(path: Path, component: str) -> Iterator[Row]:
-    import pyarrow.parquet as pq
+INSTALL_PARQUET = "pip install 'ragmeter[parquet]'"
 
+
+def import_parquet() -> Any:
+    """``pyarrow.parquet``, or MissingDependencyError with the install hint (Parquet is the
+    ``parquet`` extra; JSON Lines, JSON and CSV need nothing)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise MissingDependencyError(
+            "Parquet support (pyarrow)", INSTALL_PARQUET,
+            detail="or give the data as JSON Lines, JSON or CSV") from None
+    return pq
+
+
+def has_pyarrow() -> bool:
+    """True when pyarrow can be imported (checked without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("pyarrow") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _iter_parquet(path: Path, component: str) -> Iterator[Row]:
+    pq = import_parquet()
     try:
         pf = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises several unrelated types for bad files
