@@ -12,7 +12,6 @@ Column renaming (``--field pred_answer=my_column``) is a :class:`FieldMap`.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 import os
@@ -641,3 +640,42 @@ def seq_of_dicts(value: Any) -> Sequence[Any]:
     if hasattr(value, "tolist"):
         value = value.tolist()
     return value if isinstance(value, list) else []
+
+
+# ---------------------------------------------------------------- the output-path guard
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """True when both paths exist and are one file (through symlinks and hard links)."""
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except (OSError, ValueError):
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def check_output(output: str | Path, inputs: Iterable[tuple[str, str | Path, str | None]],
+                 *, label: str = "output") -> None:
+    """Refuse an output that would replace an input, before any work is done.
+
+    ``inputs`` holds ``(label, path, pattern)``: a file, or a folder with the glob pattern of
+    the files read from it (``report`` reads ``*.json`` from its runs folder).  The output is
+    compared by device and inode, so a symlink or hard link to an input is caught too.
+    """
+    from fnmatch import fnmatch
+
+    from ragmeter.errors import ConfigError
+
+    out = Path(output)
+    if not out.exists():
+        return
+    for in_label, in_path, pattern in inputs:
+        src = Path(in_path)
+        clash = same_file(out, src)
+        if not clash and pattern is not None and src.is_dir():
+            clash = any(fnmatch(p.name, pattern) and same_file(out, p) for p in src.iterdir())
+        if clash:
+            raise ConfigError(
+                f"ragmeter: {label} {str(out)!r} is the same file as the input {in_label} "
+                f"{str(src)!r}; writing it would destroy the input. Nothing was done. "
+                f"Fix: choose another output path.")

@@ -74,13 +74,20 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, lazy=COMMANDS,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="ragmeter")
-def cli() -> None:
+@click.option("--max-line-mb", type=click.FloatRange(min=0.001), default=None, metavar="N",
+              help="Largest line (JSONL, CSV) or record (JSON) read from a data file, in MiB "
+                   "(default 32, or RAGMETER_MAX_LINE_MB).")
+def cli(max_line_mb: float | None) -> None:
     """ragmeter: measure retrieval-augmented generation (RAG) systems.
 
     Score outputs you already have (no model needed), or run a benchmark against a model
     (an offline local model by default, or any OpenAI-compatible endpoint).
     Every command has --help.
     """
+    if max_line_mb is not None:
+        import os
+
+        os.environ["RAGMETER_MAX_LINE_MB"] = str(max_line_mb)
 
 
 def main(argv: list[str] | None = None) -> None:

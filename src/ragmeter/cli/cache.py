@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ragmeter.cli.options import input_file
+
 STORE_HELP = ("SQLite store to use [default: store.sqlite in the per-user data folder, or in "
               "$RAGMETER_HOME].")
 
@@ -14,7 +16,7 @@ def group() -> None:
 
 
 @group.command(name="stats")
-@click.option("--store", default=None, type=click.Path(dir_okay=False), metavar="PATH",
+@click.option("--store", default=None, type=input_file(), metavar="PATH",
               help=STORE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
 def stats(store: str | None, as_json: bool) -> None:
@@ -37,7 +39,7 @@ def stats(store: str | None, as_json: bool) -> None:
 
 
 @group.command(name="clear")
-@click.option("--store", default=None, type=click.Path(dir_okay=False), metavar="PATH",
+@click.option("--store", default=None, type=input_file(), metavar="PATH",
               help=STORE_HELP)
 @click.option("--model", default=None, metavar="NAME",
               help="Delete only this model's calls (runs are kept).")

@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 import click
 
+from ragmeter.cli.options import GuardedPath, output_file
+
 __all__ = ["report", "record_options", "save_run"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -19,7 +21,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def record_options(f: F) -> F:
     """``--no-record`` and ``--runs-dir`` for a command that writes a run record."""
-    f = click.option("--runs-dir", "runs_dir", default=None, type=click.Path(file_okay=False),
+    f = click.option("--runs-dir", "runs_dir", default=None, type=GuardedPath("input", pattern="*.json", file_okay=False),
                      help="Folder of run records [default: $RAGMETER_HOME/runs].")(f)
     f = click.option("--no-record", "no_record", is_flag=True,
                      help="Do not write a run record (then `ragmeter report` cannot show "
@@ -68,13 +70,13 @@ def _command_line() -> list[str]:
 @click.command(name="report")
 @click.argument("runs", nargs=-1, metavar="[RUN ...]")
 @click.option("--out", "out", default="ragmeter-report.html", show_default=True,
-              type=click.Path(dir_okay=False), help="The HTML file to write.")
+              type=output_file(), help="The HTML file to write.")
 @click.option("--list", "list_only", is_flag=True, help="List the stored runs and exit.")
 @click.option("--family", default=None, metavar="NAME",
               help="Only runs of this family (with --list, or to pick the latest runs).")
 @click.option("--last", "last", default=None, type=click.IntRange(1), metavar="N",
               help="Report the N most recent runs (of --family when given).")
-@click.option("--runs-dir", "runs_dir", default=None, type=click.Path(file_okay=False),
+@click.option("--runs-dir", "runs_dir", default=None, type=GuardedPath("input", pattern="*.json", file_okay=False),
               help="Folder of run records [default: $RAGMETER_HOME/runs].")
 @click.option("--title", default="ragmeter report", show_default=True, help="Page title.")
 def report(runs: tuple[str, ...], out: str, list_only: bool, family: str | None,
