@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from ragmeter.errors import BackendError, ConfigError, ReplayMissError
+from ragmeter.errors import BackendError, ConfigError, ReplayMissError, UserError
 from ragmeter.llm.base import Backend, Request, Response
 from ragmeter.store import Store
 
@@ -301,6 +301,7 @@ class _Run:
         self.tpm = _TokenBucket(config.tpm) if config.tpm else None
         self.stats = RunStats()
         self.progress: _Progress | None = None
+        self.stop: UserError | None = None  # set when going on would only waste paid calls
 
     def _delay(self, attempt: int, err: BackendError) -> float:
         cfg = self.config
@@ -319,6 +320,9 @@ class _Run:
                 self.stats.retries += 1
                 await asyncio.sleep(self._delay(attempt - 1, last))  # type: ignore[arg-type]
             async with self.sem:
+                if self.stop is not None:
+                    return Outcome(request, "unscored", reason="stopped",
+                                   detail="not sent: the run stopped early", key=key)
                 if self.rpm:
                     await self.rpm.take(1)
                 if self.tpm:
@@ -344,6 +348,8 @@ class _Run:
                 self.tpm.adjust(response.usage.total_tokens - estimate)
             if self.store is not None:
                 self.store.put(key, request, self.identity, response)  # persisted before use
+            if _unusable_choices(request, response) and self.stop is None:
+                self.stop = self._no_logprobs_error()
             self.stats.prompt_tokens += response.usage.prompt_tokens
             self.stats.completion_tokens += response.usage.completion_tokens
             cfg = self.config
@@ -357,10 +363,25 @@ class _Run:
         return Outcome(request, "unscored", reason=last.reason, detail=last.detail or None,
                        attempts=attempt + 1, key=key)
 
+    def _no_logprobs_error(self) -> UserError:
+        kept = (f"it is stored in {self.store.path}, so nothing is paid twice"
+                if self.store is not None else "no store was given, so it was not kept")
+        return ConfigError(
+            f"runner: the backend {self.identity.get('model')!r} at "
+            f"{self.identity.get('base_url', self.identity.get('backend'))} answered a "
+            f"choice-scored request without the logprobs that choice scoring needs ({kept}); "
+            f"the run stopped instead of paying for more calls it cannot score. Fix: use the "
+            f"text strategy (rubric judge --scoring generate, multilingual judge --scoring "
+            f"generate, trace label --strategy json), or a server that returns logprobs "
+            f"(vLLM, OpenAI).")
+
     async def run(self, requests: Sequence[Request]) -> list[Outcome]:
         start = time.monotonic()
         keys = [r.cache_key(self.identity) for r in requests]
         stored = self.store.get_many(keys) if self.store is not None else {}
+        if any(_unusable_choices(r, stored[k])
+               for r, k in zip(requests, keys, strict=True) if k in stored):
+            raise self._no_logprobs_error()  # known from an earlier run: call nothing
         if self.config.replay:
             missing = [r for r, k in zip(requests, keys, strict=True) if k not in stored]
             if missing:
@@ -390,8 +411,15 @@ class _Run:
             assert self.progress is not None
             self.progress.advance()
 
-        tasks = [asyncio.ensure_future(one(k, r)) for k, r in todo.items()]
+        tasks: list[asyncio.Future[None]] = []
         try:
+            if getattr(self.backend, "logprobs_supported", False) is None:
+                # Whether the server gives logprobs is unknown: learn it from one call first.
+                probe = next((k for k, r in todo.items() if r.choices is not None), None)
+                if probe is not None:
+                    await one(probe, todo[probe])
+            tasks = [asyncio.ensure_future(one(k, r)) for k, r in todo.items()
+                     if k not in results]
             await asyncio.gather(*tasks)
         except BaseException:
             for task in tasks:
@@ -400,6 +428,8 @@ class _Run:
             raise
         finally:
             self.progress.close()
+        if self.stop is not None:
+            raise self.stop
         out: list[Outcome] = []
         for r, k in zip(requests, keys, strict=True):
             if k in stored:
@@ -412,6 +442,11 @@ class _Run:
                     cached=first.ok, attempts=0, key=k))
         self.stats.wall_s = time.monotonic() - start
         return out
+
+
+def _unusable_choices(request: Request, response: Response) -> bool:
+    """A stored reply to a choice-scored request that came without logprobs."""
+    return request.choices is not None and response.choice_method == "no_logprobs"
 
 
 async def arun_requests(requests: Sequence[Request], backend: Backend, store: Store | None,

@@ -76,6 +76,7 @@ class ScriptedServer:
     reply: Callable[[Body], str] = _default_reply
     logprobs: Callable[[Body], dict[str, float]] = _default_logprobs
     supports_logprobs: bool = True
+    ignores_logprobs: bool = False  # accept the parameter, answer text without logprobs
     host: str = "127.0.0.1"
     port: int = 0
 
@@ -248,7 +249,7 @@ class ScriptedServer:
         text = self.reply(body)
         choice: Body = {"index": 0, "message": {"role": "assistant", "content": text},
                         "finish_reason": "stop"}
-        if body.get("logprobs"):
+        if body.get("logprobs") and not self.ignores_logprobs:
             dist = self.logprobs(body)
             top = sorted(dist.items(), key=lambda kv: -kv[1])[:int(body.get("top_logprobs") or 1)]
             text = top[0][0]
