@@ -567,14 +567,23 @@ def _default_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def _atomic_write(path: Path, write: Any, *, binary: bool = False) -> None:
+def _atomic_write(path: Path, write: Any, *, binary: bool = False,
+                  private: bool = False) -> None:
     """Write through a temporary file in the same folder, then rename it over ``path``: a
     reader never sees half a file.  The file gets ordinary permissions (``mkstemp`` would
-    leave it readable by its owner only)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    leave it readable by its owner only), or 0600 in a new folder of 0700 with ``private``
+    (run records hold every prompt and reply).
+
+    A folder that cannot be written or a full disk is a :class:`~ragmeter.errors.UserError`
+    naming the file; the previous file, if any, is left as it was.
+    """
     try:
-        os.fchmod(fd, _default_file_mode())
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700 if private else 0o777)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+    try:
+        os.fchmod(fd, 0o600 if private else _default_file_mode())
         if binary:
             with os.fdopen(fd, "wb") as fb:
                 write(fb)
@@ -586,12 +595,29 @@ def _atomic_write(path: Path, write: Any, *, binary: bool = False) -> None:
                 fh.flush()
                 os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise _write_error(path, exc) from None
         raise
+
+
+def _write_error(path: Path, exc: OSError) -> Exception:
+    import errno
+
+    from ragmeter.errors import UserError
+
+    why = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+           errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+           errno.EROFS: "the file system is read-only"}.get(exc.errno or 0, exc.strerror or str(exc))
+    return UserError(
+        f"ragmeter: cannot write {str(path)!r}: {why}. Nothing was written there (an earlier "
+        f"file of that name is unchanged); results already stored in the store are kept, so "
+        f"running the same command again resumes without paying again. Fix: free space or "
+        f"choose a folder you can write to.")
 
 
 def write_text(path: str | Path, text: str) -> None:
@@ -604,13 +630,14 @@ def write_bytes(path: str | Path, data: bytes) -> None:
     _atomic_write(Path(path), lambda fb: fb.write(data), binary=True)
 
 
-def write_json(path: str | Path, obj: Any) -> None:
-    """Write ``obj`` as pretty JSON, atomically (a reader never sees half a file)."""
+def write_json(path: str | Path, obj: Any, *, private: bool = False) -> None:
+    """Write ``obj`` as pretty JSON, atomically (a reader never sees half a file); ``private``
+    makes the file 0600 (see :func:`_atomic_write`)."""
     def _write(fh: Any) -> None:
         json.dump(obj, fh, ensure_ascii=False, indent=2, allow_nan=False)
         fh.write("\n")
 
-    _atomic_write(Path(path), _write)
+    _atomic_write(Path(path), _write, private=private)
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> int:

@@ -169,6 +169,7 @@ def record_run(
     ``command`` defaults to ``["ragmeter", *sys.argv[1:]]``.
     """
     from ragmeter.io import write_json
+    from ragmeter.redact import redact_text
 
     now = datetime.now(timezone.utc)
     kept, total, n_unscored, truncated = _cap_items(items, max_items)
@@ -179,7 +180,8 @@ def record_run(
     record = RunRecord(
         run_id=new_run_id(family, now), family=family,
         created_at=now.isoformat(timespec="seconds"),
-        command=list(command) if command is not None else ["ragmeter", *sys.argv[1:]],
+        command=[redact_text(c) for c in (command if command is not None else
+                                          ["ragmeter", *sys.argv[1:]])],
         inputs=[i if isinstance(i, InputFile) else InputFile.of(i) for i in inputs],
         backends=list(backends), models=list(models),
         prompt_versions=dict(prompt_versions or {}),
@@ -189,7 +191,7 @@ def record_run(
         notes=notes,
     )
     target = runs_dir(runs_dir_override) / f"{record.run_id}.json"
-    write_json(target, record.to_json())
+    write_json(target, record.to_json(), private=True)  # it holds prompts and replies
     record._path = target
     return record
 

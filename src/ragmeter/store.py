@@ -119,14 +119,18 @@ class Store:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_store_path()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Prompts and replies sit in the store: its folder 0700, its files 0600 (SQLite
+            # gives the -wal and -shm files the database file's permissions).
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not self.path.exists():
+                os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             self._db = sqlite3.connect(str(self.path), isolation_level=None,
                                        check_same_thread=False, timeout=30.0)
             self._db.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode is durable against a killed process (not an OS crash).
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             raise UserError(f"store: cannot open {self.path} as a SQLite database ({exc}). "
                             f"Fix: choose another file with --store PATH.") from None
         self._lock = threading.Lock()

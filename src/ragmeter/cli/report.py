@@ -52,8 +52,10 @@ def _command_line() -> list[str]:
     click context (in-process calls, tests) as command path plus the given options."""
     import sys
 
+    from ragmeter.redact import redact_text
+
     if sys.argv and Path(sys.argv[0]).name == "ragmeter":
-        return ["ragmeter", *sys.argv[1:]]
+        return ["ragmeter", *(redact_text(a) for a in sys.argv[1:])]
     ctx = click.get_current_context(silent=True)
     if ctx is None:
         return ["ragmeter"]
@@ -62,8 +64,9 @@ def _command_line() -> list[str]:
         if value is None or value is False or value == ():
             continue
         for v in value if isinstance(value, tuple) else (value,):
-            out.append(str(v) if name == "path" else
-                       f"--{name.replace('_', '-')}" + ("" if v is True else f"={v}"))
+            out.append(redact_text(str(v)) if name == "path" else
+                       f"--{name.replace('_', '-')}" + ("" if v is True else
+                                                        f"={redact_text(str(v))}"))
     return out
 
 

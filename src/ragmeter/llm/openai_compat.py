@@ -36,6 +36,7 @@ from typing import Any
 
 from ragmeter.errors import BackendError, ConfigError
 from ragmeter.llm.base import Request, Response, Usage
+from ragmeter.redact import redact_text, redact_url
 
 __all__ = ["OpenAIBackend", "DEFAULT_BASE_URL", "parse_retry_after", "choice_probs_from_top"]
 
@@ -118,8 +119,9 @@ class OpenAIBackend:
                 "model for you. Fix: add --model NAME (e.g. --model gpt-4o-mini, or the name "
                 "your vLLM/llama.cpp server serves).")
         self.model = model
-        self.base_url = (base_url or os.environ.get("RAGMETER_BASE_URL") or
-                         DEFAULT_BASE_URL).rstrip("/")
+        url = (base_url or os.environ.get("RAGMETER_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self._url = url  # may hold credentials: used for requests only, never shown or stored
+        self.base_url = redact_url(url)
         self._api_key = (api_key or os.environ.get("RAGMETER_API_KEY") or
                          os.environ.get("OPENAI_API_KEY") or None)
         self.timeout_s = timeout_s
@@ -146,7 +148,7 @@ class OpenAIBackend:
             if self._api_key:
                 headers["Authorization"] = f"Bearer {self._api_key}"
             self._client = httpx.AsyncClient(
-                base_url=self.base_url, headers=headers,
+                base_url=self._url, headers=headers,
                 timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 30.0)),
                 limits=httpx.Limits(max_connections=self.max_connections,
                                     max_keepalive_connections=self.max_connections))
@@ -167,7 +169,9 @@ class OpenAIBackend:
     def _scrub(self, text: str) -> str:
         if self._api_key:
             text = text.replace(self._api_key, "***")
-        return text[:300]
+        if self._url != self.base_url:
+            text = text.replace(self._url, self.base_url)
+        return redact_text(text)[:300]
 
     async def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], float]:
         import httpx
