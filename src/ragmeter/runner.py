@@ -246,7 +246,6 @@ class _Progress:
         self.task: Any = None
         if not config.progress or total == 0:
             return
-        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -257,11 +256,15 @@ class _Progress:
             TimeRemainingColumn,
         )
 
+        from ragmeter.reports.console import console
+
         self.bar = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TaskProgressColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-            TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[info]}"),
-            console=Console(stderr=True), transient=False, refresh_per_second=4)
+            TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+            MofNCompleteColumn(), TaskProgressColumn(),
+            TextColumn("{task.fields[rate]}", markup=False), TimeElapsedColumn(),
+            TextColumn("ETA", markup=False), TimeRemainingColumn(),
+            TextColumn("{task.fields[info]}", markup=False),
+            console=console(stderr=True), transient=False, refresh_per_second=4)
         self.start = time.monotonic()
         self.bar.start()
         self.task = self.bar.add_task(config.description, total=total, rate="", info="")
@@ -279,7 +282,7 @@ class _Progress:
         if s.retries:
             info += f" retries {s.retries}"
         if s.unscored:
-            info += f" [red]unscored {s.unscored}[/red]"
+            info += f" unscored {s.unscored}"
         self.bar.update(self.task, advance=n, rate=f"{s.calls / elapsed:.1f} calls/s", info=info)
 
     def close(self) -> None:

@@ -26,7 +26,6 @@ def group() -> None:
 
 
 def print_table(result: Any, title: str) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     from ragmeter.reports.console import console, fmt
@@ -58,7 +57,6 @@ def print_table(result: Any, title: str) -> None:
     con.print(table)
     cov = result.coverage
     line = f"coverage: {cov['scored']}/{cov['total']} items graded"
-    line = escape(line)
     if cov["unscored"]:
         line += " (unscored: " + ", ".join(f"{k} {v}" for k, v in cov["reasons"].items()) + ")"
     con.print(line)
@@ -66,19 +64,19 @@ def print_table(result: Any, title: str) -> None:
         ci = (r.get("ci95") or {}).get("weighted_score")
         if ci:
             label = " ".join(str(r[c]) for c in result.by) or "all"
-            con.print(escape(f"95% CI [{label}]: weighted_score [{ci[0]:.4f}, {ci[1]:.4f}]"))
+            con.print(f"95% CI [{label}]: weighted_score [{ci[0]:.4f}, {ci[1]:.4f}]")
         st = r.get("stability")
         if st:
             label = " ".join(str(r[c]) for c in result.by) or "all"
             rng = st["weighted_score_range"]
             sci = st["weighted_score_all_repeats_ci95"]
-            con.print(escape(
+            con.print(
                 f"stability [{label}]: K={st['repeats']}, {st['items']} items; grade changed on "
                 f"{fmt(st['changed_share'], 3)} of items; mean spread {fmt(st['mean_spread'], 3)}"
                 f"; weighted_score per repeat {fmt(rng[0] if rng else None)}.."
                 f"{fmt(rng[1] if rng else None)}; over all repeats "
                 f"{fmt(st['weighted_score_all_repeats'])}"
-                + (f" [{sci[0]:.4f}, {sci[1]:.4f}]" if sci else "")))
+                + (f" [{sci[0]:.4f}, {sci[1]:.4f}]" if sci else ""))
     for note in result.notes:
         con.print(f"note: {note}")
     con.print(f"signature: {result.signature}", style="dim")
