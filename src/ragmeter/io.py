@@ -605,14 +605,27 @@ def _atomic_write(path: Path, write: Any, *, binary: bool = False,
         raise
 
 
-def _write_error(path: Path, exc: OSError) -> Exception:
+def _why(exc: OSError) -> str:
     import errno
 
+    return {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+            errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+            errno.EROFS: "the file system is read-only", errno.ENOENT: "no such file or folder",
+            errno.EISDIR: "it is a folder"}.get(exc.errno or 0, exc.strerror or str(exc))
+
+
+def os_error_message(exc: OSError) -> str:
+    """One line for an operating-system error on a file the user named (CLI exit 2)."""
+    name = f" {exc.filename!r}" if exc.filename else ""
+    return (f"ragmeter: cannot use{name}: {_why(exc)}. Results already in the store are kept; "
+            f"running the same command again resumes without paying again. Fix: check the "
+            f"path and its permissions, or free disk space.")
+
+
+def _write_error(path: Path, exc: OSError) -> Exception:
     from ragmeter.errors import UserError
 
-    why = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
-           errno.EACCES: "permission denied", errno.EPERM: "permission denied",
-           errno.EROFS: "the file system is read-only"}.get(exc.errno or 0, exc.strerror or str(exc))
+    why = _why(exc)
     return UserError(
         f"ragmeter: cannot write {str(path)!r}: {why}. Nothing was written there (an earlier "
         f"file of that name is unchanged); results already stored in the store are kept, so "

@@ -90,13 +90,28 @@ def cli(max_line_mb: float | None) -> None:
         os.environ["RAGMETER_MAX_LINE_MB"] = str(max_line_mb)
 
 
+def _echo_error(message: str) -> None:
+    """``error: message`` on stderr; a file name that is not UTF-8 is shown escaped."""
+    text = f"error: {message}".encode("utf-8", "backslashreplace").decode("utf-8")
+    click.echo(" ".join(text.splitlines()), err=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors print one line and exit 2, without a traceback."""
     try:
         cli.main(args=argv, prog_name="ragmeter", standalone_mode=False)
     except UserError as err:
-        click.echo(f"error: {err}", err=True)
+        _echo_error(str(err))
         sys.exit(err.exit_code)
+    except RecursionError:
+        _echo_error("ragmeter: the input is nested too deeply to process. Fix: flatten it.")
+        sys.exit(2)
+    except OSError as err:
+        # Files the user named (read-only folders, a full disk): one line, never a traceback.
+        from ragmeter.io import os_error_message
+
+        _echo_error(os_error_message(err))
+        sys.exit(2)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
