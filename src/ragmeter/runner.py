@@ -15,6 +15,10 @@ It takes :class:`~ragmeter.llm.base.Request` objects and a backend and returns o
 5. **persistence**: every successful response is committed to the store *before* it is used,
    so a run killed at any point (``kill -9``) and started again repeats no completed call;
    failures are never stored, so a later run retries them;
+5b. **claims**: with a store, each call is claimed in it first (a lease of ``lease_s``
+   seconds, renewed while the run lives; see :meth:`~ragmeter.store.Store.claim`), so two
+   processes on one store never pay for the same call: the second waits for the first's answer,
+   and takes the call over if the first dies;
 6. **progress**: a rich progress bar with rate, ETA, tokens and failure counts.
 
 A failed call never raises and never becomes NaN: it becomes an ``unscored`` outcome whose
@@ -62,6 +66,8 @@ class RunnerConfig:
     backoff_max_s: float = 60.0
     retry_after_max_s: float = 300.0
     record_run: bool = True
+    lease_s: float = 30.0  # a claim lapses this long after its process stops renewing it
+    claim_poll_s: float = 0.2  # how often a process waiting on another's claim looks again
     # Prices in USD per million tokens, for the running cost counter (None: not shown).
     price_prompt_per_mtok: float | None = None
     price_completion_per_mtok: float | None = None
@@ -305,6 +311,8 @@ class _Run:
         self.stats = RunStats()
         self.progress: _Progress | None = None
         self.stop: UserError | None = None  # set when going on would only waste paid calls
+        self.slots = asyncio.Semaphore(config.concurrency)  # claims held at once
+        self.owner = ""
 
     def _delay(self, attempt: int, err: BackendError) -> float:
         cfg = self.config
@@ -366,6 +374,28 @@ class _Run:
         return Outcome(request, "unscored", reason=last.reason, detail=last.detail or None,
                        attempts=attempt + 1, key=key)
 
+    async def claimed_call(self, key: str, request: Request) -> Outcome:
+        """:meth:`call` under a claim in the store: another process's live claim on the same
+        key makes this one wait for its stored answer (or take over once the claim lapses)."""
+        assert self.store is not None
+        while True:
+            async with self.slots:
+                got = self.store.claim(key, self.owner, self.config.lease_s)
+                if got is True:
+                    try:
+                        return await self.call(key, request)
+                    finally:
+                        self.store.release(key, self.owner)
+            if isinstance(got, Response):  # answered by another process meanwhile
+                return Outcome(request, "ok", response=got, cached=True, key=key)
+            await asyncio.sleep(self.config.claim_poll_s * random.uniform(0.8, 1.2))
+
+    async def _renew_claims(self) -> None:
+        assert self.store is not None
+        while True:
+            await asyncio.sleep(self.config.lease_s / 3)
+            self.store.renew_claims(self.owner, self.config.lease_s)
+
     def _no_logprobs_error(self) -> UserError:
         kept = (f"it is stored in {self.store.path}, so nothing is paid twice"
                 if self.store is not None else "no store was given, so it was not kept")
@@ -402,9 +432,21 @@ class _Run:
         self.progress = _Progress(self.config, len(todo), self.stats)
         results: dict[str, Outcome] = {}
 
+        claims = self.store is not None and bool(todo)
+        if claims:
+            import uuid
+
+            from ragmeter.store import process_owner
+
+            self.owner = f"{process_owner()}:{uuid.uuid4().hex[:8]}"
+        renewer = asyncio.ensure_future(self._renew_claims()) if claims else None
+
         async def one(key: str, request: Request) -> None:
-            outcome = await self.call(key, request)
+            outcome = await (self.claimed_call(key, request) if claims else
+                             self.call(key, request))
             results[key] = outcome
+            if outcome.cached:
+                self.stats.cached += 1
             if outcome.ok:
                 self.stats.ok += 1
             else:
@@ -431,6 +473,11 @@ class _Run:
             raise
         finally:
             self.progress.close()
+            if renewer is not None:
+                renewer.cancel()
+                await asyncio.gather(renewer, return_exceptions=True)
+                assert self.store is not None
+                self.store.release_all(self.owner)
         if self.stop is not None:
             raise self.stop
         out: list[Outcome] = []

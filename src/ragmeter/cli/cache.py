@@ -34,6 +34,9 @@ def stats(store: str | None, as_json: bool) -> None:
     click.echo(f"store: {st.path} (schema {st.schema_version}, {st.size_bytes / 1e6:.2f} MB)")
     click.echo(f"calls: {st.calls}  prompt tokens: {st.prompt_tokens}  completion tokens: "
                f"{st.completion_tokens}  runs: {st.runs}  item results: {st.item_results}")
+    if st.runs_by_status:
+        click.echo("runs by status: " + ", ".join(f"{k} {v}" for k, v in
+                                                  st.runs_by_status.items()))
     for model, n in st.by_model.items():
         click.echo(f"  {model}: {n} calls")
 
