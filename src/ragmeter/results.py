@@ -28,7 +28,7 @@ import hashlib
 import json
 import secrets
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -245,18 +245,31 @@ def load_run(id_or_path: str | Path, *, runs_dir_override: str | Path | None = N
     raise UnknownNameError("run", key, ids[-20:], component=COMPONENT)
 
 
+def _warn_skipped(path: Path, err: InputError) -> None:
+    import warnings
+
+    warnings.warn(f"skipped {path}: {err}", UserWarning, stacklevel=3)
+
+
 def list_runs(*, runs_dir_override: str | Path | None = None,
-              family: str | None = None) -> list[RunRecord]:
+              family: str | None = None,
+              on_skip: Callable[[Path, InputError], None] | None = None) -> list[RunRecord]:
     """Every run record in the runs dir (oldest first), optionally of one family.
 
-    Items are dropped from the returned records to keep listing cheap in memory.
+    Items are dropped from the returned records to keep listing cheap in memory.  A file that
+    is not a readable run record (empty, truncated, edited by hand) is skipped and reported to
+    ``on_skip`` (default: a warning naming it), so one bad file never hides the other runs.
     """
     folder = runs_dir(runs_dir_override)
     if not folder.is_dir():
         return []
     out = []
     for path in sorted(folder.glob("*.json")):
-        record = _read_record(path)
+        try:
+            record = _read_record(path)
+        except InputError as err:
+            (on_skip or _warn_skipped)(path, err)
+            continue
         if family is None or record.family == family:
             record.items = []
             out.append(record)

@@ -98,12 +98,12 @@ def report(runs: tuple[str, ...], out: str, list_only: bool, family: str | None,
     from ragmeter.results import list_runs, load_run
 
     if list_only:
-        _print_list(list_runs(runs_dir_override=runs_dir, family=family))
+        _print_list(list_runs(runs_dir_override=runs_dir, family=family, on_skip=_skipped))
         return
     if runs:
         records = [load_run(r, runs_dir_override=runs_dir) for r in runs]
     else:
-        stored = list_runs(runs_dir_override=runs_dir, family=family)
+        stored = list_runs(runs_dir_override=runs_dir, family=family, on_skip=_skipped)
         if not stored:
             from ragmeter.results import runs_dir as resolve
 
@@ -122,6 +122,10 @@ def report(runs: tuple[str, ...], out: str, list_only: bool, family: str | None,
     path = write_report(records, out, title=title)
     size = Path(path).stat().st_size
     click.echo(f"wrote {path} ({size / 1024:.0f} KiB, {len(records)} run(s))", err=True)
+
+
+def _skipped(path: Path, err: Exception) -> None:
+    click.echo(f"warning: skipped {path}: not a readable run record ({err})", err=True)
 
 
 def _print_list(records: Sequence[Any]) -> None:
