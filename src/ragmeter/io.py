@@ -149,7 +149,7 @@ def max_line_bytes() -> int:
 
 def _too_long(path: Path, number: int, unit: str, limit: int, component: str) -> InputError:
     return InputError(
-        f"is longer than the limit of {limit / (1 << 20):g} MiB for one {unit}.",
+        f"is longer than the limit of {limit / (1 << 20):.3g} MiB for one {unit}.",
         component=component, path=path,
         line=number if unit == "line" else None, row=None if unit == "line" else number,
         fix="check that the file has one record per line; if the record is really that "
@@ -290,6 +290,8 @@ class _JsonStream:
                     path=self.path, row=number, fix="check the file's syntax.") from None
             except RecursionError:
                 raise _too_deep(self.path, self.component, row=number) from None
+            if end - self.pos > self.limit:
+                raise _too_long(self.path, number, "record", self.limit, self.component)
             if end == len(self.buf) and not self.eof and not tried_end:
                 tried_end = True  # a number may go on in the next chunk
                 self._grow(number)
@@ -567,6 +569,20 @@ def read_rows(path: str | Path, **kwargs: Any) -> list[Row]:
 
 
 # ---------------------------------------------------------------- field accessors
+
+
+def absent_error(row: Row, name: str, *, component: str, fix: str) -> InputError:
+    """The error for a required field without a value: says whether it is missing, null or
+    empty (``"id": null`` is null, not missing) and lists the fields found."""
+    value = row.data.get(name)
+    found = ", ".join(sorted(map(str, row.data))[:15]) or "none"
+    if name not in row.data:
+        problem = f"is missing (required). Found fields: {found}."
+    elif value is None:
+        problem = "is null; a value is required."
+    else:
+        problem = "is empty; a value is required."
+    return row.error(problem, component=component, field=name, fix=fix)
 
 
 def require(row: Row, name: str, *, component: str, field_map: FieldMap | None = None) -> Any:
