@@ -8,12 +8,12 @@ from typing import Any
 import click
 
 from ragmeter.cli.backend_options import backend_options
-from ragmeter.cli.options import field_option
+from ragmeter.cli.options import field_option, input_file, output_file
 
 
 @click.command(name="judge")
-@click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+@click.argument("path", type=input_file())
+@click.option("--out", "out", required=True, type=output_file(),
               help="Write the answers with a semantic_score column (JSONL) here; feed it to "
                    "ragmeter multilingual score.")
 @click.option("--scoring", type=click.Choice(["auto", "choices", "generate"]), default="auto",

@@ -9,7 +9,14 @@ from typing import Any
 import click
 
 from ragmeter.cli.backend_options import backend_options
-from ragmeter.cli.options import field_option, items_out_option, json_out_option, write_outputs
+from ragmeter.cli.options import (
+    field_option,
+    input_file,
+    items_out_option,
+    json_out_option,
+    output_file,
+    write_outputs,
+)
 from ragmeter.cli.report import record_options, save_run
 
 
@@ -19,7 +26,6 @@ def group() -> None:
 
 
 def print_table(result: Any, title: str) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     from ragmeter.reports.console import console, fmt
@@ -51,7 +57,6 @@ def print_table(result: Any, title: str) -> None:
     con.print(table)
     cov = result.coverage
     line = f"coverage: {cov['scored']}/{cov['total']} items graded"
-    line = escape(line)
     if cov["unscored"]:
         line += " (unscored: " + ", ".join(f"{k} {v}" for k, v in cov["reasons"].items()) + ")"
     con.print(line)
@@ -59,26 +64,26 @@ def print_table(result: Any, title: str) -> None:
         ci = (r.get("ci95") or {}).get("weighted_score")
         if ci:
             label = " ".join(str(r[c]) for c in result.by) or "all"
-            con.print(escape(f"95% CI [{label}]: weighted_score [{ci[0]:.4f}, {ci[1]:.4f}]"))
+            con.print(f"95% CI [{label}]: weighted_score [{ci[0]:.4f}, {ci[1]:.4f}]")
         st = r.get("stability")
         if st:
             label = " ".join(str(r[c]) for c in result.by) or "all"
             rng = st["weighted_score_range"]
             sci = st["weighted_score_all_repeats_ci95"]
-            con.print(escape(
+            con.print(
                 f"stability [{label}]: K={st['repeats']}, {st['items']} items; grade changed on "
                 f"{fmt(st['changed_share'], 3)} of items; mean spread {fmt(st['mean_spread'], 3)}"
                 f"; weighted_score per repeat {fmt(rng[0] if rng else None)}.."
                 f"{fmt(rng[1] if rng else None)}; over all repeats "
                 f"{fmt(st['weighted_score_all_repeats'])}"
-                + (f" [{sci[0]:.4f}, {sci[1]:.4f}]" if sci else "")))
+                + (f" [{sci[0]:.4f}, {sci[1]:.4f}]" if sci else ""))
     for note in result.notes:
         con.print(f"note: {note}")
     con.print(f"signature: {result.signature}", style="dim")
 
 
 @group.command(name="score")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=input_file())
 @click.option("--by", "by", multiple=True, metavar="COLUMN",
               help="One row per value of COLUMN (repeatable), e.g. --by lang. RAGaliq log "
                    "names give lang, model_name, embedder_name, reranker_name; any file gives "
@@ -142,7 +147,7 @@ def judge_answers(answers: list[Any], prompt_file: str | None, scoring: str, rep
 
 
 _judge_options = [
-    click.option("--prompt-file", type=click.Path(dir_okay=False, exists=True), default=None,
+    click.option("--prompt-file", type=input_file(exists=True), default=None,
                  help="A judge template with {instruction}/{question}, {response}, "
                       "{reference_answer}/{reference}; RAGaliq's judge_prompt.txt reproduces "
                       "it exactly (temperature 0.001, max_tokens 512, strict [RESULT] parsing)."),
@@ -169,8 +174,8 @@ def judge_options(f: Any) -> Any:
 
 
 @group.command(name="judge")
-@click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+@click.argument("path", type=input_file())
+@click.option("--out", "out", required=True, type=output_file(),
               help="Write the graded rows (JSONL) here; feed it to rubric score.")
 @judge_options
 @field_option
@@ -203,10 +208,10 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
 
 
 @group.command(name="run")
-@click.option("--kb", "kb", required=True, type=click.Path(dir_okay=False),
+@click.option("--kb", "kb", required=True, type=input_file(),
               help="Knowledge base, one chunk per line (RAGaliq's orientation_<lang>.md).")
 @click.option("--questions", "questions", required=True, multiple=True,
-              type=click.Path(dir_okay=False),
+              type=input_file(),
               help="Questions with reference answers (questions_<lang>.json); repeatable "
                    "together with --kb per language is not supported: run once per language.")
 @click.option("--lang", default=None, help="Language of the questions [default: from the "
@@ -216,7 +221,7 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
 @click.option("--top-k", default=3, show_default=True, type=click.IntRange(1, 50))
 @click.option("--limit", default=None, type=click.IntRange(1), help="First N questions only.")
 @click.option("--reader-max-tokens", default=128, show_default=True, type=click.IntRange(1))
-@click.option("--out", "out", default=None, type=click.Path(dir_okay=False),
+@click.option("--out", "out", default=None, type=output_file(),
               help="Write the graded rows (JSONL) here.")
 @judge_options
 @json_out_option

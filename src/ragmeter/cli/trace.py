@@ -9,9 +9,11 @@ import click
 from ragmeter.cli.backend_options import backend_options
 from ragmeter.cli.options import (
     field_option,
+    input_file,
     input_path,
     items_out_option,
     json_out_option,
+    output_file,
     write_outputs,
 )
 from ragmeter.cli.report import record_options, save_run
@@ -134,7 +136,7 @@ def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[
 
 @group.command(name="validate")
 @input_path()
-@click.option("--pred", "pred_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--pred", "pred_path", type=input_file(), default=None,
               help="Predicted labels (JSONL/JSON/Parquet, e.g. from `ragmeter trace label`), "
                    "joined on their \"row\" field, else on \"id\".")
 @click.option("--pred-column", "pred_columns", multiple=True, metavar="METRIC=COLUMN",
@@ -194,7 +196,7 @@ def _label_options(f: Any) -> Any:
                      help="json: one labelling call per row (capable endpoints); choice: "
                           "per-sentence yes/no choice scoring (the offline small model). "
                           "auto: choice for --backend local, else json."),
-        click.option("--prompt-file", type=click.Path(dir_okay=False), default=None,
+        click.option("--prompt-file", type=input_file(), default=None,
                      help="Labelling prompt for --strategy json with {documents}, {question}, "
                           "{answer} fields, e.g. RAGBench's labeling_prompt.txt for exact "
                           "reproduction [default: ragmeter's own prompt]."),
@@ -263,8 +265,8 @@ def _label(path: str, out: str, kw: dict[str, Any]) -> tuple[list[dict[str, Any]
 
 
 @group.command(name="label")
-@click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--out", required=True, type=click.Path(dir_okay=False),
+@click.argument("path", type=input_file())
+@click.option("--out", required=True, type=output_file(),
               help="Labels file to write (JSON Lines, RAGBench's label columns).")
 @_label_options
 @field_option
@@ -284,8 +286,8 @@ def label(path: str, out: str, **kw: Any) -> None:
 
 
 @group.command(name="run")
-@click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--out", required=True, type=click.Path(dir_okay=False),
+@click.argument("path", type=input_file())
+@click.option("--out", required=True, type=output_file(),
               help="Labels file to write (JSON Lines).")
 @json_out_option
 @_label_options
