@@ -183,23 +183,25 @@ def validate(path: str, pred_path: str | None, pred_columns: tuple[str, ...], ju
 
 
 
-_LABEL_COLUMNS = ("id", "question", "documents", "response", "documents_sentences",
-                  "response_sentences")
-
-
 def _label_options(f: Any) -> Any:
     opts = [
-        click.option("--strategy", type=click.Choice(["auto", "json", "choice"]), default="auto",
-                     show_default=True,
-                     help="json: one labelling call per row (capable endpoints); choice: "
-                          "per-sentence yes/no choice scoring (the offline small model). "
-                          "auto: choice for --backend local, else json."),
+        click.option("--strategy", type=click.Choice(["auto", "detector", "json", "choice"]),
+                     default="auto", show_default=True,
+                     help="detector: ragmeter's fitted detector, no generative model (fast, "
+                          "validated; see docs/trace.md); json: one labelling call per row "
+                          "(capable endpoints); choice: per-sentence yes/no choice scoring "
+                          "with the offline small model. auto: detector for --backend local "
+                          "(choice when --tasks is given), json for other backends."),
+        click.option("--detector", "detector", type=click.Path(dir_okay=False), default=None,
+                     help="Detector file from `ragmeter trace fit` [default: the shipped "
+                          "trace-detector-v1]."),
         click.option("--prompt-file", type=click.Path(dir_okay=False), default=None,
                      help="Labelling prompt for --strategy json with {documents}, {question}, "
                           "{answer} fields, e.g. RAGBench's labeling_prompt.txt for exact "
                           "reproduction [default: ragmeter's own prompt]."),
-        click.option("--tasks", default="relevance,utilization,support", show_default=True,
-                     help="Choice strategy: which labels to produce (comma-separated)."),
+        click.option("--tasks", default=None,
+                     help="Choice strategy: which labels to produce (comma-separated) "
+                          "[default: relevance,utilization,support]."),
         click.option("--threshold", default=0.5, show_default=True,
                      type=click.FloatRange(0, 1), help="Choice strategy: p(yes) needed."),
         click.option("--evidence-sentences", default=6, show_default=True,
@@ -223,42 +225,57 @@ def _label_options(f: Any) -> Any:
 
 def _label(path: str, out: str, kw: dict[str, Any]) -> tuple[list[dict[str, Any]], str] | None:
     """Shared by label and run; None on --dry-run."""
-    from ragmeter.cli.backend_options import runner_context
-    from ragmeter.io import parse_field_options, write_jsonl
-    from ragmeter.runner import estimate_requests
-    from ragmeter.suites.trace.data import iter_trace_rows, parse_source_row
-    from ragmeter.suites.trace.label import LabelConfig, label_sources, load_prompts, plan
-
-    fm = parse_field_options(kw.get("fields") or (), component="trace")
-    sources = []
-    for row in iter_trace_rows(path, _LABEL_COLUMNS, field_map=fm):
-        sources.append(parse_source_row(row))
-        if kw.get("limit") and len(sources) >= kw["limit"]:
-            break
-    strategy = kw["strategy"]
-    if strategy == "auto":
-        strategy = "choice" if (kw.get("backend") or "local") == "local" else "json"
-    tasks = tuple(t.strip() for t in kw["tasks"].split(",") if t.strip())
-    config = LabelConfig(strategy=strategy, prompts=load_prompts(kw.get("prompt_file")),
-                         tasks=tasks if strategy == "choice" else
-                         ("relevance", "utilization", "support"),
-                         threshold=kw["threshold"], evidence_sentences=kw["evidence_sentences"],
-                         max_doc_sentences=kw.get("max_doc_sentences"),
-                         language=kw["language"], max_tokens=kw["max_tokens"])
-    backend, store, rconfig, dry_run = runner_context(description="trace label", **kw)
-    if dry_run:
-        _, requests, _ = plan(sources, config)
-        click.echo(estimate_requests(requests, backend, store).render())
-        return None
     import time
 
+    from ragmeter.io import parse_field_options, write_jsonl
+    from ragmeter.suites.trace.data import read_sources
+    from ragmeter.suites.trace.label import (
+        TASKS,
+        LabelConfig,
+        detector_rows,
+        label_sources,
+        load_prompts,
+        plan,
+    )
+
+    fm = parse_field_options(kw.get("fields") or (), component="trace")
+    sources = read_sources(path, field_map=fm, limit=kw.get("limit"))
+    strategy = kw["strategy"]
+    tasks = TASKS if not kw.get("tasks") else \
+        tuple(t.strip() for t in kw["tasks"].split(",") if t.strip())
+    if strategy == "auto":
+        if (kw.get("backend") or "local") == "local":
+            strategy = "choice" if kw.get("tasks") else "detector"
+        else:
+            strategy = "json"
+    config = LabelConfig(strategy=strategy,
+                         prompts=load_prompts(kw.get("prompt_file")),
+                         tasks=tasks, threshold=kw["threshold"],
+                         evidence_sentences=kw["evidence_sentences"],
+                         max_doc_sentences=kw.get("max_doc_sentences"),
+                         language=kw["language"], max_tokens=kw["max_tokens"],
+                         detector=kw.get("detector"))
     t0 = time.monotonic()
-    rows = label_sources(sources, backend, store, rconfig, config)
+    if strategy == "detector":
+        if kw.get("dry_run"):
+            click.echo(f"{len(sources)} rows; the detector makes no model call.")
+            return None
+        rows = detector_rows(sources, config)
+    else:
+        from ragmeter.cli.backend_options import runner_context
+        from ragmeter.runner import estimate_requests
+
+        backend, store, rconfig, dry_run = runner_context(description="trace label", **kw)
+        if dry_run:
+            _, requests, _ = plan(sources, config)
+            click.echo(estimate_requests(requests, backend, store).render())
+            return None
+        rows = label_sources(sources, backend, store, rconfig, config)
     seconds = time.monotonic() - t0
     n = write_jsonl(out, rows)
     bad = sum(1 for r in rows if r["status"] != "ok")
     click.echo(f"wrote {n} label rows to {out} ({bad} unscored; {seconds:.1f} s, "
-               f"{seconds / max(n, 1):.2f} s per row; strategy {strategy})", err=True)
+               f"{n / max(seconds, 1e-9):.1f} rows/s; strategy {strategy})", err=True)
     return rows, strategy
 
 
@@ -315,3 +332,38 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
         click.echo(f"wrote {json_out}", err=True)
     save_run("trace", result.to_json(), rows, inputs=[path, out], no_record=no_record,
              runs_dir=runs_dir, models=[str(judge)])
+
+
+@group.command(name="fit")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="Detector file to write (JSON, a few kB).")
+@click.option("--name", default="trace-detector-v1", show_default=True,
+              help="Name recorded in the file and in the judge name of its labels.")
+@click.option("--threshold", default=0.5, show_default=True, type=click.FloatRange(0, 1),
+              help="p(unsupported) at which a response sentence is labelled unsupported.")
+@click.option("--no-leave-one-out", is_flag=True,
+              help="Skip the leave-one-split-out scores recorded in the file's provenance.")
+@field_option
+def fit(paths: tuple[str, ...], out: str, name: str, threshold: float,
+        no_leave_one_out: bool, fields: tuple[str, ...]) -> None:
+    """Fit the TRACe detector on annotated splits (RAGBench's columns) and write its file.
+
+    Each PATH is one split (named by its folder for RAGBench's test-*.parquet files, else by
+    the file name). Refitting the same files gives the same file byte for byte. Use it with
+    `ragmeter trace label --strategy detector --detector FILE`.
+
+    Example: ragmeter trace fit covidqa/test-00000-of-00001.parquet
+    hotpotqa/test-00000-of-00001.parquet --out detector.json
+    """
+    from ragmeter.io import parse_field_options, write_text
+    from ragmeter.suites.trace.detector import detector_json, fit_files
+
+    content = fit_files(list(paths), name=name, threshold=threshold,
+                        leave_one_out=not no_leave_one_out,
+                        field_map=parse_field_options(fields, component="trace"))
+    write_text(out, detector_json(content))
+    for split, scores in content["provenance"]["leave_one_split_out"].items():
+        click.echo(f"{split} left out: " + ", ".join(f"{k} {v}" for k, v in scores.items()))
+    rows = sum(t["trainable_rows"] for t in content["provenance"]["training"])
+    click.echo(f"wrote {out} (fitted on {rows} rows of {len(paths)} split(s))", err=True)

@@ -253,3 +253,18 @@ def parse_source_row(row: Row) -> SourceRow:
             documents = tuple(items)
     return SourceRow(row_id(row), row.number, question, documents, response, docs_sent,
                      resp_sent)
+
+
+SOURCE_COLUMNS = ("id", "question", "documents", "response", "documents_sentences",
+                  "response_sentences")
+
+
+def read_sources(path: str | Path, *, field_map: FieldMap | None = None,
+                 limit: int | None = None) -> list[SourceRow]:
+    """The (question, documents, response) rows of ``path``, the first ``limit`` only."""
+    sources: list[SourceRow] = []
+    for row in iter_trace_rows(path, SOURCE_COLUMNS, field_map=field_map):
+        sources.append(parse_source_row(row))
+        if limit and len(sources) >= limit:
+            break
+    return sources

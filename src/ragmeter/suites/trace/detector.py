@@ -368,3 +368,21 @@ def read_annotated(path: str | Path, field_map: Any = None) -> tuple[list[Annota
         if a is not None:
             out.append(a)
     return out, n
+
+
+def fit_files(paths: Sequence[str | Path], *, name: str = "trace-detector-v1",
+              threshold: float = 0.5, leave_one_out: bool = True,
+              field_map: Any = None) -> dict[str, Any]:
+    """Fit a detector on annotated files, one split per file (named by :func:`split_name`)."""
+    splits: dict[str, tuple[Sequence[Annotated], dict[str, Any]]] = {}
+    for path in paths:
+        split = split_name(path)
+        if split in splits:
+            raise InputError(f"names split {split!r} a second time.", component=COMPONENT,
+                             path=path, fix="give each split once (splits are named by their "
+                                            "folder for RAGBench's test-*.parquet files, else "
+                                            "by the file name).")
+        rows, n = read_annotated(path, field_map)
+        splits[split] = (rows, {"file": Path(path).name, "rows": n,
+                                "trainable_rows": len(rows), "sha256": file_sha256(path)})
+    return fit_detector(splits, name=name, threshold=threshold, leave_one_out=leave_one_out)
