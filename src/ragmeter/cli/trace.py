@@ -340,12 +340,14 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
               help="Detector file to write (JSON, a few kB).")
 @click.option("--name", default="trace-detector-v1", show_default=True,
               help="Name recorded in the file and in the judge name of its labels.")
-@click.option("--threshold", default=0.5, show_default=True, type=click.FloatRange(0, 1),
-              help="p(unsupported) at which a response sentence is labelled unsupported.")
+@click.option("--threshold", default=None, type=click.FloatRange(0, 1),
+              help="p(unsupported) at which a response sentence is labelled unsupported "
+                   "[default: fitted so that the share labelled unsupported on the training "
+                   "rows equals the annotated share].")
 @click.option("--no-leave-one-out", is_flag=True,
               help="Skip the leave-one-split-out scores recorded in the file's provenance.")
 @field_option
-def fit(paths: tuple[str, ...], out: str, name: str, threshold: float,
+def fit(paths: tuple[str, ...], out: str, name: str, threshold: float | None,
         no_leave_one_out: bool, fields: tuple[str, ...]) -> None:
     """Fit the TRACe detector on annotated splits (RAGBench's columns) and write its file.
 

@@ -4,7 +4,9 @@ Three L2-regularized logistic regressions over the lexical features of
 :mod:`ragmeter.suites.trace.features`:
 
 - **support**: p(response sentence is unsupported).  Sentences with p >= ``threshold`` are the
-  row's ``unsupported_response_sentence_keys``; the row's probability of not being adherent is
+  row's ``unsupported_response_sentence_keys``; the threshold is fitted so that the share of
+  training sentences labelled unsupported equals the annotated share (unsupported sentences
+  are rare, ~5-15%, so p seldom reaches 0.5); the row's probability of not being adherent is
   the noisy-or ``1 - prod(1 - p)`` over its sentences (``adherence_probability`` is one minus
   it, so ``trace validate`` ranks a probability, not a 0/1).
 - **relevance** / **utilization**: p(document sentence is relevant / utilized).  The row's
@@ -261,12 +263,18 @@ def _matrices(rows: Sequence[Annotated]) -> dict[str, tuple[np.ndarray, np.ndarr
             "utilization": (dxa, np.asarray(uy))}
 
 
-def _fit_models(rows: Sequence[Annotated]) -> dict[str, Logistic]:
+def _fit_models(rows: Sequence[Annotated]) -> tuple[dict[str, Logistic], float]:
+    """The three models and the rate-matching support threshold."""
     mats = _matrices(rows)
-    return {t: fit_logistic(mats[t][0], mats[t][1], _TASKS[t]) for t in _TASKS}
+    models = {t: fit_logistic(mats[t][0], mats[t][1], _TASKS[t]) for t in _TASKS}
+    x, y = mats["support"]
+    p = models["support"].predict(x)
+    rate = float(y.mean()) if len(y) else 0.0
+    threshold = _r(float(np.quantile(p, 1.0 - rate))) if len(p) and rate > 0 else 1.0
+    return models, threshold
 
 
-def _detector(models: dict[str, Logistic], threshold: float = 0.5) -> Detector:
+def _detector(models: dict[str, Logistic], threshold: float) -> Detector:
     return Detector("fold", "fold", threshold, models["support"], models["relevance"],
                     models["utilization"], {})
 
@@ -300,10 +308,11 @@ def split_name(path: str | Path) -> str:
 
 
 def fit_detector(splits: dict[str, tuple[Sequence[Annotated], dict[str, Any]]], *,
-                 name: str = "trace-detector-v1", threshold: float = 0.5,
+                 name: str = "trace-detector-v1", threshold: float | None = None,
                  leave_one_out: bool = True) -> dict[str, Any]:
     """The detector file's content, fitted on every split; ``splits`` maps a split name to
-    its rows and its provenance entry (file name, rows, sha256).  With ``leave_one_out``
+    its rows and its provenance entry (file name, rows, sha256).  ``threshold`` None fits
+    it (see module docstring).  With ``leave_one_out``
     and two or more splits, each split is also scored by a model fitted on the others."""
     from ragmeter._version import __version__
 
@@ -313,18 +322,21 @@ def fit_detector(splits: dict[str, tuple[Sequence[Annotated], dict[str, Any]]], 
         raise ConfigError("trace fit: no annotated row can train (rows need "
                           "documents_sentences, response_sentences and the three label "
                           "columns).")
-    models = _fit_models(every)
+    models, fitted = _fit_models(every)
     loso: dict[str, Any] = {}
     if leave_one_out and len(names) > 1:
         for held in names:
-            fold = _fit_models([a for s in names if s != held for a in splits[s][0]])
-            loso[held] = held_out_scores(_detector(fold, threshold), splits[held][0])
+            fold, fold_t = _fit_models([a for s in names if s != held for a in splits[s][0]])
+            loso[held] = held_out_scores(_detector(fold, fold_t if threshold is None
+                                                   else threshold), splits[held][0])
     return {
         "format": FORMAT,
         "name": name,
         "version": __version__,
         "features": FEATURE_VERSION,
-        "threshold": threshold,
+        "threshold": fitted if threshold is None else threshold,
+        "threshold_rule": "fitted: training share labelled unsupported = annotated share"
+                          if threshold is None else "given",
         "l2": L2,
         "models": {t: models[t].to_json() for t in _TASKS},
         "provenance": {
@@ -371,7 +383,7 @@ def read_annotated(path: str | Path, field_map: Any = None) -> tuple[list[Annota
 
 
 def fit_files(paths: Sequence[str | Path], *, name: str = "trace-detector-v1",
-              threshold: float = 0.5, leave_one_out: bool = True,
+              threshold: float | None = None, leave_one_out: bool = True,
               field_map: Any = None) -> dict[str, Any]:
     """Fit a detector on annotated files, one split per file (named by :func:`split_name`)."""
     splits: dict[str, tuple[Sequence[Annotated], dict[str, Any]]] = {}
