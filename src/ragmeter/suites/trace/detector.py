@@ -48,7 +48,8 @@ from ragmeter.suites.trace.features import (
 )
 
 __all__ = ["FORMAT", "DEFAULT_DETECTOR", "Logistic", "Detector", "load_detector",
-           "fit_logistic", "Annotated", "fit_detector", "detector_json", "split_name",
+           "fit_logistic", "Annotated", "annotate", "read_annotated", "fit_rows",
+           "fit_detector", "fit_files", "detector_json", "split_name", "held_out_scores",
            "RAGBENCH_ATTRIBUTION"]
 
 FORMAT = "ragmeter-trace-detector"
@@ -58,8 +59,13 @@ RAGBENCH_ATTRIBUTION = (
     "RAGBench (Friel, Belyi, Sanyal 2024, arXiv:2407.11005), Hugging Face rungalileo/ragbench, "
     "license CC-BY-4.0; test splits with their TRACe annotations (annotator models listed in "
     "the dataset card).")
-_TASKS = {"support": SUPPORT_FEATURES, "relevance": DOCUMENT_FEATURES,
+# Relevance leaves out the two "which sentence did the response draw on" features (they
+# lowered its held-out score); utilization uses every document feature.
+RELEVANCE_FEATURES = tuple(f for f in DOCUMENT_FEATURES
+                           if f not in ("covers_response", "best_for_response"))
+_TASKS = {"support": SUPPORT_FEATURES, "relevance": RELEVANCE_FEATURES,
           "utilization": DOCUMENT_FEATURES}
+_RELEVANCE_COLUMNS = [DOCUMENT_FEATURES.index(f) for f in RELEVANCE_FEATURES]
 
 
 def _r(x: float) -> float:
@@ -145,7 +151,7 @@ class Detector:
         for task, model, column in (
                 ("relevance", self.relevance, "all_relevant_sentence_keys"),
                 ("utilization", self.utilization, "all_utilized_sentence_keys")):
-            p = model.predict(dx)
+            p = model.predict(dx[:, _RELEVANCE_COLUMNS] if task == "relevance" else dx)
             k = int(math.floor(float(p.sum()) + 0.5))
             top = sorted(np.argsort(-p, kind="stable")[:k].tolist())
             cols[column] = [doc_keys[i] for i in top]
@@ -259,7 +265,8 @@ def _matrices(rows: Sequence[Annotated]) -> dict[str, tuple[np.ndarray, np.ndarr
                 uy.append(1.0 if s.key in a.utilized else 0.0)
     sxa = np.vstack(sx) if sx else np.zeros((0, len(SUPPORT_FEATURES)))
     dxa = np.vstack(dx) if dx else np.zeros((0, len(DOCUMENT_FEATURES)))
-    return {"support": (sxa, np.asarray(sy)), "relevance": (dxa, np.asarray(ry)),
+    return {"support": (sxa, np.asarray(sy)),
+            "relevance": (dxa[:, _RELEVANCE_COLUMNS], np.asarray(ry)),
             "utilization": (dxa, np.asarray(uy))}
 
 
@@ -274,9 +281,15 @@ def _fit_models(rows: Sequence[Annotated]) -> tuple[dict[str, Logistic], float]:
     return models, threshold
 
 
-def _detector(models: dict[str, Logistic], threshold: float) -> Detector:
-    return Detector("fold", "fold", threshold, models["support"], models["relevance"],
+def _detector(models: dict[str, Logistic], threshold: float, name: str = "fold") -> Detector:
+    return Detector(name, name, threshold, models["support"], models["relevance"],
                     models["utilization"], {})
+
+
+def fit_rows(rows: Sequence[Annotated], name: str = "fitted") -> Detector:
+    """A detector fitted on ``rows`` (threshold fitted), without writing a file."""
+    models, threshold = _fit_models(rows)
+    return _detector(models, threshold, name)
 
 
 def held_out_scores(detector: Detector, rows: Sequence[Annotated]) -> dict[str, float | None]:

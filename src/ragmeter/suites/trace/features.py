@@ -56,7 +56,8 @@ SUPPORT_FEATURES = (
 DOCUMENT_FEATURES = (
     "question_cover", "question_share", "response_share", "best_response_share",
     "response_bigram_share", "shared_numbers", "position", "is_first", "log_words",
-    "log_row_sentences", "best_in_doc_question", "response_cover_rank",
+    "log_row_sentences", "best_in_doc_question", "response_cover_rank", "covers_response",
+    "best_for_response",
 )
 
 
@@ -64,7 +65,7 @@ def words(text: str) -> list[str]:
     """Content tokens of ``text`` (see module docstring), in order, with repeats."""
     out: list[str] = []
     for tok in _TOKEN.findall(text.lower()):
-        if _CJK.match(tok):
+        if tok[0] >= "\u3040" and _CJK.match(tok):
             if len(tok) == 1:
                 out.append(tok)
             else:
@@ -109,6 +110,7 @@ class RowText:
     doc_bigrams: frozenset[tuple[str, str]]
     doc_numbers: frozenset[str]
     doc_lower: str
+    hits: np.ndarray  # (response sentences, document sentences): shared word counts
 
 
 def row_text(question: str, documents_sentences: Sequence[Sequence[tuple[str, str]]],
@@ -123,10 +125,12 @@ def row_text(question: str, documents_sentences: Sequence[Sequence[tuple[str, st
         db |= s.bigrams
         dn |= s.numbers
     lower = "\n".join(t.lower() for doc in documents_sentences for _, t in doc)
-    return RowText(_sent("q", question), docs,
-                   tuple(_sent(k, t) for k, t in response_sentences),
+    resp = tuple(_sent(k, t) for k, t in response_sentences)
+    hits = np.array([[len(r.words & s.words) for s in flat] for r in resp],
+                    dtype=np.float64).reshape(len(resp), len(flat))
+    return RowText(_sent("q", question), docs, resp,
                    tuple(t for _, t in response_sentences),
-                   frozenset(dw), frozenset(db), frozenset(dn), lower)
+                   frozenset(dw), frozenset(db), frozenset(dn), lower, hits)
 
 
 def _share(part: int, whole: int) -> float:
@@ -138,18 +142,19 @@ def support_features(rt: RowText) -> np.ndarray:
     flat = [s for d in rt.documents for s in d]
     n_resp = len(rt.response)
     out = np.zeros((n_resp, len(SUPPORT_FEATURES)))
+    sizes = np.array([len(s.words) for s in flat], dtype=np.float64)
     for i, (r, text) in enumerate(zip(rt.response, rt.response_texts, strict=True)):
         nw = len(r.words)
-        covers = sorted((len(r.words & s.words) for s in flat), reverse=True)
-        best = covers[0] if covers else 0
+        hits = rt.hits[i]
+        best = int(hits.max()) if flat else 0
         top2: set[str] = set()
         if flat and nw:
-            ranked = sorted(range(len(flat)), key=lambda j: -len(r.words & flat[j].words))[:2]
-            for j in ranked:
-                top2 |= r.words & flat[j].words
+            for j in np.argsort(-hits, kind="stable")[:2]:
+                top2 |= r.words & flat[int(j)].words
         best_bi = max((len(r.bigrams & s.bigrams) for s in flat), default=0)
-        best_jac = max((len(r.words & s.words) / len(r.words | s.words)
-                        for s in flat if r.words | s.words), default=0.0)
+        union = nw + sizes - hits
+        best_jac = float(np.max(np.where(union > 0, hits / np.maximum(union, 1), 0.0))) \
+            if flat else 0.0
         names = _names(text)
         novel_names = sum(1 for n in names if n not in rt.doc_lower)
         out[i] = (
@@ -183,7 +188,22 @@ def document_features(rt: RowText) -> np.ndarray:
         resp_bi |= r.bigrams
         resp_num |= r.numbers
     n_total = sum(len(d) for d in rt.documents)
+    hits = rt.hits
+    resp_sizes = np.array([len(r.words) for r in rt.response], dtype=np.float64)
+    best_for = np.zeros(hits.shape[1], dtype=bool)  # best cover of some response sentence
+    for i in range(hits.shape[0]):
+        top = hits[i].max() if hits.shape[1] else 0.0
+        if top > 0:
+            best_for |= hits[i] == top
+    n_flat = hits.shape[1]
+    if hits.shape[0] and n_flat:
+        most = hits.max(axis=0)
+        cover_of = (np.where(resp_sizes[:, None] > 0, hits / np.maximum(resp_sizes, 1)[:, None],
+                             0.0)).max(axis=0)
+    else:
+        most = cover_of = np.zeros(n_flat)
     rows: list[tuple[float, ...]] = []
+    flat_index = 0
     for doc in rt.documents:
         q_hits = [len(q & s.words) for s in doc]
         best_q = max(q_hits, default=0)
@@ -191,7 +211,8 @@ def document_features(rt: RowText) -> np.ndarray:
         doc_rows: list[list[float]] = []
         for j, s in enumerate(doc):
             nw = len(s.words)
-            best_r = max((_share(len(s.words & r.words), nw) for r in rt.response), default=0.0)
+            best_r = float(most[flat_index]) / nw if nw else 0.0
+            covers = float(cover_of[flat_index])
             doc_rows.append([
                 _share(q_hits[j], len(q)),
                 _share(q_hits[j], nw),
@@ -205,7 +226,10 @@ def document_features(rt: RowText) -> np.ndarray:
                 math.log1p(n_total),
                 1.0 if q_hits[j] == best_q and best_q > 0 else 0.0,
                 0.0,
+                covers,
+                1.0 if best_for[flat_index] else 0.0,
             ])
+            flat_index += 1
         rows.extend(tuple(r) for r in doc_rows)
     out = np.asarray(rows, dtype=np.float64).reshape(len(rows), len(DOCUMENT_FEATURES))
     if len(rows):

@@ -287,11 +287,13 @@ def plan(sources: Sequence[SourceRow], config: LabelConfig,
     return prepared, requests, spans
 
 
-def detector_rows(sources: Sequence[SourceRow], config: LabelConfig) -> list[dict[str, Any]]:
-    """Label every row with the fitted detector (no model call)."""
+def detector_rows(sources: Sequence[SourceRow], config: LabelConfig,
+                  detector: Any = None) -> list[dict[str, Any]]:
+    """Label every row with the fitted detector (no model call); ``detector`` overrides the
+    one named by ``config.detector``."""
     from ragmeter.suites.trace.detector import load_detector
 
-    det = load_detector(config.detector)
+    det = detector if detector is not None else load_detector(config.detector)
     out = []
     for s in sources:
         p = prepare(s, config)
