@@ -253,7 +253,11 @@ def annotate(source: SourceRow, label: LabelRow) -> Annotated | None:
 
 
 def _matrices(rows: Sequence[Annotated]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    sx, sy, dx, ry, uy = [], [], [], [], []
+    sx: list[np.ndarray] = []
+    dx: list[np.ndarray] = []
+    sy: list[float] = []
+    ry: list[float] = []
+    uy: list[float] = []
     for a in rows:
         f = support_features(a.text)
         sx.append(f)

@@ -187,19 +187,28 @@ def validate_file(reference: str | Path, config: ValidateConfig) -> ValidateResu
                     fix="give each prediction the 1-based row number of its reference row "
                         "in a \"row\" field (`trace label` writes it).")
             lookup = [by_id.get(t.id) for t in truth]
+        n_pred_rows = sum(1 for s in lookup if s is not None)
         if config.subset_only:
-            keep = [i for i, s in enumerate(lookup) if s is not None]
+            # rows whose prediction is scored: an unscored prediction has no values, so
+            # keeping its row would evaluate the baselines on rows the judge is not
+            keep = [i for i, s in enumerate(lookup) if s is not None and s.ok]
+            unscored_here = n_pred_rows - len(keep)
             truth = [truth[i] for i in keep]
             raw = [raw[i] for i in keep]
             lookup = [lookup[i] for i in keep]
-            notes.append(f"every judge is evaluated on the {len(keep)} rows that have a "
-                         "prediction, so the numbers are comparable.")
+            note = (f"every judge is evaluated on the {len(keep)} rows that have a scored "
+                    "prediction, so the numbers are comparable")
+            if unscored_here:
+                note += (f" ({unscored_here} row(s) whose prediction is unscored are left "
+                         "out; see coverage)")
+            notes.append(note + ".")
         preds = [_pred_from_scored(s) if s is not None else {} for s in lookup]
-        matched = sum(1 for s in lookup if s is not None)
-        unscored = sum(1 for s in lookup if s is not None and not s.ok)
+        matched = n_pred_rows
+        unscored = n_pred_rows - sum(1 for s in lookup if s is not None and s.ok)
         coverage[config.judge_name] = {"predictions": n_pred, "matched_rows": matched,
                                        "unscored_predictions": unscored,
-                                       "rows_without_prediction": len(truth) - matched}
+                                       "rows_without_prediction":
+                                           len(truth) - sum(1 for s in lookup if s is not None)}
         judges[config.judge_name] = _estimates(truth, preds, config)
         if matched == 0:
             notes.append(f"no prediction in {config.pred_path} matches a reference row.")
