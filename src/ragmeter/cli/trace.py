@@ -14,7 +14,7 @@ from ragmeter.cli.options import (
     json_out_option,
     write_outputs,
 )
-from ragmeter.cli.report import record_options, save_run
+from ragmeter.cli.report import record_options, save_result
 
 
 @click.group(name="trace")
@@ -120,16 +120,12 @@ def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[
     Example: ragmeter trace score hotpotqa/test-00000-of-00001.parquet --json m.json
     --items items.jsonl
     """
-    from ragmeter.io import parse_field_options
-    from ragmeter.suites.trace import ScoreConfig, score_file
+    import ragmeter.trace
 
-    config = ScoreConfig(n_resamples=resamples, seed=seed,
-                         field_map=parse_field_options(fields, component="trace"))
-    result = score_file(path, config)
-    print_score(result)
+    result = ragmeter.trace.score(path, resamples=resamples, seed=seed, fields=fields)
+    print_score(result.detail)
     write_outputs(result, json_out, items_out)
-    save_run("trace", result.to_json(), result.iter_items(), inputs=[path],
-             no_record=no_record, runs_dir=runs_dir)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
 @group.command(name="validate")
@@ -165,22 +161,15 @@ def validate(path: str, pred_path: str | None, pred_columns: tuple[str, ...], ju
 
     Example: ragmeter trace validate hotpotqa.parquet --pred labels.jsonl --json v.json
     """
-    from ragmeter.io import parse_field_options, write_json
-    from ragmeter.suites.trace.validate import ValidateConfig, validate_file
+    import ragmeter.trace
 
-    config = ValidateConfig(pred_path=pred_path, pred_columns=_parse_pred_columns(pred_columns),
-                            judge_name=judge_name, baselines=not no_baselines,
-                            subset_only=pred_rows_only,
-                            n_resamples=resamples, seed=seed,
-                            field_map=parse_field_options(fields, component="trace"))
-    result = validate_file(path, config)
-    print_validation(result)
-    if json_out:
-        write_json(json_out, result.to_json())
-        click.echo(f"wrote {json_out}", err=True)
-    save_run("trace", result.to_json(), [], inputs=[p for p in (path, pred_path) if p],
-             no_record=no_record, runs_dir=runs_dir)
-
+    result = ragmeter.trace.validate(
+        path, pred=pred_path, pred_columns=_parse_pred_columns(pred_columns),
+        judge_name=judge_name, no_baselines=no_baselines, pred_rows_only=pred_rows_only,
+        resamples=resamples, seed=seed, fields=fields)
+    print_validation(result.detail)
+    write_outputs(result, json_out, None)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
 def _label_options(f: Any) -> Any:
@@ -223,60 +212,40 @@ def _label_options(f: Any) -> Any:
     return f
 
 
-def _label(path: str, out: str, kw: dict[str, Any]) -> tuple[list[dict[str, Any]], str] | None:
-    """Shared by label and run; None on --dry-run."""
-    import time
+_API_LABEL_OPTIONS = ("strategy", "detector", "prompt_file", "tasks", "threshold",
+                      "evidence_sentences", "max_doc_sentences", "language", "limit",
+                      "max_tokens")
 
-    from ragmeter.io import parse_field_options, write_jsonl
-    from ragmeter.suites.trace.data import read_sources
-    from ragmeter.suites.trace.label import (
-        TASKS,
-        LabelConfig,
-        detector_rows,
-        label_sources,
-        load_prompts,
-        plan,
-    )
 
-    fm = parse_field_options(kw.get("fields") or (), component="trace")
-    sources = read_sources(path, field_map=fm, limit=kw.get("limit"))
-    strategy = kw["strategy"]
-    tasks = TASKS if not kw.get("tasks") else \
-        tuple(t.strip() for t in kw["tasks"].split(",") if t.strip())
-    if strategy == "auto":
-        if (kw.get("backend") or "local") == "local":
-            strategy = "choice" if kw.get("tasks") else "detector"
-        else:
-            strategy = "json"
-    config = LabelConfig(strategy=strategy,
-                         prompts=load_prompts(kw.get("prompt_file")),
-                         tasks=tasks, threshold=kw["threshold"],
-                         evidence_sentences=kw["evidence_sentences"],
-                         max_doc_sentences=kw.get("max_doc_sentences"),
-                         language=kw["language"], max_tokens=kw["max_tokens"],
-                         detector=kw.get("detector"))
-    t0 = time.monotonic()
-    if strategy == "detector":
-        if kw.get("dry_run"):
-            click.echo(f"{len(sources)} rows; the detector makes no model call.")
-            return None
-        rows = detector_rows(sources, config)
-    else:
-        from ragmeter.cli.backend_options import runner_context
-        from ragmeter.runner import estimate_requests
+def _label_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
+    """The API's keyword arguments from the CLI's label and backend flags."""
+    from ragmeter.backends import from_options
 
-        backend, store, rconfig, dry_run = runner_context(description="trace label", **kw)
-        if dry_run:
-            _, requests, _ = plan(sources, config)
-            click.echo(estimate_requests(requests, backend, store).render())
-            return None
-        rows = label_sources(sources, backend, store, rconfig, config)
-    seconds = time.monotonic() - t0
-    n = write_jsonl(out, rows)
-    bad = sum(1 for r in rows if r["status"] != "ok")
-    click.echo(f"wrote {n} label rows to {out} ({bad} unscored; {seconds:.1f} s, "
-               f"{n / max(seconds, 1e-9):.1f} rows/s; strategy {strategy})", err=True)
-    return rows, strategy
+    return {**{k: kw.get(k) for k in _API_LABEL_OPTIONS},
+            "backend": from_options(**kw), "store": kw.get("store"),
+            "replay": bool(kw.get("replay")), "dry_run": bool(kw.get("dry_run")),
+            "fields": kw.get("fields") or ()}
+
+
+def _after_label(result: Any, out: str) -> bool:
+    """Print a dry run (False) or write the labels to ``out`` and say how it went (True)."""
+    from ragmeter.io import write_jsonl
+    from ragmeter.judging import alarm_lines, card_line
+
+    if result.summary.get("dry_run"):
+        click.echo(result.dry_run_text)
+        return False
+    n = write_jsonl(out, result.iter_items())
+    label_summary = result.summary.get("label", result.summary)
+    cov = label_summary["coverage"]
+    click.echo(f"wrote {n} label rows to {out} ({cov['unscored']} unscored; "
+               f"{label_summary['seconds']:.1f} s, {label_summary['rows_per_s'] or 0:.1f} "
+               f"rows/s; strategy {label_summary['strategy']})", err=True)
+    for card in result.judges:
+        click.echo(f"judge: {card_line(card)}", err=True)
+    for line in alarm_lines(result.alarms):
+        click.echo(line, err=True)
+    return True
 
 
 @group.command(name="label")
@@ -297,7 +266,9 @@ def label(path: str, out: str, **kw: Any) -> None:
     Example: ragmeter trace label rows.jsonl --out labels.jsonl --backend openai --model
     gpt-4o-mini --prompt-file labeling_prompt.txt
     """
-    _label(path, out, kw)
+    import ragmeter.trace
+
+    _after_label(ragmeter.trace.label(path, **_label_kwargs(kw)), out)
 
 
 @group.command(name="run")
@@ -316,22 +287,14 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
     Example: ragmeter trace run hotpotqa/test-00000-of-00001.parquet --limit 30
     --out labels.jsonl --json validation.json
     """
-    from ragmeter.io import write_json
-    from ragmeter.suites.trace.validate import ValidateConfig, validate_file
+    import ragmeter.trace
 
-    done = _label(path, out, kw)
-    if done is None:
+    result = ragmeter.trace.run(path, **_label_kwargs(kw))
+    if not _after_label(result, out):
         return
-    rows, strategy = done
-    judge = rows[0]["judge"] if rows else "judge"
-    result = validate_file(path, ValidateConfig(pred_path=out, judge_name=f"{judge} ({strategy})",
-                                                subset_only=True))
-    print_validation(result)
-    if json_out:
-        write_json(json_out, result.to_json())
-        click.echo(f"wrote {json_out}", err=True)
-    save_run("trace", result.to_json(), rows, inputs=[path, out], no_record=no_record,
-             runs_dir=runs_dir, models=[str(judge)])
+    print_validation(result.detail)
+    write_outputs(result, json_out, None)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
 @group.command(name="fit")
@@ -358,14 +321,13 @@ def fit(paths: tuple[str, ...], out: str, name: str, threshold: float | None,
     Example: ragmeter trace fit covidqa/test-00000-of-00001.parquet
     hotpotqa/test-00000-of-00001.parquet --out detector.json
     """
-    from ragmeter.io import parse_field_options, write_text
-    from ragmeter.suites.trace.detector import detector_json, fit_files
+    import ragmeter.trace
 
-    content = fit_files(list(paths), name=name, threshold=threshold,
-                        leave_one_out=not no_leave_one_out,
-                        field_map=parse_field_options(fields, component="trace"))
-    write_text(out, detector_json(content))
-    for split, scores in content["provenance"]["leave_one_split_out"].items():
-        click.echo(f"{split} left out: " + ", ".join(f"{k} {v}" for k, v in scores.items()))
-    rows = sum(t["trainable_rows"] for t in content["provenance"]["training"])
-    click.echo(f"wrote {out} (fitted on {rows} rows of {len(paths)} split(s))", err=True)
+    result = ragmeter.trace.fit(list(paths), out=out, name=name, threshold=threshold,
+                                no_leave_one_out=no_leave_one_out, fields=fields)
+    for item in result.items:
+        click.echo(f"{item['split']} left out: " + ", ".join(
+            f"{k} {v}" for k, v in item.items() if k != "split"))
+    cov = result.coverage
+    click.echo(f"wrote {out} (fitted on {cov['scored']} rows of {len(paths)} split(s))",
+               err=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import InputError
-from ragmeter.io import FieldMap, Row, as_text, detect_format, is_blank, iter_rows
+from ragmeter.io import FieldMap, Row, as_text, detect_format, is_blank, is_path, iter_rows
 
 __all__ = [
     "COMPONENT",
@@ -45,11 +45,15 @@ BASELINE_COLUMNS: dict[str, tuple[str, str]] = {
 }
 
 
-def iter_trace_rows(path: str | Path, columns: Sequence[str] | None = None, *,
+def iter_trace_rows(path: Any, columns: Sequence[str] | None = None, *,
                     field_map: FieldMap | None = None) -> Iterator[Row]:
-    """Rows of ``path``; for Parquet only ``columns`` (those present) are read."""
-    p = Path(path)
+    """Rows of ``path`` (a file, or in-memory data: a list of dicts, a DataFrame or an Arrow
+    table); for a Parquet file only ``columns`` (those present) are read."""
     fm = field_map or FieldMap()
+    if not is_path(path):
+        yield from iter_rows(path, component=COMPONENT, field_map=fm)
+        return
+    p = Path(path)
     if columns is not None and p.exists() and p.is_file() and detect_format(p) == "parquet":
         import pyarrow.parquet as pq
 
@@ -259,7 +263,7 @@ SOURCE_COLUMNS = ("id", "question", "documents", "response", "documents_sentence
                   "response_sentences")
 
 
-def read_sources(path: str | Path, *, field_map: FieldMap | None = None,
+def read_sources(path: Any, *, field_map: FieldMap | None = None,
                  limit: int | None = None) -> list[SourceRow]:
     """The (question, documents, response) rows of ``path``, the first ``limit`` only."""
     sources: list[SourceRow] = []

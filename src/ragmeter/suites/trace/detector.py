@@ -49,7 +49,7 @@ from ragmeter.suites.trace.features import (
 
 __all__ = ["FORMAT", "DEFAULT_DETECTOR", "Logistic", "Detector", "load_detector",
            "fit_logistic", "Annotated", "annotate", "read_annotated", "fit_rows",
-           "fit_detector", "fit_files", "detector_json", "split_name", "held_out_scores",
+           "fit_detector", "detector_json", "split_name", "held_out_scores",
            "RAGBENCH_ATTRIBUTION"]
 
 FORMAT = "ragmeter-trace-detector"
@@ -398,20 +398,3 @@ def read_annotated(path: str | Path, field_map: Any = None) -> tuple[list[Annota
             out.append(a)
     return out, n
 
-
-def fit_files(paths: Sequence[str | Path], *, name: str = "trace-detector-v1",
-              threshold: float | None = None, leave_one_out: bool = True,
-              field_map: Any = None) -> dict[str, Any]:
-    """Fit a detector on annotated files, one split per file (named by :func:`split_name`)."""
-    splits: dict[str, tuple[Sequence[Annotated], dict[str, Any]]] = {}
-    for path in paths:
-        split = split_name(path)
-        if split in splits:
-            raise InputError(f"names split {split!r} a second time.", component=COMPONENT,
-                             path=path, fix="give each split once (splits are named by their "
-                                            "folder for RAGBench's test-*.parquet files, else "
-                                            "by the file name).")
-        rows, n = read_annotated(path, field_map)
-        splits[split] = (rows, {"file": Path(path).name, "rows": n,
-                                "trainable_rows": len(rows), "sha256": file_sha256(path)})
-    return fit_detector(splits, name=name, threshold=threshold, leave_one_out=leave_one_out)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ragmeter.io import FieldMap, Row
@@ -171,7 +170,9 @@ def score_rows(rows: Iterable[Row], config: ScoreConfig, source: str = "input") 
                        config.signature().render(), notes, source)
 
 
-def score_file(path: str | Path, config: ScoreConfig) -> ScoreResult:
-    """Score a labels file (Parquet, JSONL, JSON or CSV)."""
+def score_file(path: Any, config: ScoreConfig) -> ScoreResult:
+    """Score a labels file (Parquet, JSONL, JSON or CSV) or in-memory label rows."""
+    from ragmeter.io import source_label
+
     rows = iter_trace_rows(path, SCORE_COLUMNS, field_map=config.field_map)
-    return score_rows(rows, config, source=str(path))
+    return score_rows(rows, config, source=source_label(path))
