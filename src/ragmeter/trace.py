@@ -30,14 +30,18 @@ COMPONENT = "trace"
 Fields = Mapping[str, str] | Iterable[str] | None
 
 
-def score(data: Any, *, resamples: int = 1000, seed: int = 12345,
-          fields: Fields = None) -> Result:
+def score(data: Any, *, resamples: int = 1000, seed: int = 12345, fields: Fields = None,
+          definitions: str = "ragbench") -> Result:
     """Relevance, utilization, completeness and adherence from sentence labels (RAGBench's
-    columns, e.g. a RAGBench split or :func:`label`'s items), with bootstrap 95% CIs."""
+    columns, e.g. a RAGBench split or :func:`label`'s items), with bootstrap 95% CIs.
+
+    ``definitions="writeup"``: the GPT-labelling write-up's variant and its average (opt-in;
+    RAGBench's definitions are the default and reproduce the released scores exactly).
+    """
     from ragmeter.suites.trace import ScoreConfig, score_file
 
     config = ScoreConfig(n_resamples=resamples, seed=seed,
-                         field_map=field_map(fields, COMPONENT))
+                         field_map=field_map(fields, COMPONENT), definitions=definitions)
     detail = score_file(data, config)
     return Result(COMPONENT, "score", detail.to_json(), items=detail.iter_items,
                   detail=detail, inputs=[input_record(data, detail.coverage.get("rows"))])

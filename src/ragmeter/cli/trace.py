@@ -41,7 +41,9 @@ def print_score(result: Any) -> None:
     from ragmeter.reports.console import console, coverage_line, fmt
 
     con = console()
-    table = Table(title="TRACe (RAGBench metrics)", title_justify="left")
+    writeup = "definitions:writeup" in (result.signature or "")
+    table = Table(title="TRACe (write-up variant)" if writeup else "TRACe (RAGBench metrics)",
+                  title_justify="left")
     for col in ("metric", "mean [95% CI]", "std", "n"):
         table.add_column(col, justify="left" if col == "metric" else "right")
     for metric, entry in result.summary.items():
@@ -107,9 +109,16 @@ def _parse_pred_columns(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--resamples", default=1000, show_default=True, type=click.IntRange(100, 100000),
               help="Bootstrap resamples for the 95% CIs.")
 @click.option("--seed", default=12345, show_default=True, type=int, help="Bootstrap seed.")
+@click.option("--definitions", type=click.Choice(["ragbench", "writeup"]), default="ragbench",
+              show_default=True,
+              help="ragbench: RAGBench's released definitions (exact); writeup: the "
+                   "GPT-labelling write-up's variant (relevance min(1, R/20), utilization "
+                   "U/R, adherence from fully_supported, plus their average), opt-in; see "
+                   "docs/trace.md.")
 @record_options
 def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[str, ...],
-          resamples: int, seed: int, no_record: bool, runs_dir: str | None) -> None:
+          resamples: int, seed: int, definitions: str, no_record: bool,
+          runs_dir: str | None) -> None:
     """Compute TRACe relevance, utilization, completeness and adherence from sentence labels.
 
     PATH (Parquet, JSONL, JSON or CSV) has RAGBench's label columns: documents_sentences,
@@ -122,7 +131,8 @@ def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[
     """
     import ragmeter.trace
 
-    result = ragmeter.trace.score(path, resamples=resamples, seed=seed, fields=fields)
+    result = ragmeter.trace.score(path, resamples=resamples, seed=seed, fields=fields,
+                                  definitions=definitions)
     print_score(result.detail)
     write_outputs(result, json_out, items_out)
     save_result(result, no_record=no_record, runs_dir=runs_dir)

@@ -139,6 +139,8 @@ class LabelRow:
     unsupported_keys: tuple[str, ...] | None
     unscored: tuple[str, str] | None = None  # (reason, detail)
     adherence_probability: float | None = None
+    # per response sentence, from sentence_support_information (None: the field is absent)
+    fully_supported: tuple[bool | None, ...] | None = None
 
 
 def _documents_sentences(row: Row) -> list[list[tuple[str, str]]]:
@@ -179,11 +181,8 @@ def parse_label_row(row: Row) -> LabelRow:
     raw_unsup = row.data.get("unsupported_response_sentence_keys")
     info = row.data.get("sentence_support_information")
     unsupported: tuple[str, ...] | None = None
-    if raw_unsup is not None:
-        unsupported = _keys(row, "unsupported_response_sentence_keys", raw_unsup)
-    elif info is not None:
-        from ragmeter.metrics.trace import unsupported_keys
-
+    pairs: list[tuple[str, Any]] | None = None
+    if info is not None:
         pairs = []
         for k, item in enumerate(_as_list(row, "sentence_support_information", info)):
             if not isinstance(item, dict) or "response_sentence_key" not in item:
@@ -191,7 +190,16 @@ def parse_label_row(row: Row) -> LabelRow:
                                 field="sentence_support_information",
                                 fix="give objects with response_sentence_key and "
                                     "fully_supported.")
-            pairs.append((str(item["response_sentence_key"]), item.get("fully_supported")))
+            full = item.get("fully_supported")
+            if hasattr(full, "item"):  # numpy bool from Parquet/pandas
+                full = full.item()
+            pairs.append((str(item["response_sentence_key"]),
+                          full if isinstance(full, bool) else None))
+    if raw_unsup is not None:
+        unsupported = _keys(row, "unsupported_response_sentence_keys", raw_unsup)
+    elif pairs is not None:
+        from ragmeter.metrics.trace import unsupported_keys
+
         unsupported = unsupported_keys(pairs)
     if relevant is None and utilized is None and unsupported is None:
         return LabelRow(rid, row.number, n, None, None, None, unscored=(
@@ -203,7 +211,8 @@ def parse_label_row(row: Row) -> LabelRow:
     prob_f = float(prob) if isinstance(prob, (int, float)) and not isinstance(prob, bool) \
         else None
     return LabelRow(rid, row.number, n, relevant, utilized, unsupported,
-                    adherence_probability=prob_f)
+                    adherence_probability=prob_f,
+                    fully_supported=None if pairs is None else tuple(f for _, f in pairs))
 
 
 @dataclass(frozen=True)
