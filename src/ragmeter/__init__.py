@@ -31,6 +31,7 @@ from ragmeter.errors import (
 _LAZY = {
     "multilingual": "ragmeter.multilingual",
     "reliability": "ragmeter.reliability",
+    "trace": "ragmeter.trace",
     "backends": "ragmeter.backends",
     "testing": "ragmeter.testing",
     "judging": "ragmeter.judging",
@@ -57,6 +58,7 @@ __all__ = [
     "multilingual",
     "reliability",
     "testing",
+    "trace",
 ]
 
 
