@@ -1,4 +1,4 @@
-"""``ragmeter rubric ...``: score, judge, run (RAGaliq's 0–5 rubric)."""
+"""``ragmeter rubric ...``: score, judge, run, validate (RAGaliq's 0–5 rubric)."""
 
 from __future__ import annotations
 
@@ -301,3 +301,88 @@ def run(kb: str, questions: tuple[str, ...], lang: str | None, embedder: str, to
         click.echo(f"wrote {json_out}", err=True)
     save_run("rubric", payload, result.iter_items(), inputs=[kb, *questions],
              models=[str(reader_model)])
+
+
+def print_agreement(result: Any, title: str) -> None:
+    """Console table of ``rubric validate``: one row per group and one overall."""
+    from rich.table import Table
+
+    from ragmeter.reports.console import console, fmt
+
+    con = console()
+    con.width = max(con.width, 140)
+    table = Table(title=title, title_justify="left")
+    for col in result.by:
+        table.add_column(col)
+    stats = ("exact", "within_one", "qwk", "mae", "spearman")
+    for s in stats:
+        table.add_column(s, justify="right")
+    table.add_column("mean judge/ref", justify="right")
+    table.add_column("n", justify="right")
+
+    def cells(row: dict[str, Any]) -> list[str]:
+        out = []
+        for s in stats:
+            ci = (row.get("ci95") or {}).get(s)
+            out.append(fmt(row[s], 3) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""))
+        out.append(f"{fmt(row['judge_mean'], 2)}/{fmt(row['reference_mean'], 2)}")
+        out.append(str(row["n"]))
+        return out
+
+    if len(result.groups) > 1 or result.by:
+        for r in result.groups:
+            table.add_row(*[str(r[c]) for c in result.by], *cells(r))
+    table.add_row(*(["all"] + [""] * (len(result.by) - 1) if result.by else []),
+                  *cells(result.overall))
+    con.print(table)
+    cov = result.coverage
+    line = f"coverage: {cov['scored']}/{cov['total']} items paired with a grade on both sides"
+    if cov["unscored"]:
+        line += " (" + ", ".join(f"{k} {v}" for k, v in cov["reasons"].items()) + ")"
+    con.print(line, markup=False)
+    con.print(f"paired on {result.paired_on}; 95% bootstrap CIs in brackets; qwk: "
+              "quadratic-weighted kappa over grades 0..5", markup=False)
+    con.print(f"signature: {result.signature}", style="dim", markup=False)
+
+
+@group.command(name="validate")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--reference", "references", required=True, multiple=True,
+              type=click.Path(dir_okay=False),
+              help="File(s) with the reference grades (repeatable), e.g. RAGaliq's "
+                   "eval_res_*.json logs or a human-graded JSONL with a score column.")
+@click.option("--by", "by", multiple=True, metavar="COLUMN",
+              help="Agreement per value of COLUMN too (repeatable), e.g. --by lang.")
+@click.option("--on", "on", type=click.Choice(["auto", "id", "question"]), default="auto",
+              show_default=True, help="Pair rows by id, by question text, or auto: id when "
+                                      "every row of both sides has one, else question.")
+@json_out_option
+@items_out_option
+@field_option
+@click.option("--no-ci", is_flag=True, help="Skip the bootstrap confidence intervals.")
+@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(100, 100000))
+@click.option("--seed", default=12345, show_default=True, type=int)
+@record_options
+def validate(paths: tuple[str, ...], references: tuple[str, ...], by: tuple[str, ...], on: str,
+             json_out: str | None, items_out: str | None, fields: tuple[str, ...],
+             no_ci: bool, resamples: int, seed: int, no_record: bool,
+             runs_dir: str | None) -> None:
+    """Agreement of a rubric judge's grades with reference grades.
+
+    PATHS: graded rows from any judge (rubric judge output, a score/reply column); the
+    reference files likewise.  Prints exact and within-one agreement, quadratic-weighted
+    kappa, MAE and Spearman with 95% bootstrap CIs, overall and per --by group.
+
+    Example: ragmeter rubric validate judged.jsonl --reference eval_res_en.json
+    --reference eval_res_ru.json --by lang
+    """
+    from ragmeter.io import parse_field_options
+    from ragmeter.suites.rubric.validate import ValidateConfig, validate_files
+
+    config = ValidateConfig(by=by, on=on, ci=not no_ci, n_resamples=resamples, seed=seed,
+                            field_map=parse_field_options(fields, component="rubric"))
+    result = validate_files(list(paths), list(references), config)
+    print_agreement(result, "Rubric judge agreement with reference grades")
+    write_outputs(result, json_out, items_out)
+    save_run("rubric", result.to_json(), result.iter_items(), inputs=[*paths, *references],
+             no_record=no_record, runs_dir=runs_dir)
