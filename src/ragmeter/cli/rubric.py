@@ -175,11 +175,18 @@ def judge_options(f: Any) -> Any:
 @judge_options
 @field_option
 @click.option("--by", "by", multiple=True, metavar="COLUMN", help="Group the table by COLUMN.")
+@click.option("--strategy", type=click.Choice(["llm", "overlap"]), default="llm",
+              show_default=True,
+              help="llm: a judge model through the backend options; overlap: ragmeter's "
+                   "offline grader, no model (abstention -> 0, else reference recall cut "
+                   "into 1..5; fitted on RAGaliq's judged runs, see docs/rubric.md).")
+@click.option("--grader", "grader_file", default=None, type=click.Path(dir_okay=False),
+              help="Cut points for --strategy overlap [default: the shipped overlap_v1].")
 @backend_options
 def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: int,
           temperature: float | None, seed: int, fields: tuple[str, ...],
-          by: tuple[str, ...], **kwargs: Any) -> None:
-    """Grade answers 0-5 against reference answers with an LLM judge.
+          by: tuple[str, ...], strategy: str, grader_file: str | None, **kwargs: Any) -> None:
+    """Grade answers 0-5 against reference answers with an LLM judge or offline.
 
     PATH holds question, reference (or true_answer) and response (or generated_answer).
 
@@ -191,10 +198,19 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
     from ragmeter.suites.rubric.scorer import score_files
 
     answers = read_answers(path, parse_field_options(fields, component="rubric"))
-    res = judge_answers(answers, prompt_file, scoring, repeats, temperature, seed, kwargs)
-    if res is None:
-        return
-    rows, mode, elapsed = res
+    if strategy == "overlap":
+        from ragmeter.suites.rubric.offline import OverlapGrader, overlap_rows
+
+        start = time.perf_counter()
+        grader = (OverlapGrader.from_file(grader_file) if grader_file
+                  else OverlapGrader.shipped())
+        rows, mode = overlap_rows(answers, grader), f"overlap:{grader.name}"
+        elapsed = time.perf_counter() - start
+    else:
+        res = judge_answers(answers, prompt_file, scoring, repeats, temperature, seed, kwargs)
+        if res is None:
+            return
+        rows, mode, elapsed = res
     n = write_jsonl(out, rows)
     click.echo(f"wrote {n} graded rows to {out} ({mode}, {elapsed:.1f}s)", err=True)
     result = score_files([out], RubricConfig(by=by))
