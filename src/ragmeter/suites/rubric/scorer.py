@@ -71,6 +71,7 @@ class GradedItem:
     expected_grade: float | None = None
     grade_probs: dict[int, float] | None = None
     judge: str | None = None
+    language_consistency: float | None = None
 
     def to_dict(self, by: Sequence[str]) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, **dict(zip(by, self.group, strict=True)),
@@ -81,6 +82,8 @@ class GradedItem:
             out["reason"], out["detail"] = self.reason, self.detail
         if self.expected_grade is not None:
             out["expected_grade"] = self.expected_grade
+        if self.language_consistency is not None:
+            out["language_consistency_score"] = self.language_consistency
         return out
 
 
@@ -134,6 +137,11 @@ def grade_from_row(row: Row) -> tuple[int | None, str | None, str | None]:
                                        "judge's text, or map yours with --field score=COLUMN.")
 
 
+def _is_number(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
 def _probs(row: Row) -> tuple[dict[int, float] | None, float | None]:
     raw = row.data.get("grade_probs")
     probs = None
@@ -178,9 +186,11 @@ def _iter_items(paths: Sequence[str | Path], config: RubricConfig) -> Iterable[G
             grade, reason, detail = grade_from_row(row)
             probs, exp = _probs(row)
             judge = data.get("judge_model")
+            lcs = data.get("language_consistency_score")
             yield GradedItem(id=str(item_id), group=tuple(group), repeat=repeat, grade=grade,
                              reason=reason, detail=detail, expected_grade=exp,
-                             grade_probs=probs, judge=str(judge) if judge else None)
+                             grade_probs=probs, judge=str(judge) if judge else None,
+                             language_consistency=float(lcs) if _is_number(lcs) else None)
 
 
 @dataclass
@@ -241,6 +251,12 @@ def summarize_group(items: Sequence[GradedItem], config: RubricConfig) -> dict[s
         if dists:
             ew = [math.fsum(rubric.WEIGHTS[g] * p for g, p in d.items()) for d in dists]
             out["expected_weighted_score"] = (math.fsum(ew) / len(ew)) ** 2
+    lcs = [i.language_consistency for i in first if i.language_consistency is not None]
+    if lcs:
+        # RAGaliq logs a language_consistency_score per answer; ragmeter's rubric run computes
+        # its own (lingua confidence).  Shown beside the grades, over answers that have one.
+        out["language_consistency_mean"] = stats.mean(lcs)
+        out["language_consistency_n"] = len(lcs)
     repeats = sorted({i.repeat for i in items})
     if len(repeats) > 1:
         out["stability"] = _stability(items, repeats, config)
