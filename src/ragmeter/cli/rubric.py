@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +9,7 @@ import click
 
 from ragmeter.cli.backend_options import backend_options
 from ragmeter.cli.options import field_option, items_out_option, json_out_option, write_outputs
-from ragmeter.cli.report import record_options, save_run
+from ragmeter.cli.report import record_options, save_result
 
 
 @click.group(name="rubric")
@@ -105,16 +104,13 @@ def score(paths: tuple[str, ...], by: tuple[str, ...], json_out: str | None,
 
     Example: ragmeter rubric score eval_res_*.json --by lang --json results.json
     """
-    from ragmeter.io import parse_field_options
-    from ragmeter.suites.rubric import RubricConfig, score_files
+    import ragmeter.rubric
 
-    config = RubricConfig(by=by, ci=not no_ci, n_resamples=resamples, seed=seed,
-                          field_map=parse_field_options(fields, component="rubric"))
-    result = score_files(list(paths), config)
-    print_table(result, "Rubric grades (RAGaliq)")
+    result = ragmeter.rubric.score(list(paths), by=by, ci=not no_ci, resamples=resamples,
+                                   seed=seed, fields=fields)
+    print_table(result.detail, "Rubric grades (RAGaliq)")
     write_outputs(result, json_out, items_out)
-    save_run("rubric", result.to_json(), result.iter_items(), inputs=list(paths),
-             no_record=no_record, runs_dir=runs_dir)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
 _judge_options = [
@@ -158,41 +154,35 @@ def judge_options(f: Any) -> Any:
 @judge_options
 @field_option
 @click.option("--by", "by", multiple=True, metavar="COLUMN", help="Group the table by COLUMN.")
+@record_options
 @backend_options
 def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: int,
           temperature: float | None, seed: int, strategy: str, grader_file: str | None,
-          fields: tuple[str, ...], by: tuple[str, ...], **kwargs: Any) -> None:
+          fields: tuple[str, ...], by: tuple[str, ...], no_record: bool, runs_dir: str | None,
+          **kwargs: Any) -> None:
     """Grade answers 0-5 against reference answers with an LLM judge or offline.
 
     PATH holds question, reference (or true_answer) and response (or generated_answer).
 
     Example: ragmeter rubric judge answers.jsonl --out judged.jsonl --repeats 3
     """
-    from ragmeter.io import parse_field_options, write_jsonl
-    from ragmeter.suites.rubric import RubricConfig
-    from ragmeter.suites.rubric.judge import read_answers
-    from ragmeter.suites.rubric.orchestrate import JudgeOptions, judge_answers
-    from ragmeter.suites.rubric.scorer import score_files
+    import ragmeter.rubric
+    from ragmeter.backends import from_options
+    from ragmeter.io import write_jsonl
 
-    answers = read_answers(path, parse_field_options(fields, component="rubric"))
-    options = JudgeOptions(strategy=strategy, prompt_file=prompt_file, scoring=scoring,
-                           repeats=repeats, temperature=temperature, seed=seed,
-                           grader_file=grader_file)
-    if strategy == "overlap":
-        res = judge_answers(answers, options)
-    else:
-        from ragmeter.cli.backend_options import runner_context
-
-        backend, store, config, dry_run = runner_context(**kwargs, description="judge")
-        res = judge_answers(answers, options, backend, store, config, dry_run)
-    if res.estimate is not None:
-        click.echo(res.estimate)
+    result = ragmeter.rubric.judge(
+        path, strategy=strategy, prompt_file=prompt_file, scoring=scoring, repeats=repeats,
+        temperature=temperature, seed=seed, grader=grader_file, by=by,
+        backend=from_options(**kwargs), store=kwargs.get("store"),
+        replay=bool(kwargs.get("replay")), dry_run=bool(kwargs.get("dry_run")), fields=fields)
+    if result.summary.get("dry_run"):
+        click.echo(result.dry_run_text)  # type: ignore[attr-defined]
         return
-    n = write_jsonl(out, res.rows)
-    click.echo(f"wrote {n} graded rows to {out} ({res.mode}, {res.elapsed_s:.1f}s)", err=True)
-    result = score_files([out], RubricConfig(by=by))
-    print_table(result, f"Rubric grades ({res.mode})")
-    save_run("rubric", result.to_json(), result.iter_items(), inputs=[path, out])
+    n = write_jsonl(out, result.iter_items())
+    click.echo(f"wrote {n} graded rows to {out} ({result.summary['method']})", err=True)
+    print_table(result.detail, f"Rubric grades ({result.summary['method']})")
+    print_judging(result)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
 @group.command(name="run")
@@ -232,62 +222,63 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
               help="Write the graded rows (JSONL) here.")
 @judge_options
 @json_out_option
+@record_options
 @backend_options
 def run(kb: str, questions: str, lang: str | None, embedder: str, top_k: int, reranker: str,
         reranker_url: str | None, reranker_model: str | None, reranker_api: str,
         rerank_threshold: float, max_context: int, limit: int | None, reader_max_tokens: int,
         out: str | None, prompt_file: str | None, scoring: str, repeats: int,
         temperature: float | None, seed: int, strategy: str, grader_file: str | None,
-        json_out: str | None, **kwargs: Any) -> None:
+        json_out: str | None, no_record: bool, runs_dir: str | None, **kwargs: Any) -> None:
     """RAGaliq's RAG pipeline: embed the KB offline, retrieve top-k, rerank, keep score >
     threshold, cap, read, judge, table.
 
     Example: ragmeter rubric run --kb orientation_en.md --questions questions_en.json --limit 10
     """
-    from ragmeter.cli.backend_options import runner_context
+    import ragmeter.rubric
+    from ragmeter.backends import from_options
     from ragmeter.io import write_json, write_jsonl
-    from ragmeter.suites.rubric import RubricConfig
-    from ragmeter.suites.rubric.orchestrate import JudgeOptions, run_pipeline
-    from ragmeter.suites.rubric.pipeline import detect_lang
-    from ragmeter.suites.rubric.rerank import RetrievalShape
-    from ragmeter.suites.rubric.scorer import score_files
+    from ragmeter.store import Store
 
-    shape = RetrievalShape(top_k=top_k, reranker=reranker, rerank_threshold=rerank_threshold,
-                           max_context=max_context, reranker_url=reranker_url,
-                           reranker_model=reranker_model, reranker_api=reranker_api)
-    judge_opts = JudgeOptions(strategy=strategy, prompt_file=prompt_file, scoring=scoring,
-                              repeats=repeats, temperature=temperature, seed=seed,
-                              grader_file=grader_file)
-    backend, store, config, dry_run = runner_context(**kwargs, description="rubric run")
-    lang = lang or detect_lang(questions) or "en"
-    res = run_pipeline(kb, questions, lang=lang, embedder=embedder, shape=shape, limit=limit,
-                       reader_max_tokens=reader_max_tokens, judge=judge_opts, backend=backend,
-                       store=store, config=config, dry_run=dry_run)
-    if res.estimate is not None:
-        click.echo(res.estimate)
+    store = Store(kwargs.get("store"))
+    result = ragmeter.rubric.run(
+        questions, kb=kb, lang=lang, embedder=embedder, top_k=top_k, reranker=reranker,
+        reranker_url=reranker_url, reranker_model=reranker_model, reranker_api=reranker_api,
+        rerank_threshold=rerank_threshold, max_context=max_context, limit=limit,
+        reader_max_tokens=reader_max_tokens, strategy=strategy, prompt_file=prompt_file,
+        scoring=scoring, repeats=repeats, temperature=temperature, seed=seed,
+        grader=grader_file, backend=from_options(**kwargs), store=store,
+        replay=bool(kwargs.get("replay")), dry_run=bool(kwargs.get("dry_run")))
+    if result.summary.get("dry_run"):
+        click.echo(result.dry_run_text)  # type: ignore[attr-defined]
         return
-    out_path = out or str(Path(store.path).parent / f"rubric-run-{lang}.jsonl")
-    write_jsonl(out_path, res.rows)
-    result = score_files([out_path], RubricConfig(by=("lang",)))
-    p = res.pipeline
-    print_table(result, f"RAG pipeline: reader {p['reader']}, embedder {p['embedder']}, "
-                        f"reranker {p['reranker']} (top {p['top_k']}, > "
-                        f"{p['rerank_threshold']}, cap {p['max_context']}), judge {res.mode}")
-    for note in res.notes:
+    lang_used = result.items[0].get("lang", lang or "en") if result.items else lang or "en"
+    out_path = out or str(Path(store.path).parent / f"rubric-run-{lang_used}.jsonl")
+    write_jsonl(out_path, result.iter_items())
+    p = result.summary["pipeline"]
+    print_table(result.detail, f"RAG pipeline: reader {p['reader']}, embedder {p['embedder']}, "
+                               f"reranker {p['reranker']} (top {p['top_k']}, > "
+                               f"{p['rerank_threshold']}, cap {p['max_context']}), judge "
+                               f"{result.summary['method']}")
+    for note in result.summary.get("run_notes", []):
         click.echo(f"note: {note}")
-    click.echo(f"timing: {res.timing}")
-    click.echo(f"wrote {len(res.rows)} graded rows to {out_path}", err=True)
-    payload = result.to_json()
-    payload["pipeline"] = res.pipeline
-    payload["timing"] = res.timing
-    if res.notes:
-        payload["notes"] = [*payload.get("notes", []), *res.notes]
+    print_judging(result)
+    click.echo(f"timing: {result.summary['timing']}")
+    click.echo(f"wrote {len(result.items)} graded rows to {out_path}", err=True)
     if json_out:
-        write_json(json_out, payload)
+        write_json(json_out, result.summary)
         click.echo(f"wrote {json_out}", err=True)
-    save_run("rubric", payload, result.iter_items(), inputs=[kb, questions],
-             models=[res.reader_model])
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
 
+
+def print_judging(result: Any) -> None:
+    """The judge's card and any degenerate-judge alarm (on stderr, so it is not missed)."""
+    from ragmeter.judging import alarm_lines, card_line
+
+    for card in result.judges:
+        click.echo(f"judge: {card_line(card)}")
+    for line in alarm_lines(result.alarms):
+        click.echo(line, err=True)
 
 def print_agreement(result: Any, title: str) -> None:
     """Console table of ``rubric validate``: one row per group and one overall."""
@@ -362,13 +353,11 @@ def validate(paths: tuple[str, ...], references: tuple[str, ...], by: tuple[str,
     Example: ragmeter rubric validate judged.jsonl --reference eval_res_en.json
     --reference eval_res_ru.json --by lang
     """
-    from ragmeter.io import parse_field_options
-    from ragmeter.suites.rubric.validate import ValidateConfig, validate_files
+    import ragmeter.rubric
 
-    config = ValidateConfig(by=by, on=on, ci=not no_ci, n_resamples=resamples, seed=seed,
-                            field_map=parse_field_options(fields, component="rubric"))
-    result = validate_files(list(paths), list(references), config)
-    print_agreement(result, "Rubric judge agreement with reference grades")
+    result = ragmeter.rubric.validate(list(paths), reference=list(references), by=by, on=on,
+                                      ci=not no_ci, resamples=resamples, seed=seed,
+                                      fields=fields)
+    print_agreement(result.detail, "Rubric judge agreement with reference grades")
     write_outputs(result, json_out, items_out)
-    save_run("rubric", result.to_json(), result.iter_items(), inputs=[*paths, *references],
-             no_record=no_record, runs_dir=runs_dir)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)

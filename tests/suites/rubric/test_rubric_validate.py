@@ -115,7 +115,7 @@ def test_validate_cli_pairs_by_id_and_reports_coverage(tmp_path, run_cli):
     assert summary["overall"]["n"] == 6
     assert summary["overall"]["qwk"] == pytest.approx(reference_qwk(j, r))
     assert summary["overall"]["mae"] == pytest.approx(3 / 6)
-    assert summary["coverage"] == {"total": 8, "scored": 6, "unscored": 2,
+    assert summary["coverage"] == {"total": 8, "rows": 8, "scored": 6, "unscored": 2,
                                    "reasons": {"no_reference": 1, "unscored_prediction": 1}}
     assert "6/8 items paired" in stdout
 

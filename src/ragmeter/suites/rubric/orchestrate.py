@@ -48,7 +48,7 @@ class JudgeOutput:
     rows: list[dict[str, Any]]
     mode: str
     elapsed_s: float
-    estimate: str | None = None  # set on a dry run (then rows is empty)
+    estimate: Any = None  # the runner's DryRunEstimate on a dry run (then rows is empty)
     judge_model: str | None = None
 
 
@@ -78,8 +78,7 @@ def judge_answers(answers: Sequence[Answer], options: JudgeOptions, backend: Any
     requests = build_requests(answers, prompt, mode, repeats=options.repeats,  # type: ignore[arg-type]
                               seed=options.seed, temperature=options.temperature)
     if dry_run:
-        return JudgeOutput([], mode, 0.0, estimate=estimate_requests(requests, backend,
-                                                                     store).render())
+        return JudgeOutput([], mode, 0.0, estimate=estimate_requests(requests, backend, store))
     outcomes = run_requests(requests, backend, store, config)
     model = str(backend.identity().get("model", backend.name))
     rows = judged_rows(answers, outcomes, prompt, mode, options.repeats, model)  # type: ignore[arg-type]
@@ -111,7 +110,8 @@ class PipelineOutput:
     pipeline: dict[str, Any]
     timing: dict[str, Any]
     notes: list[str] = field(default_factory=list)
-    estimate: str | None = None
+    estimate: Any = None  # DryRunEstimate of the first model step on a dry run
+    estimate_step: str = ""
     reader_model: str = ""
 
 
@@ -166,8 +166,8 @@ def run_pipeline(kb: str | Path, questions: str | Path, *, lang: str | None = No
         rel = relevance_requests(ids, [q.question for q in qs], candidates)
         if dry_run:
             return PipelineOutput([], judge.mode(), shape.describe(reader_model), {}, notes,
-                                  estimate="reranker " + estimate_requests(
-                                      rel, backend, store).render(), reader_model=reader_model)
+                                  estimate=estimate_requests(rel, backend, store),
+                                  estimate_step="reranker", reader_model=reader_model)
         scores, failed = relevance_scores(ids, candidates,
                                           run_requests(rel, backend, store, config))
         if failed:
@@ -187,9 +187,8 @@ def run_pipeline(kb: str | Path, questions: str | Path, *, lang: str | None = No
     requests, reader_version = reader_requests(qs, contexts, lang, reader_max_tokens)
     if dry_run:
         return PipelineOutput([], judge.mode(), shape.describe(reader_model), {}, notes,
-                              estimate="reader " + estimate_requests(requests, backend,
-                                                                     store).render(),
-                              reader_model=reader_model)
+                              estimate=estimate_requests(requests, backend, store),
+                              estimate_step="reader", reader_model=reader_model)
     t2 = time.perf_counter()
     outcomes = run_requests(requests, backend, store, config)
     t_read = time.perf_counter() - t2

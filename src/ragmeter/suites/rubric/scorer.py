@@ -159,11 +159,21 @@ def _probs(row: Row) -> tuple[dict[int, float] | None, float | None]:
     return probs, exp
 
 
-def _iter_items(paths: Sequence[str | Path], config: RubricConfig) -> Iterable[GradedItem]:
-    for path in paths:
-        meta = ragaliq_file_meta(path)
-        meta["file"] = Path(path).name
-        for row in iter_rows(path, component=COMPONENT, field_map=config.field_map):
+def _source_meta(source: Any) -> dict[str, str]:
+    """``file`` (and RAGaliq's run metadata from a log's name) for a path; a label otherwise."""
+    from ragmeter.io import is_path, source_label
+
+    if is_path(source):
+        meta = ragaliq_file_meta(source)
+        meta["file"] = Path(source).name
+        return meta
+    return {"file": source_label(source)}
+
+
+def _iter_items(sources: Sequence[Any], config: RubricConfig) -> Iterable[GradedItem]:
+    for source in sources:
+        meta = _source_meta(source)
+        for row in iter_rows(source, component=COMPONENT, field_map=config.field_map):
             data = row.data
             group: list[str] = []
             for col in config.by:
@@ -182,7 +192,7 @@ def _iter_items(paths: Sequence[str | Path], config: RubricConfig) -> Iterable[G
                                 field="repeat", fix="repeat counts 0, 1, 2, ...") from None
             item_id = data.get("id", data.get("question_id"))
             if is_blank(item_id):
-                item_id = f"{Path(path).name}:{row.number}"
+                item_id = f"{meta['file']}:{row.number}"
             grade, reason, detail = grade_from_row(row)
             probs, exp = _probs(row)
             judge = data.get("judge_model")
@@ -191,6 +201,10 @@ def _iter_items(paths: Sequence[str | Path], config: RubricConfig) -> Iterable[G
                              reason=reason, detail=detail, expected_grade=exp,
                              grade_probs=probs, judge=str(judge) if judge else None,
                              language_consistency=float(lcs) if _is_number(lcs) else None)
+
+
+_HEADLINE = ("weighted_score", "mean_grade", "median_grade", "percentage",
+             "percentage_with_zero", "expected_grade_mean", "language_consistency_mean")
 
 
 @dataclass
@@ -208,6 +222,19 @@ class RubricResult:
         out: dict[str, Any] = {"schema_version": 1, "family": COMPONENT,
                                "signature": self.signature, "by": list(self.by),
                                "groups": self.groups, "coverage": self.coverage}
+        # The headline numbers per group ("all" without --by), as every family's summary
+        # carries them for Result tables, ragmeter.testing and ragmeter gate.
+        metrics: dict[str, Any] = {}
+        cis: dict[str, Any] = {}
+        for g in self.groups:
+            label = " ".join(str(g[c]) for c in self.by) or "all"
+            metrics[label] = {k: g.get(k) for k in _HEADLINE if k in g}
+            metrics[label]["n"] = g["n"]
+            if g.get("ci95"):
+                cis[label] = dict(g["ci95"])
+        out["metrics"] = metrics
+        if cis:
+            out["ci95"] = cis
         if self.notes:
             out["notes"] = self.notes
         return out
@@ -314,9 +341,10 @@ def score_items(items: Sequence[GradedItem], config: RubricConfig) -> RubricResu
         signature=config.signature(judges).render(), notes=notes, items=list(items))
 
 
-def score_files(paths: Sequence[str | Path], config: RubricConfig) -> RubricResult:
-    """Read judged files and aggregate them (see module docstring)."""
-    if not paths:
+def score_files(sources: Sequence[Any], config: RubricConfig) -> RubricResult:
+    """Read judged sources (paths, or in-memory rows as :func:`ragmeter.io.iter_rows` takes)
+    and aggregate them (see module docstring)."""
+    if not sources:
         raise InputError("no judged file was given.", component=COMPONENT,
                          fix="give one or more files: ragmeter rubric score JUDGED.jsonl")
-    return score_items(list(_iter_items(paths, config)), config)
+    return score_items(list(_iter_items(sources, config)), config)

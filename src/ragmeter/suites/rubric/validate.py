@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import InputError
-from ragmeter.io import FieldMap, Row, is_blank, iter_rows
+from ragmeter.io import FieldMap, Row, is_blank, is_path, iter_rows
 from ragmeter.metrics import rubric, stats
 from ragmeter.records import Signature
 from ragmeter.suites.rubric.scorer import grade_from_row, ragaliq_file_meta
@@ -76,11 +76,12 @@ def _question(row: Row) -> str | None:
     return None
 
 
-def read_grades(path: str | Path, field_map: FieldMap | None = None) -> list[GradeRow]:
-    """Graded rows of one file (repeat 0 only, as ``rubric score``'s table)."""
-    meta = ragaliq_file_meta(path)
+def read_grades(source: Any, field_map: FieldMap | None = None) -> list[GradeRow]:
+    """Graded rows of one file or in-memory table (repeat 0 only, as ``rubric score``'s
+    table)."""
+    meta = ragaliq_file_meta(source) if is_path(source) else {}
     out: list[GradeRow] = []
-    for row in iter_rows(path, component=COMPONENT, field_map=field_map):
+    for row in iter_rows(source, component=COMPONENT, field_map=field_map):
         rep = row.data.get("repeat", 0)
         if not is_blank(rep) and str(rep) != "0":
             continue
@@ -134,10 +135,17 @@ class ValidateResult:
     items: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict[str, Any]:
+        metrics: dict[str, Any] = {}
+        cis: dict[str, Any] = {}
+        for g in [*self.groups, {**self.overall, "_label": "all"}]:
+            label = g.get("_label") or " ".join(str(g[c]) for c in self.by) or "all"
+            metrics[label] = {k: g[k] for k in ("exact", "within_one", "qwk", "mae",
+                                                "spearman", "n")}
+            cis[label] = g.get("ci95") or {}
         return {"schema_version": 1, "family": COMPONENT, "command": "validate",
                 "signature": self.signature, "paired_on": self.paired_on,
                 "by": list(self.by), "overall": self.overall, "groups": self.groups,
-                "coverage": self.coverage}
+                "metrics": metrics, "ci95": cis, "coverage": self.coverage}
 
     def iter_items(self) -> list[dict[str, Any]]:
         return self.items
@@ -212,7 +220,7 @@ def validate_grades(pred: Sequence[GradeRow], ref: Sequence[GradeRow],
                           items=items)
 
 
-def validate_files(pred_paths: Sequence[str | Path], ref_paths: Sequence[str | Path],
+def validate_files(pred_paths: Sequence[Any], ref_paths: Sequence[Any],
                    config: ValidateConfig) -> ValidateResult:
     """Read the judge's and the reference files and compare them (see module docstring)."""
     if not pred_paths or not ref_paths:
