@@ -13,7 +13,6 @@ a JSON object), and never invent a value: a reply without a usable rating is a
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -148,34 +147,9 @@ _A_LABEL = re.compile(r"^\W*answer\s*\d*\s*\W*\s*:\s*", re.I | re.M)
 
 
 def _first_json_object(text: str) -> dict[str, Any] | None:
-    start = text.find("{")
-    while start != -1:
-        depth = 0
-        in_str = False
-        esc = False
-        for i in range(start, len(text)):
-            ch = text[i]
-            if in_str:
-                if esc:
-                    esc = False
-                elif ch == "\\":
-                    esc = True
-                elif ch == '"':
-                    in_str = False
-            elif ch == '"':
-                in_str = True
-            elif ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    try:
-                        obj = json.loads(text[start:i + 1])
-                    except json.JSONDecodeError:
-                        break
-                    return obj if isinstance(obj, dict) else None
-        start = text.find("{", start + 1)
-    return None
+    from ragmeter.suites.trace.parse import extract_json  # the project's one JSON scanner
+
+    return extract_json(text)[0]
 
 
 def _clean(text: str) -> str:
