@@ -23,10 +23,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["DETECTOR_VERSION", "REFUSAL_PATTERNS_EN", "REFUSAL_PATTERNS_ZH", "ANSWER_ANYWAY_EN",
+__all__ = ["DETECTOR_VERSION", "DETECTOR_VALIDATION", "REFUSAL_PATTERNS_EN", "REFUSAL_PATTERNS_ZH", "ANSWER_ANYWAY_EN",
            "ANSWER_ANYWAY_ZH", "RefusalVerdict", "detect_refusal"]
 
-DETECTOR_VERSION = "refusal-patterns-1"
+DETECTOR_VERSION = "refusal-patterns-2"
+# Agreement with the held-out hand-labelled answers (benchmarks/bench_rgb_refusal.py); filled
+# in from the measurement, see docs/rgb.md.
+DETECTOR_VALIDATION: dict[str, object] | None = None
 
 _SOURCE = r"(?:documents?|passages?|context|texts?|sources?|information|materials?|articles?)"
 _VERB = (r"(?:contain|mention|provide|include|say|specify|state|give|have|discuss|cover|"
@@ -34,7 +37,10 @@ _VERB = (r"(?:contain|mention|provide|include|say|specify|state|give|have|discus
 
 REFUSAL_PATTERNS_EN = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"\binsufficient information\b",
-    r"\b(?:not|n't) (?:have )?enough information\b",
+    r"\b(?:not|n't) (?:have )?enough (?:information|info|details?|data)\b",
+    r"\bno way (?:of|to) (?:know|knowing|tell|telling|determine|determining)\b",
+    r"\bnothing in the " + _SOURCE,
+    r"\b(?:do|does|did)(?: not|n't) answer\b",
     r"\black(?:s|ing)? (?:of )?(?:the )?(?:information|details|data)\b",
     r"\bno (?:relevant |specific |such )?(?:information|mention|details?|data)\b",
     r"\b(?:can ?not|can't|unable to|not able to|impossible to|not possible to)\s+"
@@ -43,7 +49,7 @@ REFUSAL_PATTERNS_EN = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"\b" + _SOURCE + r"\b[^.;]{0,40}\b(?:do|does|did)(?: not|n't) " + _VERB,
     r"\b(?:none of|neither of) the " + _SOURCE,
     r"\bsay(?:s)? nothing about\b",
-    r"\b(?:is|are|was|were) not (?:mentioned|provided|specified|stated|given|available|"
+    r"\b(?:is|are|was|were)(?: not|n't) (?:mentioned|provided|specified|stated|given|available|"
     r"included|found|present)\b",
     r"\bi (?:do not|don't|did not|didn't) know\b",
     r"\bi(?:'m| am) not sure\b",
@@ -56,6 +62,7 @@ REFUSAL_PATTERNS_ZH = tuple(re.compile(p) for p in (
     r"无法[^，。,.]{0,12}(?:回答|作答)", r"没有[^，。,.]{0,12}答案",
     r"不能(?:回答|确定|判断|给出)", r"我不知道", r"^\W*不知道\W*$", r"无从得知",
     r"(?:没有|未|并未|没)(?:提到|提及|提供|说明|涉及|给出|写明|包含|相关)",
+    r"(?:答|回答|查|给|说|找|确定|判断)不(?:了|到|出|上来)", r"没有回答", r"只字未提",
     r"找不到", r"未找到", r"没有找到", r"缺少(?:相关)?(?:内容|信息|资料)", r"缺乏(?:相关)?信息",
     r"^\W*不清楚\W*$", r"与该?问题无关",
 ))
