@@ -21,10 +21,12 @@ in ``benchmarks/bench_rgb_refusal.py`` and reported in docs/rgb.md.  Pure functi
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["DETECTOR_VERSION", "DETECTOR_VALIDATION", "REFUSAL_PATTERNS_EN", "REFUSAL_PATTERNS_ZH", "ANSWER_ANYWAY_EN",
-           "ANSWER_ANYWAY_ZH", "RefusalVerdict", "detect_refusal"]
+           "ANSWER_ANYWAY_ZH", "RefusalVerdict", "detect_refusal", "agreement"]
 
 DETECTOR_VERSION = "refusal-patterns-2"
 # Agreement with the held-out hand-labelled answers (benchmarks/bench_rgb_refusal.py); filled
@@ -113,3 +115,24 @@ def detect_refusal(answer: str) -> RefusalVerdict:
         # "Kilimanjaro is the tallest mountain, although its height is not specified"
         return RefusalVerdict(False, hit.group(0), "refusal only about a side detail")
     return RefusalVerdict(True, hit.group(0), "refusal pattern")
+
+
+def agreement(reference: Sequence[bool], predicted: Sequence[bool], *, seed: int = 12345
+              ) -> dict[str, Any]:
+    """Agreement of a judge's decline verdicts with reference labels: accuracy with its Wilson
+    95% interval, Cohen's kappa with a bootstrap 95% interval (2000 resamples of items)."""
+    from ragmeter.metrics.stats import cohen_kappa, cohen_kappa_ci, wilson_interval
+
+    if len(reference) != len(predicted):
+        raise ValueError("agreement needs two verdict sequences of equal length")
+    ref = [str(int(x)) for x in reference]
+    pred = [str(int(x)) for x in predicted]
+    hits = sum(1 for x, y in zip(ref, pred, strict=True) if x == y)
+    n = len(ref)
+    acc_ci = wilson_interval(hits, n)
+    kappa_ci = cohen_kappa_ci(ref, pred, seed=seed)
+    return {"n": n, "accuracy": hits / n if n else None,
+            "accuracy_ci95": list(acc_ci) if acc_ci else None,
+            "kappa": cohen_kappa(ref, pred), "kappa_ci95": list(kappa_ci) if kappa_ci else None,
+            "predicted_declines": sum(1 for p in predicted if p),
+            "reference_declines": sum(1 for r in reference if r)}
