@@ -35,17 +35,20 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def _p_no(rows: list[dict[str, Any]]) -> list[float]:
+def _p_no(rows: list[dict[str, Any]], store_path: str | None) -> list[float]:
     from ragmeter.llm.registry import create_backend
     from ragmeter.runner import RunnerConfig, run_requests
+    from ragmeter.store import Store
     from ragmeter.suites.rgb.judge import judge_request
     from ragmeter.suites.rgb.prompts import load_judge_prompts
 
     template = load_judge_prompts(None).reject
     requests = [judge_request(r["id"], template, r["question"], r["answer"], "choice")
                 for r in rows]
+    store = Store(store_path)  # answers persist: an interrupted run resumes
     outcomes = {o.request.id: o for o in run_requests(
-        requests, create_backend("local"), None, RunnerConfig(concurrency=1, progress=False))}
+        requests, create_backend("local"), store, RunnerConfig(concurrency=1, progress=False))}
+    store.close()
     out = []
     for r in rows:
         resp = outcomes[r["id"]].response
@@ -66,12 +69,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-model", action="store_true", help="detector only")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--store", default=None, help="store path [default: ragmeter's]")
     args = parser.parse_args()
     from ragmeter.metrics.refusal import DETECTOR_VERSION, agreement, detect_refusal
 
     data = {k: _rows(v) for k, v in SETS.items()}
     report: dict[str, Any] = {"detector_version": DETECTOR_VERSION, "results": {}}
-    probs = {k: _p_no(rows) for k, rows in data.items()} if not args.no_model else {}
+    probs = ({k: _p_no(rows, args.store) for k, rows in data.items()}
+             if not args.no_model else {})
     threshold = (_best_threshold(probs["dev"], [bool(r["declines"]) for r in data["dev"]])
                  if probs else None)
     report["choice_threshold_calibrated_on_dev"] = threshold

@@ -120,3 +120,29 @@ def test_degenerate_judge_alarm() -> None:
     varied = judge_predictions(ds, mixed, load_judge_prompts(), FakeBackend(), None,
                                RunnerConfig(progress=False), method="detector")
     assert not varied.alarms
+
+
+def test_refactor_run_tables_console_and_html(tmp_path: Path) -> None:
+    """--mode refactor in rgb run: a refactor table with flips per setting; console and HTML
+    cells show n and the Wilson interval."""
+    from rich.console import Console
+
+    from ragmeter.reports.html import render_report
+    from ragmeter.suites.rgb.tables import print_run
+    from tests.reports import cases
+
+    datasets = [load_dataset(sample_path(n)) for n in ("rgb_en.jsonl", "rgb_en_fact.jsonl")]
+    config = RgbRunConfig(noise_rates=(0.0,), temperature=0.0, judge=True, mode="refactor")
+    result = run_rgb(datasets, load_prompts(), FakeBackend(), None,
+                     RunnerConfig(progress=False), config)
+    rows = result.tables["refactor"]
+    assert {r["refactor"] for row in rows.values() for r in row["rates"]} == {
+        "accuracy", "rejection_rate", "error_detection_rate", "error_correction_rate"}
+    assert "refactor(not-paper)" in result.signature
+    con = Console(record=True, width=160)
+    print_run(result, con)
+    text = con.export_text()
+    assert "Refactor labels" in text and "n=5" in text
+    doc = result.to_json()
+    page = render_report([cases.family_record(tmp_path, "rgb", doc, list(result.iter_items()))])
+    assert "Refactor labels" in page and "n=5" in page and "Wilson 95% interval" in page
