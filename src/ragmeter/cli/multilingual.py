@@ -11,7 +11,7 @@ from ragmeter.cli.options import (
     json_out_option,
     write_outputs,
 )
-from ragmeter.cli.report import record_options, save_run
+from ragmeter.cli.report import record_options, save_result
 
 
 @click.group(name="multilingual")
@@ -38,35 +38,31 @@ def group() -> None:
               help="Bootstrap resamples for --ci and --paired.")
 @click.option("--seed", default=12345, show_default=True, type=int,
               help="Random seed for --ci and --paired.")
+@click.option("--normalize", type=click.Choice(["lbrag", "squad"]), default="lbrag",
+              show_default=True,
+              help="Answer normalization: lbrag keeps articles (LBRAG's metrics.py); squad is "
+                   "SQuAD v1.1's (drops punctuation and a/an/the). The signature says which.")
 @record_options
 def score(path: str, baseline: str | None, json_out: str | None, items_out: str | None,
           fields: tuple[str, ...], ci: bool, paired: bool, rlc_lid: bool, resamples: int,
-          seed: int, no_record: bool, runs_dir: str | None) -> None:
+          seed: int, normalize: str, no_record: bool, runs_dir: str | None) -> None:
     """Score an answers file: EM, F1, RLC and RLC_OK recomputed from the text.
 
     PATH holds one row per (system, sample) with sample_id, sample_lang, system, gold_answer,
     pred_answer, and translate_tokens (or evidence) and optional semantic_score.  JSONL, JSON,
-    CSV or Parquet.
+    CSV or Parquet.  gold_answer may be a list of golds: EM and F1 are the max over them.
 
     Example: ragmeter multilingual score answers.jsonl --json metrics.json
     """
-    from ragmeter.io import parse_field_options
+    import ragmeter.multilingual
     from ragmeter.reports.console import print_multilingual
-    from ragmeter.suites.multilingual import MultilingualConfig, score_file
 
-    config = MultilingualConfig(keep_text=True,
-        baseline=baseline or "direct", baseline_required=baseline is not None, ci=ci,
-        paired=paired, rlc_lid=rlc_lid, n_resamples=resamples, seed=seed,
-        field_map=parse_field_options(fields, component="multilingual"),
-    )
-    result = score_file(path, config)
-    print_multilingual(result)
+    result = ragmeter.multilingual.score(
+        path, baseline=baseline, ci=ci, paired=paired, rlc_lid=rlc_lid, resamples=resamples,
+        seed=seed, fields=fields, normalize=normalize)
+    print_multilingual(result.detail)
     write_outputs(result, json_out, items_out)
-    from ragmeter.results import InputFile
-
-    save_run("multilingual", result.to_json(), result.iter_items(),
-             inputs=[InputFile.of(path, rows=result.coverage.get("rows"))],
-             no_record=no_record, runs_dir=runs_dir)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
 def _attach_judge() -> None:
