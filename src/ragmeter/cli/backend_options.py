@@ -29,12 +29,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 BACKEND_OPTION_NAMES = ("backend", "model", "base_url", "concurrency", "rpm", "tpm", "timeout",
                         "max_retries", "store", "replay", "dry_run", "price_prompt",
-                        "price_completion")
+                        "price_completion", "engine", "ray_address", "ray_workers",
+                        "ray_num_gpus", "ray_batch_size")
 
 
 def backend_options(f: F) -> F:
     """Add --backend, --model, --base-url, --concurrency, --rpm, --tpm, --timeout,
-    --max-retries, --store, --replay and --dry-run to a click command."""
+    --max-retries, --store, --replay, --dry-run and the engine options (--engine,
+    --ray-address, --ray-workers, --ray-num-gpus, --ray-batch-size) to a click command."""
     options = [
         click.option("--backend", default="local", show_default=True, metavar="NAME",
                      help="Model backend: local (offline SmolLM2, the default) or openai (any "
@@ -71,6 +73,25 @@ def backend_options(f: F) -> F:
         click.option("--dry-run", is_flag=True,
                      help="Print how many calls and roughly how many tokens would be spent, "
                           "then exit without calling anything."),
+        click.option("--engine", default="local", show_default=True,
+                     type=click.Choice(["local", "ray"]),
+                     help="Where the calls not in the store run: local (this process) or ray "
+                          "(Ray Data actors, one backend each; needs ragmeter[ray]). The store "
+                          "stays here either way. See docs/scale.md."),
+        click.option("--ray-address", default=None, metavar="ADDR",
+                     help="With --engine ray: the cluster to join (HOST:PORT from `ray start "
+                          "--head`, or auto) [default: start Ray on this machine]."),
+        click.option("--ray-workers", default=2, show_default=True, type=click.IntRange(1),
+                     metavar="N", help="With --engine ray: actors in the pool, each loading "
+                                       "the backend once."),
+        click.option("--ray-num-gpus", default=0.0, show_default=True,
+                     type=click.FloatRange(min=0), metavar="N",
+                     help="With --engine ray: GPUs reserved per actor (e.g. 1, or 0.5 to pack "
+                          "two actors on a GPU)."),
+        click.option("--ray-batch-size", default=16, show_default=True,
+                     type=click.IntRange(1), metavar="N",
+                     help="With --engine ray: requests per batch sent to an actor (results "
+                          "are stored batch by batch)."),
     ]
     for option in reversed(options):
         f = option(f)
@@ -84,7 +105,8 @@ def runner_context(**kwargs: Any) -> tuple[Backend, Store, RunnerConfig, bool]:
     ``progress`` may be given to shape the progress bar (progress defaults to on when stderr is a
     terminal).
     """
-    from ragmeter.llm.registry import backend_spec, create_backend
+    from ragmeter.engine import RayOptions, make_engine
+    from ragmeter.llm.registry import backend_recipe, backend_spec
 
     name = kwargs.get("backend") or "local"
     concurrency = int(kwargs.get("concurrency") or 8)
@@ -93,8 +115,13 @@ def runner_context(**kwargs: Any) -> tuple[Backend, Store, RunnerConfig, bool]:
     opts: dict[str, Any] = {}
     if spec.remote:
         opts = {"timeout_s": timeout, "max_connections": concurrency}
-    backend = create_backend(name, model=kwargs.get("model"), base_url=kwargs.get("base_url"),
-                             **opts)
+    recipe = backend_recipe(name, model=kwargs.get("model"), base_url=kwargs.get("base_url"),
+                            **opts)
+    backend = recipe.build()
+    engine = make_engine(str(kwargs.get("engine") or "local"), recipe, RayOptions(
+        address=kwargs.get("ray_address"), workers=int(kwargs.get("ray_workers") or 2),
+        num_gpus=float(kwargs.get("ray_num_gpus") or 0.0),
+        batch_size=int(kwargs.get("ray_batch_size") or 16)))
     store = Store(kwargs.get("store"))
     max_retries = kwargs.get("max_retries")
     config = RunnerConfig(
@@ -104,5 +131,5 @@ def runner_context(**kwargs: Any) -> tuple[Backend, Store, RunnerConfig, bool]:
         progress=bool(kwargs.get("progress", sys.stderr.isatty())),
         description=str(kwargs.get("description") or "calls"),
         price_prompt_per_mtok=kwargs.get("price_prompt"),
-        price_completion_per_mtok=kwargs.get("price_completion"))
+        price_completion_per_mtok=kwargs.get("price_completion"), engine=engine)
     return backend, store, config, bool(kwargs.get("dry_run"))
