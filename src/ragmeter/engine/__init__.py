@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ragmeter.errors import ConfigError
+from ragmeter.errors import ConfigError, MissingDependencyError
 from ragmeter.llm.base import Message, Request, Response
 
 if TYPE_CHECKING:
@@ -82,9 +82,12 @@ def make_engine(name: str, recipe: BackendRecipe | None = None,
         raise ConfigError(f"engine: unknown engine {name!r}. Known: {', '.join(ENGINE_NAMES)}.")
     if recipe is None:
         raise ConfigError("engine: --engine ray needs a backend recipe to build on each worker.")
-    from ragmeter.engine.ray_engine import RayEngine, import_ray
+    import importlib.util
 
-    import_ray()  # a missing extra fails here, before any work, with the install line
+    from ragmeter.engine.ray_engine import INSTALL, RayEngine
+
+    if importlib.util.find_spec("ray") is None:  # fail before any work; import Ray only to run
+        raise MissingDependencyError("Ray (for --engine ray)", INSTALL)
     return RayEngine(recipe, options or RayOptions())
 
 

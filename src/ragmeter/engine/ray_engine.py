@@ -99,6 +99,8 @@ class RayEngine:
         kwargs: dict[str, Any] = {"configure_logging": True, "log_to_driver": False}
         if self.options.address:
             kwargs["address"] = self.options.address
+        else:  # Ray on this machine for this run only: no dashboard to start and stop
+            kwargs["include_dashboard"] = False
         try:
             ray.init(**kwargs)
         except ConnectionError as err:
