@@ -110,3 +110,29 @@ def test_wire_round_trip_is_exact(request_: Request) -> None:
 
         wire = json.loads(canonical_json(outcome_to_wire(outcome)))
         assert outcome_from_wire(wire, request_, "k") == outcome
+
+
+def test_backend_worker_completes_a_batch_with_the_runner_policy(scripted_server) -> None:
+    """The actor's code without Ray: it builds its backend from the recipe, retries a 500 with
+    the runner's policy, and returns wire outcomes the driver decodes back exactly."""
+    import json
+
+    from ragmeter.engine.ray_engine import BackendWorker
+    from tests.servers.scripted_openai import Faults
+
+    server = scripted_server(faults=Faults(rate_500=0.3, seed=1))
+    recipe = backend_recipe("openai", model="scripted", base_url=server.url)
+    reqs = [Request.chat(f"q{i}", [{"role": "user", "content": f"question {i}"}])
+            for i in range(6)]
+    identity = recipe.build().identity()
+    keys = [r.cache_key(identity) for r in reqs]
+    worker = BackendWorker(recipe, RunnerConfig(progress=False, record_run=False,
+                                                backoff_base_s=0.001, max_retries=8))
+    out = worker({"key": keys, "request": [canonical_json(request_to_wire(r)) for r in reqs]})
+    assert out["key"] == keys
+    assert set(out["identity"]) == {canonical_json(identity)}
+    outcomes = [outcome_from_wire(json.loads(doc), r, k)
+                for doc, r, k in zip(out["outcome"], reqs, keys, strict=True)]
+    assert [o.response.text for o in outcomes if o.response] == [
+        f"echo: question {i}" for i in range(6)]
+    assert server.outcomes["500"] > 0 and sum(o.attempts for o in outcomes) == server.calls
