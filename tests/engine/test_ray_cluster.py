@@ -215,7 +215,8 @@ def test_cli_engine_ray_same_rows_and_signature(cluster: Any, scripted_server: A
             "rubric", "judge", answers, "--out", out, "--scoring", "generate",
             "--backend", "openai", "--base-url", server.url, "--model", "judge-x",
             "--store", tmp_path / f"{engine}.sqlite",
-            "--engine", engine, "--ray-address", cluster.address, "--ray-batch-size", "3")
+            "--engine", engine, "--ray-address", cluster.address, "--ray-batch-size", "3",
+            "--ray-workers", "1")
         assert code == 0, err
         rows[engine] = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows["ray"]) == 12
