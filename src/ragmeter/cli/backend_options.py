@@ -103,33 +103,14 @@ def runner_context(**kwargs: Any) -> tuple[Backend, Store, RunnerConfig, bool]:
 
     Unknown keys are ignored; missing keys take the options' defaults.  ``description`` and
     ``progress`` may be given to shape the progress bar (progress defaults to on when stderr is a
-    terminal).
+    terminal).  The backend is :func:`ragmeter.backends.from_options`, the same value the
+    Python API takes as ``backend=``.
     """
-    from ragmeter.engine import RayOptions, make_engine
-    from ragmeter.llm.registry import backend_recipe, backend_spec
+    from ragmeter.backends import from_options
 
-    name = kwargs.get("backend") or "local"
-    concurrency = int(kwargs.get("concurrency") or 8)
-    timeout = float(kwargs.get("timeout") or 120.0)
-    spec = backend_spec(name)
-    opts: dict[str, Any] = {}
-    if spec.remote:
-        opts = {"timeout_s": timeout, "max_connections": concurrency}
-    recipe = backend_recipe(name, model=kwargs.get("model"), base_url=kwargs.get("base_url"),
-                            **opts)
-    backend = recipe.build()
-    engine = make_engine(str(kwargs.get("engine") or "local"), recipe, RayOptions(
-        address=kwargs.get("ray_address"), workers=int(kwargs.get("ray_workers") or 2),
-        num_gpus=float(kwargs.get("ray_num_gpus") or 0.0),
-        batch_size=int(kwargs.get("ray_batch_size") or 16)))
-    store = Store(kwargs.get("store"))
-    max_retries = kwargs.get("max_retries")
-    config = RunnerConfig(
-        concurrency=concurrency, rpm=kwargs.get("rpm"), tpm=kwargs.get("tpm"),
-        max_retries=5 if max_retries is None else int(max_retries), timeout_s=timeout,
+    choice = from_options(**kwargs)
+    config = choice.runner_config(
         replay=bool(kwargs.get("replay")),
         progress=bool(kwargs.get("progress", sys.stderr.isatty())),
-        description=str(kwargs.get("description") or "calls"),
-        price_prompt_per_mtok=kwargs.get("price_prompt"),
-        price_completion_per_mtok=kwargs.get("price_completion"), engine=engine)
-    return backend, store, config, bool(kwargs.get("dry_run"))
+        description=str(kwargs.get("description") or "calls"))
+    return choice.instance(), Store(kwargs.get("store")), config, bool(kwargs.get("dry_run"))

@@ -78,6 +78,7 @@ class BackendRecipe:
     name: str
     target: str
     kwargs: tuple[tuple[str, Any], ...] = ()
+    remote: bool = False
 
     def build(self) -> Backend:
         module_name, _, attr = self.target.partition(":")
@@ -100,7 +101,8 @@ def backend_recipe(name: str = DEFAULT_BACKEND, model: str | None = None,
         for remote_only in ("timeout_s", "max_connections", "api_key"):
             kwargs.pop(remote_only, None)
     kwargs["model"] = model
-    return BackendRecipe(name=name, target=spec.target, kwargs=tuple(sorted(kwargs.items())))
+    return BackendRecipe(name=name, target=spec.target, kwargs=tuple(sorted(kwargs.items())),
+                         remote=spec.remote)
 
 
 def create_backend(name: str = DEFAULT_BACKEND, model: str | None = None,
