@@ -136,3 +136,24 @@ def test_backend_worker_completes_a_batch_with_the_runner_policy(scripted_server
     assert [o.response.text for o in outcomes if o.response] == [
         f"echo: question {i}" for i in range(6)]
     assert server.outcomes["500"] > 0 and sum(o.attempts for o in outcomes) == server.calls
+
+
+def test_backend_values_carry_the_engine_and_never_the_key() -> None:
+    """``ragmeter.backends`` values (the Python API's ``backend=``, and what the CLI flags
+    build) carry the engine; the recipe shipped to Ray workers holds no API key."""
+    import importlib.util
+    import pickle
+
+    import ragmeter.backends as backends
+
+    value = backends.openai("m", base_url="http://127.0.0.1:9/v1", api_key="sk-not-shipped",
+                            engine="ray", ray_workers=3, ray_batch_size=5)
+    assert "sk-not-shipped" not in repr(pickle.dumps(value.recipe()))
+    assert value.instance()._api_key == "sk-not-shipped"  # the driver's own backend has it
+    assert backends.openai("m", base_url="http://127.0.0.1:9/v1").runner_config().engine is None
+    if importlib.util.find_spec("ray") is None:
+        with pytest.raises(MissingDependencyError):
+            value.runner_config()
+        return
+    engine = value.runner_config().engine
+    assert (engine.name, engine.options.workers, engine.options.batch_size) == ("ray", 3, 5)
