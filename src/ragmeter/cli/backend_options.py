@@ -27,18 +27,22 @@ __all__ = ["backend_options", "runner_context", "BACKEND_OPTION_NAMES"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-BACKEND_OPTION_NAMES = ("backend", "model", "base_url", "concurrency", "rpm", "tpm", "timeout",
-                        "max_retries", "store", "replay", "dry_run", "price_prompt",
+BACKEND_OPTION_NAMES = ("backend", "endpoint", "model", "base_url", "concurrency", "rpm", "tpm",
+                        "timeout", "max_retries", "store", "replay", "dry_run", "price_prompt",
                         "price_completion")
 
 
 def backend_options(f: F) -> F:
-    """Add --backend, --model, --base-url, --concurrency, --rpm, --tpm, --timeout,
+    """Add --backend, --endpoint, --model, --base-url, --concurrency, --rpm, --tpm, --timeout,
     --max-retries, --store, --replay and --dry-run to a click command."""
     options = [
         click.option("--backend", default="local", show_default=True, metavar="NAME",
                      help="Model backend: local (offline SmolLM2, the default) or openai (any "
                           "OpenAI-compatible endpoint: vLLM, llama.cpp server, Ollama, OpenAI)."),
+        click.option("--endpoint", default=None, metavar="NAME",
+                     help="A named OpenAI-compatible endpoint from endpoints.toml in "
+                          "$RAGMETER_HOME (base_url, model, api_key_env): implies --backend "
+                          "openai; --model overrides its model."),
         click.option("--model", default=None, metavar="NAME|PATH",
                      help="Model name for --backend openai (required there); for local, a GGUF "
                           "file or Hugging Face folder on disk [default: SmolLM2-135M-Instruct]."),
@@ -82,19 +86,31 @@ def runner_context(**kwargs: Any) -> tuple[Backend, Store, RunnerConfig, bool]:
 
     Unknown keys are ignored; missing keys take the options' defaults.  ``description`` and
     ``progress`` may be given to shape the progress bar (progress defaults to on when stderr is a
-    terminal).
+    terminal); ``on_progress`` goes to :class:`RunnerConfig` (the web app's live progress).
+    ``endpoint`` names an endpoint of :mod:`ragmeter.llm.endpoints` (backend openai, its URL,
+    model and key variable; ``model`` overrides its model).
     """
     from ragmeter.llm.registry import backend_spec, create_backend
 
     name = kwargs.get("backend") or "local"
     concurrency = int(kwargs.get("concurrency") or 8)
     timeout = float(kwargs.get("timeout") or 120.0)
+    opts: dict[str, Any] = {"model": kwargs.get("model"), "base_url": kwargs.get("base_url")}
+    if kwargs.get("endpoint"):
+        from ragmeter.errors import ConfigError
+        from ragmeter.llm.endpoints import get_endpoint
+
+        if name not in ("local", "openai") or kwargs.get("base_url"):
+            raise ConfigError("models: --endpoint names its own backend and URL. Fix: drop "
+                              "--backend/--base-url, or drop --endpoint.")
+        name = "openai"
+        endpoint = get_endpoint(str(kwargs["endpoint"]))
+        opts = {**endpoint.backend_kwargs(), **({"model": opts["model"]} if opts["model"]
+                                                else {})}
     spec = backend_spec(name)
-    opts: dict[str, Any] = {}
     if spec.remote:
-        opts = {"timeout_s": timeout, "max_connections": concurrency}
-    backend = create_backend(name, model=kwargs.get("model"), base_url=kwargs.get("base_url"),
-                             **opts)
+        opts.update(timeout_s=timeout, max_connections=concurrency)
+    backend = create_backend(name, **opts)
     store = Store(kwargs.get("store"))
     max_retries = kwargs.get("max_retries")
     config = RunnerConfig(
@@ -104,5 +120,6 @@ def runner_context(**kwargs: Any) -> tuple[Backend, Store, RunnerConfig, bool]:
         progress=bool(kwargs.get("progress", sys.stderr.isatty())),
         description=str(kwargs.get("description") or "calls"),
         price_prompt_per_mtok=kwargs.get("price_prompt"),
-        price_completion_per_mtok=kwargs.get("price_completion"))
+        price_completion_per_mtok=kwargs.get("price_completion"),
+        on_progress=kwargs.get("on_progress"))
     return backend, store, config, bool(kwargs.get("dry_run"))
