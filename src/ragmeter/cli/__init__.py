@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "models": ("ragmeter.cli.models:models", "Model backends, the default model, what to install."),
     "report": ("ragmeter.cli.report:report", "One self-contained HTML report from stored runs."),
     "rubric": ("ragmeter.cli.rubric:group", "Rubric judging (RAGaliq): 0-5 grades, weighted score, stability, RAG run."),
+    "view": ("ragmeter.cli.view:view", "A local web app: browse, compare and launch runs."),
 }
 
 
