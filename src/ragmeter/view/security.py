@@ -10,7 +10,8 @@
   server process, compared in constant time) and, when the browser sends one, an ``Origin``
   equal to the app's own.
 * **Headers**: a Content-Security-Policy allowing only the app's own script and styles (no
-  inline script, no network elsewhere), ``nosniff``, no framing, no referrer.
+  inline script, no network elsewhere), ``nosniff``, no framing, referrers only to itself
+  (``no-referrer`` would make browsers send ``Origin: null`` with forms).
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ class SecurityMiddleware:
                 headers = list(message.get("headers") or [])
                 headers += [(b"content-security-policy", CSP.encode()),
                             (b"x-content-type-options", b"nosniff"),
-                            (b"x-frame-options", b"DENY"), (b"referrer-policy", b"no-referrer"),
+                            (b"x-frame-options", b"DENY"), (b"referrer-policy", b"same-origin"),
                             (b"cache-control", b"no-store")]
                 message["headers"] = headers
             await send(message)
