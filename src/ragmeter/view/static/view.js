@@ -9,7 +9,8 @@
   function show(state) {
     box.querySelectorAll("[data-k]").forEach(function (el) {
       var v = state[el.getAttribute("data-k")];
-      el.textContent = (v === null || v === undefined) ? "—" : String(v);
+      var empty = el.getAttribute("data-k") === "error" ? "" : "—";
+      el.textContent = (v === null || v === undefined) ? empty : String(v);
     });
     if (bar) { bar.max = state.todo || 1; bar.value = state.done || 0; }
     if (state.run_id) {
@@ -21,6 +22,8 @@
     var terminal = ["done", "failed", "cancelled"].indexOf(state.status) >= 0;
     var cancel = document.getElementById("cancel-form");
     if (cancel && terminal) { cancel.hidden = true; }
+    var badge = document.getElementById("running-badge");
+    if (badge && terminal) { badge.hidden = true; }
     var resume = document.getElementById("resume-form");
     if (resume) { resume.hidden = !(state.status === "cancelled" || state.status === "failed"); }
   }
