@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.servers.scripted_openai"]  # the scripted_server fixture
+pytest_plugins = ["tests.servers.scripted_openai", "pytester"]  # scripted_server; pytester
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("RAGMETER_SHARED_DATA", REPO.parent / "shared" / "data"))

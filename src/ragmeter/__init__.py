@@ -1,8 +1,19 @@
 """ragmeter: measure retrieval-augmented generation systems, exactly and offline.
 
 The public API is what ``__all__`` lists; everything else is private and may change.
+
+One function per CLI verb, ``ragmeter.<family>.<verb>(data, **options)``, each returning a
+:class:`ragmeter.result.Result`::
+
+    import ragmeter
+    result = ragmeter.multilingual.score(df)          # a path, list of dicts, DataFrame, Table
+    result.summary, result.items, result.to_pandas(), result.coverage, result.signature
+
+Families and heavy dependencies load on first use: ``import ragmeter`` stays light.
 """
 
+import importlib as _importlib
+from typing import Any as _Any
 
 from ragmeter._version import __version__
 from ragmeter.errors import (
@@ -16,6 +27,18 @@ from ragmeter.errors import (
     UserError,
 )
 
+# Public submodules and functions, imported on first attribute access.
+_LAZY = {
+    "multilingual": "ragmeter.multilingual",
+    "reliability": "ragmeter.reliability",
+    "backends": "ragmeter.backends",
+    "testing": "ragmeter.testing",
+    "judging": "ragmeter.judging",
+    "Result": "ragmeter.result:Result",
+    "generate": "ragmeter.generation:generate",
+    "agenerate": "ragmeter.generation:agenerate",
+}
+
 __all__ = [
     "__version__",
     "BackendError",
@@ -26,4 +49,27 @@ __all__ = [
     "ReplayMissError",
     "UnknownNameError",
     "UserError",
+    "Result",
+    "agenerate",
+    "backends",
+    "generate",
+    "judging",
+    "multilingual",
+    "reliability",
+    "testing",
 ]
+
+
+def __getattr__(name: str) -> _Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'ragmeter' has no attribute {name!r}")
+    module_name, _, attr = target.partition(":")
+    module = _importlib.import_module(module_name)
+    value = getattr(module, attr) if attr else module
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -66,8 +66,10 @@ class InputError(UserError):
         row: int | None = None,
         field: str | None = None,
         fix: str | None = None,
+        index: int | None = None,
     ) -> None:
         self.problem = problem
+        self.index = index  # 0-based position in in-memory data (list, DataFrame, Arrow table)
         self.component = component
         self.path = str(path) if path is not None else None
         self.line = line
@@ -82,6 +84,8 @@ class InputError(UserError):
             where.append(f"line {self.line}")
         elif self.row is not None:
             where.append(f"row {self.row}")
+        elif self.index is not None:
+            where.append(f"index {self.index}")
         place = " of ".join(where + ([self.path] if self.path else []))
         msg = f"{self.component}: "
         if place:

@@ -29,6 +29,8 @@ __all__ = [
     "Row",
     "iter_rows",
     "read_rows",
+    "is_path",
+    "source_label",
     "detect_format",
     "write_json",
     "write_jsonl",
@@ -88,14 +90,16 @@ class Row:
     """One input row with its place in the file."""
 
     data: dict[str, Any]
-    number: int  # 1-based
-    unit: str  # "line" (JSONL, CSV) or "row" (JSON array, Parquet)
-    path: str
+    number: int  # 1-based for files; 0-based for in-memory data (unit "index")
+    unit: str  # "line" (JSONL, CSV), "row" (JSON array, Parquet) or "index" (in memory)
+    path: str  # the file, or a label such as "<DataFrame>" for in-memory data
 
     def where(self) -> dict[str, Any]:
         """Keyword arguments for :class:`InputError` that point at this row."""
         if self.unit == "line":
             return {"path": self.path, "line": self.number}
+        if self.unit == "index":
+            return {"path": self.path, "index": self.number}
         return {"path": self.path, "row": self.number}
 
     def error(self, problem: str, *, component: str, field: str | None = None,
@@ -244,12 +248,87 @@ def _iter_parquet(path: Path, component: str) -> Iterator[Row]:
             yield Row(rec, number, "row", str(path))
 
 
-def iter_rows(path: str | Path, *, component: str = "ragmeter",
-              field_map: FieldMap | None = None, allow_empty: bool = False) -> Iterator[Row]:
-    """Stream the rows of a data file, renamed by ``field_map``.
+def is_path(source: Any) -> bool:
+    """True when ``source`` names a file (str or os.PathLike) rather than in-memory data."""
+    return isinstance(source, (str, os.PathLike))
 
-    Raises InputError for a missing, empty or malformed file, with the place of the problem.
+
+def source_label(source: Any) -> str:
+    """How errors and run records name ``source``: the path, or ``<DataFrame>`` and the like."""
+    if is_path(source):
+        return str(source)
+    kind = type(source).__name__
+    if kind in ("DataFrame", "Table", "RecordBatch"):
+        return f"<{'Arrow ' if kind != 'DataFrame' else ''}{kind}>"
+    return "<list of dicts>" if isinstance(source, Sequence) else f"<{kind}>"
+
+
+def _plain(value: Any) -> Any:
+    """numpy/pandas scalars and arrays as plain Python values; pandas' missing values as None."""
+    if isinstance(value, float):
+        return None if value != value else value  # pandas stores missing cells as NaN
+    if value is None or isinstance(value, (str, int, bool, list, dict)):
+        return value
+    tolist = getattr(value, "tolist", None)  # numpy scalars and arrays
+    if callable(tolist):
+        return _plain(tolist())
+    if type(value).__name__ in ("NAType", "NaTType"):
+        return None
+    return value
+
+
+def _iter_memory(source: Any, component: str) -> Iterator[Row]:
+    """Rows of in-memory data: a sequence of dicts, a pandas DataFrame or a pyarrow Table.
+
+    Rows are numbered by their 0-based position (``unit="index"``), as ``df.iloc`` counts.
     """
+    label = source_label(source)
+    if hasattr(source, "schema") and hasattr(source, "to_pylist"):  # pyarrow Table/RecordBatch
+        batches = source.to_batches() if hasattr(source, "to_batches") else [source]
+        i = 0
+        for batch in batches:
+            for rec in batch.to_pylist():
+                yield Row(rec, i, "index", label)
+                i += 1
+        return
+    if hasattr(source, "to_dict") and hasattr(source, "columns"):  # pandas DataFrame
+        columns = [str(c) for c in source.columns]
+        for i, values in enumerate(source.itertuples(index=False, name=None)):
+            yield Row({c: _plain(v) for c, v in zip(columns, values, strict=True)}, i, "index",
+                      label)
+        return
+    if isinstance(source, Mapping) or isinstance(source, (bytes, bytearray)) \
+            or not isinstance(source, Iterable):
+        raise InputError(f"is a {type(source).__name__}, expected a file path, a list of dicts, "
+                         "a pandas DataFrame or a pyarrow Table.", component=component,
+                         fix="pass the path of a data file or a list of row dicts.")
+    for i, rec in enumerate(source):
+        if not isinstance(rec, Mapping):
+            raise InputError(f"is a {type(rec).__name__}, expected a dict of fields.",
+                             component=component, path=label, index=i,
+                             fix="give one dict per row, e.g. {\"id\": ..., ...}.")
+        yield Row({str(k): _plain(v) for k, v in rec.items()}, i, "index", label)
+
+
+def iter_rows(source: Any, *, component: str = "ragmeter",
+              field_map: FieldMap | None = None, allow_empty: bool = False) -> Iterator[Row]:
+    """Stream the rows of ``source``, renamed by ``field_map``.
+
+    ``source`` is the path of a data file (JSONL, JSON, CSV/TSV, Parquet) or in-memory data: a
+    list of dicts, a pandas DataFrame or a pyarrow Table (rows then carry their 0-based index).
+    Raises InputError for a missing, empty or malformed source, with the place of the problem.
+    """
+    fm = field_map or FieldMap()
+    if not is_path(source):
+        seen = False
+        for row in _iter_memory(source, component):
+            seen = True
+            yield Row(fm.apply(row.data), row.number, row.unit, row.path) if fm.mapping else row
+        if not seen and not allow_empty:
+            raise InputError("has no rows.", component=component, path=source_label(source),
+                             fix="give at least one row.")
+        return
+    path = source
     p = Path(path)
     if not p.exists():
         raise InputError("does not exist.", component=component, path=p,
@@ -270,7 +349,6 @@ def iter_rows(path: str | Path, *, component: str = "ragmeter",
         rows = _iter_csv(p, component, "\t")
     else:
         rows = _iter_parquet(p, component)
-    fm = field_map or FieldMap()
     seen = False
     for row in rows:
         seen = True

@@ -44,6 +44,7 @@ __all__ = [
     "InputFile",
     "RunRecord",
     "record_run",
+    "build_record",
     "load_run",
     "list_runs",
     "runs_dir",
@@ -150,6 +151,39 @@ def _cap_items(items: Iterable[Mapping[str, Any]], max_items: int
     return kept_unscored + kept_scored, total, len(unscored), truncated
 
 
+def build_record(
+    family: str,
+    result: Mapping[str, Any],
+    items: Iterable[Mapping[str, Any]],
+    *,
+    inputs: Sequence[InputFile | str | Path] = (),
+    command: Sequence[str] | None = None,
+    backends: Sequence[Any] = (),
+    models: Sequence[str] = (),
+    prompt_versions: Mapping[str, str] | None = None,
+    max_items: int = DEFAULT_MAX_ITEMS,
+) -> RunRecord:
+    """A run record in memory (not written): what :func:`record_run` writes."""
+    now = datetime.now(timezone.utc)
+    kept, total, n_unscored, truncated = _cap_items(items, max_items)
+    notes = []
+    if truncated:
+        notes.append(f"items capped at {max_items} of {total}: all unscored first "
+                     f"({n_unscored}), then an evenly spaced sample of the scored ones")
+    return RunRecord(
+        run_id=new_run_id(family, now), family=family,
+        created_at=now.isoformat(timespec="seconds"),
+        command=list(command) if command is not None else ["ragmeter", *sys.argv[1:]],
+        inputs=[i if isinstance(i, InputFile) else InputFile.of(i) for i in inputs],
+        backends=list(backends), models=list(models),
+        prompt_versions=dict(prompt_versions or {}),
+        signature=result.get("signature") if isinstance(result.get("signature"), str) else None,
+        result=json.loads(json.dumps(result, allow_nan=False, default=str)),
+        items=kept, items_total=total, items_unscored=n_unscored, items_truncated=truncated,
+        notes=notes,
+    )
+
+
 def record_run(
     family: str,
     result: Mapping[str, Any],
@@ -170,24 +204,9 @@ def record_run(
     """
     from ragmeter.io import write_json
 
-    now = datetime.now(timezone.utc)
-    kept, total, n_unscored, truncated = _cap_items(items, max_items)
-    notes = []
-    if truncated:
-        notes.append(f"items capped at {max_items} of {total}: all unscored first "
-                     f"({n_unscored}), then an evenly spaced sample of the scored ones")
-    record = RunRecord(
-        run_id=new_run_id(family, now), family=family,
-        created_at=now.isoformat(timespec="seconds"),
-        command=list(command) if command is not None else ["ragmeter", *sys.argv[1:]],
-        inputs=[i if isinstance(i, InputFile) else InputFile.of(i) for i in inputs],
-        backends=list(backends), models=list(models),
-        prompt_versions=dict(prompt_versions or {}),
-        signature=result.get("signature") if isinstance(result.get("signature"), str) else None,
-        result=json.loads(json.dumps(result, allow_nan=False, default=str)),
-        items=kept, items_total=total, items_unscored=n_unscored, items_truncated=truncated,
-        notes=notes,
-    )
+    record = build_record(family, result, items, inputs=inputs, command=command,
+                          backends=backends, models=models, prompt_versions=prompt_versions,
+                          max_items=max_items)
     target = runs_dir(runs_dir_override) / f"{record.run_id}.json"
     write_json(target, record.to_json())
     record._path = target

@@ -38,7 +38,7 @@ from ragmeter.llm.base import Backend, Request, Response
 from ragmeter.store import Store
 
 __all__ = ["RunnerConfig", "Outcome", "RunStats", "run_requests", "arun_requests",
-           "DryRunEstimate", "estimate_requests", "approx_tokens"]
+           "DryRunEstimate", "estimate_requests", "approx_tokens", "run_sync"]
 
 
 @dataclass(frozen=True)
@@ -465,14 +465,6 @@ def run_requests(requests: Sequence[Request], backend: Backend, store: Store | N
     if config.replay and store is None:
         raise ConfigError("runner: --replay needs a store to read responses from. "
                           "Fix: drop --replay, or give --store PATH.")
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        raise RuntimeError("run_requests() was called inside a running event loop; "
-                           "await arun_requests(...) instead")
-
     async def main() -> list[Outcome]:
         try:
             return await arun_requests(requests, backend, store, config, stats)
@@ -483,4 +475,21 @@ def run_requests(requests: Sequence[Request], backend: Backend, store: Store | N
 
     if sys.platform == "win32":  # pragma: no cover
         asyncio.set_event_loop_policy(asyncio.WindowsSelectorEventLoopPolicy())  # type: ignore[attr-defined]
-    return asyncio.run(main())
+    return run_sync(main)
+
+
+def run_sync(make_coroutine: Any) -> Any:
+    """Run ``make_coroutine()`` to completion from synchronous code.
+
+    Inside an already running event loop (Jupyter, an async test) the coroutine runs on a
+    fresh loop in a worker thread, so the synchronous API works there too; elsewhere it is
+    plain ``asyncio.run``.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make_coroutine())
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ragmeter-sync") as pool:
+        return pool.submit(lambda: asyncio.run(make_coroutine())).result()

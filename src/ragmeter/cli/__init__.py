@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "generate": ("ragmeter.cli.generate:generate", "Send a file of requests to a model (cached)."),
     "cache": ("ragmeter.cli.cache:group", "The store of model calls: stats and clear."),
     "models": ("ragmeter.cli.models:models", "Model backends, the default model, what to install."),
+    "gate": ("ragmeter.cli.gate:gate", "Check a result file against thresholds (CI gate)."),
     "report": ("ragmeter.cli.report:report", "One self-contained HTML report from stored runs."),
     "rubric": ("ragmeter.cli.rubric:group", "Rubric judging (RAGaliq): 0-5 grades, weighted score, stability, RAG run."),
     "view": ("ragmeter.cli.view:view", "A local web app: browse, compare and launch runs."),

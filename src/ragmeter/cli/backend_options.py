@@ -86,40 +86,19 @@ def runner_context(**kwargs: Any) -> tuple[Backend, Store, RunnerConfig, bool]:
 
     Unknown keys are ignored; missing keys take the options' defaults.  ``description`` and
     ``progress`` may be given to shape the progress bar (progress defaults to on when stderr is a
-    terminal); ``on_progress`` goes to :class:`RunnerConfig` (the web app's live progress).
-    ``endpoint`` names an endpoint of :mod:`ragmeter.llm.endpoints` (backend openai, its URL,
-    model and key variable; ``model`` overrides its model).
+    terminal).  The backend is :func:`ragmeter.backends.from_options`, the same value the
+    Python API takes as ``backend=`` (``endpoint`` names one of :mod:`ragmeter.llm.endpoints`).
+    ``on_progress`` goes to :class:`RunnerConfig` (the web app's live progress).
     """
-    from ragmeter.llm.registry import backend_spec, create_backend
+    from ragmeter.backends import from_options
 
-    name = kwargs.get("backend") or "local"
-    concurrency = int(kwargs.get("concurrency") or 8)
-    timeout = float(kwargs.get("timeout") or 120.0)
-    opts: dict[str, Any] = {"model": kwargs.get("model"), "base_url": kwargs.get("base_url")}
-    if kwargs.get("endpoint"):
-        from ragmeter.errors import ConfigError
-        from ragmeter.llm.endpoints import get_endpoint
-
-        if name not in ("local", "openai") or kwargs.get("base_url"):
-            raise ConfigError("models: --endpoint names its own backend and URL. Fix: drop "
-                              "--backend/--base-url, or drop --endpoint.")
-        name = "openai"
-        endpoint = get_endpoint(str(kwargs["endpoint"]))
-        opts = {**endpoint.backend_kwargs(), **({"model": opts["model"]} if opts["model"]
-                                                else {})}
-    spec = backend_spec(name)
-    if spec.remote:
-        opts.update(timeout_s=timeout, max_connections=concurrency)
-    backend = create_backend(name, **opts)
-    store = Store(kwargs.get("store"))
-    max_retries = kwargs.get("max_retries")
-    config = RunnerConfig(
-        concurrency=concurrency, rpm=kwargs.get("rpm"), tpm=kwargs.get("tpm"),
-        max_retries=5 if max_retries is None else int(max_retries), timeout_s=timeout,
+    choice = from_options(**kwargs)
+    config = choice.runner_config(
         replay=bool(kwargs.get("replay")),
         progress=bool(kwargs.get("progress", sys.stderr.isatty())),
-        description=str(kwargs.get("description") or "calls"),
-        price_prompt_per_mtok=kwargs.get("price_prompt"),
-        price_completion_per_mtok=kwargs.get("price_completion"),
-        on_progress=kwargs.get("on_progress"))
-    return backend, store, config, bool(kwargs.get("dry_run"))
+        description=str(kwargs.get("description") or "calls"))
+    if kwargs.get("on_progress") is not None:
+        import dataclasses
+
+        config = dataclasses.replace(config, on_progress=kwargs["on_progress"])
+    return choice.instance(), Store(kwargs.get("store")), config, bool(kwargs.get("dry_run"))

@@ -11,7 +11,7 @@ from ragmeter.cli.options import (
     json_out_option,
     write_outputs,
 )
-from ragmeter.cli.report import record_options, save_run
+from ragmeter.cli.report import record_options, save_result
 
 
 @click.group(name="multilingual")
@@ -50,23 +50,15 @@ def score(path: str, baseline: str | None, json_out: str | None, items_out: str 
 
     Example: ragmeter multilingual score answers.jsonl --json metrics.json
     """
-    from ragmeter.io import parse_field_options
+    import ragmeter.multilingual
     from ragmeter.reports.console import print_multilingual
-    from ragmeter.suites.multilingual import MultilingualConfig, score_file
 
-    config = MultilingualConfig(keep_text=True,
-        baseline=baseline or "direct", baseline_required=baseline is not None, ci=ci,
-        paired=paired, rlc_lid=rlc_lid, n_resamples=resamples, seed=seed,
-        field_map=parse_field_options(fields, component="multilingual"),
-    )
-    result = score_file(path, config)
-    print_multilingual(result)
+    result = ragmeter.multilingual.score(
+        path, baseline=baseline, ci=ci, paired=paired, rlc_lid=rlc_lid, resamples=resamples,
+        seed=seed, fields=fields)
+    print_multilingual(result.detail)
     write_outputs(result, json_out, items_out)
-    from ragmeter.results import InputFile
-
-    save_run("multilingual", result.to_json(), result.iter_items(),
-             inputs=[InputFile.of(path, rows=result.coverage.get("rows"))],
-             no_record=no_record, runs_dir=runs_dir)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
 def _attach_judge() -> None:

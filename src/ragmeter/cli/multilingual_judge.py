@@ -33,56 +33,26 @@ def judge(path: str, out: str, scoring: str, fields: tuple[str, ...], **kwargs: 
 
     Example: ragmeter multilingual judge answers.jsonl --out judged.jsonl
     """
-    from ragmeter.cli.backend_options import runner_context
-    from ragmeter.io import iter_rows, parse_field_options, write_jsonl
-    from ragmeter.runner import estimate_requests, run_requests
-    from ragmeter.suites.rubric.judge import (
-        Answer,
-        SemanticPrompt,
-        semantic_requests,
-        semantic_rows,
-    )
+    import ragmeter.multilingual
+    from ragmeter.backends import from_options
+    from ragmeter.io import write_jsonl
+    from ragmeter.judging import alarm_lines, card_line
 
-    fm = parse_field_options(fields, component="multilingual")
-    raw_rows = list(iter_rows(path, component="multilingual", field_map=fm))
-    answers = []
-    from ragmeter.io import as_text, require
-
-    for i, row in enumerate(raw_rows):
-        q = row.data.get("question")
-        gold = require(row, "gold_answer", component="multilingual", field_map=fm)
-        pred = require(row, "pred_answer", component="multilingual", field_map=fm)
-        answers.append(Answer(
-            id=str(i), question=as_text(row, "question", q, component="multilingual",
-                                        allow_none=True),
-            reference=as_text(row, "gold_answer", gold, component="multilingual"),
-            response=None if pred is None else as_text(row, "pred_answer", pred,
-                                                       component="multilingual"),
-            extra={"sample_lang": str(row.data.get("sample_lang", ""))}))
-    backend, store, config, dry_run = runner_context(**kwargs, description="semantic judge")
-    mode = scoring if scoring != "auto" else ("choices" if backend.name == "local"
-                                              else "generate")
-    prompt = SemanticPrompt.default()
-    requests = semantic_requests(answers, prompt, mode)  # type: ignore[arg-type]
-    if dry_run:
-        click.echo(estimate_requests(requests, backend, store).render())
+    result = ragmeter.multilingual.judge(
+        path, scoring=scoring, backend=from_options(**kwargs), store=kwargs.get("store"),
+        replay=bool(kwargs.get("replay")), dry_run=bool(kwargs.get("dry_run")), fields=fields)
+    if result.summary.get("dry_run"):
+        click.echo(result.dry_run_text)  # type: ignore[attr-defined]
         return
-    outcomes = run_requests(requests, backend, store, config)
-    model = str(backend.identity().get("model", backend.name))
-    sem = semantic_rows(answers, outcomes, mode, prompt, model)  # type: ignore[arg-type]
-    merged = []
-    for row, s in zip(raw_rows, sem, strict=True):
-        data = dict(row.data)
-        data.update({k: v for k, v in s.items() if k not in ("id", "sample_lang")})
-        merged.append(data)
-    n = write_jsonl(out, merged)
-    scored = sum(1 for s in sem if s["semantic_score"] is not None)
-    click.echo(f"semantic score ({mode}, judge {model}, prompt {prompt.version}): "
-               f"{scored}/{n} rows scored")
-    reasons: dict[str, int] = {}
-    for s in sem:
-        if s["semantic_score"] is None:
-            reasons[s["semantic_reason"]] = reasons.get(s["semantic_reason"], 0) + 1
-    if reasons:
-        click.echo("unscored: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())))
+    n = write_jsonl(out, result.iter_items())
+    cov = result.coverage
+    click.echo(f"semantic score ({result.summary['method']}, judge {result.summary['judge']}, "
+               f"prompt {result.summary['prompt_version']}): {cov['scored']}/{n} rows scored")
+    if cov["reasons"]:
+        click.echo("unscored: " + ", ".join(f"{k} {v}" for k, v in
+                                             sorted(cov["reasons"].items())))
+    for card in result.judges:
+        click.echo(f"judge: {card_line(card)}")
+    for line in alarm_lines(result.alarms):
+        click.echo(line, err=True)
     click.echo(f"wrote {n} rows to {out}", err=True)

@@ -11,7 +11,7 @@ from ragmeter.cli.options import (
     json_out_option,
     write_outputs,
 )
-from ragmeter.cli.report import record_options, save_run
+from ragmeter.cli.report import record_options, save_result
 
 
 @click.group(name="reliability")
@@ -52,38 +52,14 @@ def score(path: str, qc: tuple[str, ...], json_out: str | None, items_out: str |
     Example: ragmeter reliability score annotations.csv --qc qc_maria --json rel.json
     --plot rel.png
     """
-    from ragmeter.io import parse_field_options, write_bytes
-    from ragmeter.suites.reliability import (
-        DEFAULT_FLAG_NO,
-        DEFAULT_FLAG_YES,
-        ReliabilityConfig,
-        score_file,
-    )
+    import ragmeter.reliability
     from ragmeter.suites.reliability.report import print_reliability
 
-    config = ReliabilityConfig(
-        qc=tuple(qc), min_applicable=min_applicable,
-        flag_yes=tuple(flag_yes) or DEFAULT_FLAG_YES, flag_no=tuple(flag_no) or DEFAULT_FLAG_NO,
-        field_map=parse_field_options(fields, component="reliability"),
-    )
-    png = None
-    if plot_out:
-        from ragmeter.reports.plots import require_matplotlib
-
-        require_matplotlib()  # fail on a missing extra before reading the data
-    result = score_file(path, config)
-    if plot_out:
-        from ragmeter.reports.plots import reliability_matrix_png
-
-        png = reliability_matrix_png(result)
-    print_reliability(result)
+    result = ragmeter.reliability.score(
+        path, qc=qc, min_applicable=min_applicable, fields=fields, flag_yes=flag_yes,
+        flag_no=flag_no, plot=plot_out)
+    print_reliability(result.detail)
     write_outputs(result, json_out, items_out)
-    if png is not None and plot_out:
-        write_bytes(plot_out, png)
+    if plot_out:
         click.echo(f"wrote {plot_out}", err=True)
-    from ragmeter.results import InputFile
-
-    doc = result.to_json()
-    save_run("reliability", doc, result.iter_items(),
-             inputs=[InputFile.of(path, rows=doc["coverage"].get("rows"))],
-             no_record=no_record, runs_dir=runs_dir)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["report", "record_options", "save_run"]
+__all__ = ["report", "record_options", "save_run", "save_result"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,6 +43,18 @@ def save_run(family: str, result: Mapping[str, Any], items: Iterable[Mapping[str
     click.echo(f"run {record.run_id} recorded (ragmeter report {record.run_id} "
                "--out report.html)", err=True)
     return record.run_id
+
+
+def save_result(result: Any, *, no_record: bool = False, runs_dir: str | None = None
+                ) -> str | None:
+    """Save a :class:`ragmeter.result.Result` as a run record unless ``no_record``; print its
+    id on stderr; return the id."""
+    if no_record:
+        return None
+    record = result.save(runs_dir, command=_command_line())
+    click.echo(f"run {record.run_id} recorded (ragmeter report {record.run_id} "
+               "--out report.html)", err=True)
+    return str(record.run_id)
 
 
 def _command_line() -> list[str]:

@@ -117,6 +117,7 @@ class MultilingualResult:
     columns: dict[str, _Columns] = field(default_factory=dict, repr=False)
     cnbe_values: dict[str, list[float | None]] = field(default_factory=dict, repr=False)
     unscored_items: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    unscored_places: list[int] = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -159,6 +160,16 @@ class MultilingualResult:
                     item["pred_answer"] = pred
                 yield item
         yield from self.unscored_items
+
+    def ordered_items(self) -> list[dict[str, Any]]:
+        """The per-row results in input order (by line, row or index)."""
+        places: list[int] = []
+        for system in self.systems:
+            places.extend(self.columns[system].places)
+        places.extend(self.unscored_places)
+        items = list(self.iter_items())
+        order = sorted(range(len(items)), key=lambda i: places[i])
+        return [items[i] for i in order]
 
 
 # ------------------------------------------------------------------ row validation
@@ -546,7 +557,7 @@ def _aggregate(acc: _Accumulator, config: MultilingualConfig, lid: LidRlc | None
         signature=config.signature().render(), baseline=baseline,
         baseline_f1=base_f1 if isinstance(base_f1, float) else None, ci=ci,
         paired_tests=paired, notes=notes, columns=columns, cnbe_values=cnbe,
-        unscored_items=acc.unscored,
+        unscored_items=acc.unscored, unscored_places=list(acc.unscored_numbers),
     )
 
 

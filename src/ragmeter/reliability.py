@@ -1,0 +1,64 @@
+"""Annotator reliability against a QC key, from Python.
+
+::
+
+    import ragmeter
+    result = ragmeter.reliability.score("annotations.csv", qc=["qc_maria"])
+    result.summary["evaluators"]["ann_ayo"]["reliability"]
+
+``data`` is a path, a list of dicts, a pandas DataFrame or a pyarrow Table with one row per
+(item, evaluator): ``item_id``, ``evaluator``, ``item_flag``, ``choice`` and optional
+``skipped``.  ``ragmeter reliability score`` calls exactly this function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ragmeter._api import field_map, input_record
+from ragmeter.result import Result
+
+__all__ = ["score"]
+
+COMPONENT = "reliability"
+
+
+def score(data: Any, *, qc: str | Sequence[str], min_applicable: int = 30,
+          fields: Mapping[str, str] | Iterable[str] | None = None,
+          flag_yes: Sequence[str] | None = None, flag_no: Sequence[str] | None = None,
+          plot: str | None = None) -> Result:
+    """Every evaluator against QC: reliability, flag mismatch, Cohen's κ, Wilson 95% CIs.
+
+    ``qc``: the evaluator(s) whose annotations are the key (several: majority).
+    ``min_applicable``: evaluators with fewer applicable items are warned about and marked.
+    ``flag_yes``/``flag_no``: ``item_flag`` values meaning flagged / ratable (replace the
+    defaults).  ``plot``: also write the reliability matrix PNG there (``ragmeter[plots]``).
+    """
+    from ragmeter.suites.reliability import (
+        DEFAULT_FLAG_NO,
+        DEFAULT_FLAG_YES,
+        ReliabilityConfig,
+        score_file,
+    )
+
+    config = ReliabilityConfig(
+        qc=(qc,) if isinstance(qc, str) else tuple(qc), min_applicable=min_applicable,
+        flag_yes=tuple(flag_yes or ()) or DEFAULT_FLAG_YES,
+        flag_no=tuple(flag_no or ()) or DEFAULT_FLAG_NO,
+        field_map=field_map(fields, COMPONENT))
+    if plot:
+        from ragmeter.reports.plots import require_matplotlib
+
+        require_matplotlib()  # fail on a missing extra before reading the data
+    detail = score_file(data, config)
+    if plot:
+        from ragmeter.io import write_bytes
+        from ragmeter.reports.plots import reliability_matrix_png
+
+        png = reliability_matrix_png(detail)
+        if png is not None:
+            write_bytes(plot, png)
+    doc = detail.to_json()
+    return Result(COMPONENT, "score", doc, items=detail.iter_items, detail=detail,
+                  inputs=[input_record(data, doc["coverage"].get("rows"))])

@@ -1,0 +1,182 @@
+"""The Python API (issue 13): same numbers as the CLI from a path, a list of dicts, a DataFrame
+and an Arrow table; one Result type; works inside a running event loop; bad rows name their
+index and field."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+import ragmeter
+from ragmeter.errors import InputError
+from tests.conftest import shared
+
+
+def _lbrag_answers() -> Path:
+    return shared("lbrag", "20251214_2145", "20251214_2145_answers.jsonl")
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
+def test_multilingual_api_equals_cli_on_list_dataframe_and_table(run_cli, tmp_path) -> None:
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    answers = _lbrag_answers()
+    out = tmp_path / "m.json"
+    code, _, err = run_cli("multilingual", "score", answers, "--json", out, "--no-record")
+    assert code == 0, err
+    cli_summary = json.loads(out.read_text())
+    rows = _rows(answers)
+    from_path = ragmeter.multilingual.score(answers)
+    from_list = ragmeter.multilingual.score(rows)
+    from_frame = ragmeter.multilingual.score(pd.DataFrame(rows))
+    from_table = ragmeter.multilingual.score(pa.Table.from_pylist(rows))
+    assert from_path.summary == cli_summary
+    # The released metrics.json keys, recomputed from memory, equal the file's to the last digit.
+    for result in (from_list, from_frame, from_table):
+        assert result.summary["metrics"] == cli_summary["metrics"]
+        assert result.signature == cli_summary["signature"]
+        assert result.coverage == cli_summary["coverage"] == {
+            "rows": 400, "scored": 400, "unscored": 0, "reasons": {}}
+
+
+def test_to_pandas_is_input_order_with_status(tmp_path) -> None:
+    pytest.importorskip("pandas")
+    rows = [
+        {"sample_id": "a", "sample_lang": "en", "system": "direct", "gold_answer": "Paris",
+         "pred_answer": "Paris", "translate_tokens": 0},
+        {"sample_id": "a", "sample_lang": "en", "system": "lbrag", "gold_answer": "Paris",
+         "pred_answer": None, "translate_tokens": 3},
+        {"sample_id": "b", "sample_lang": "de", "system": "direct", "gold_answer": "Berlin",
+         "pred_answer": "in Berlin", "translate_tokens": 0},
+        {"sample_id": "b", "sample_lang": "de", "system": "lbrag", "gold_answer": "Berlin",
+         "pred_answer": "Berlin", "translate_tokens": 5},
+    ]
+    result = ragmeter.multilingual.score(rows)
+    frame = result.to_pandas()
+    assert list(zip(frame["sample_id"], frame["system"], strict=True)) == [
+        ("a", "direct"), ("a", "lbrag"), ("b", "direct"), ("b", "lbrag")]
+    assert list(frame["status"]) == ["ok", "unscored", "ok", "ok"]
+    assert frame["reason"].iloc[1] == "missing_prediction"
+    assert frame["em"].iloc[2] == 0.0 and frame["em"].iloc[3] == 1.0
+    assert result.coverage["unscored"] == 1
+    html = result._repr_html_()
+    assert "coverage 3/4 scored" in html and "lbrag" in html
+
+
+def test_bad_row_names_index_and_field() -> None:
+    pd = pytest.importorskip("pandas")
+    rows = [{"sample_id": "a", "sample_lang": "en", "system": "s", "gold_answer": "x",
+             "pred_answer": "x"},
+            {"sample_id": "b", "sample_lang": "en", "system": "s", "gold_answer": "x"}]
+    frame = pd.DataFrame([dict(rows[0]), dict(rows[0], sample_id="b", sample_lang="klingon")])
+    with pytest.raises(InputError) as err:
+        ragmeter.multilingual.score(frame)
+    assert "index 1 of <DataFrame>" in str(err.value)
+    assert 'field "sample_lang"' in str(err.value)
+    with pytest.raises(InputError) as err2:
+        ragmeter.multilingual.score(rows)
+    assert "index 1 of <list of dicts>" in str(err2.value)
+    assert 'field "pred_answer"' in str(err2.value)
+    with pytest.raises(InputError, match="index 0 .*expected a dict"):
+        ragmeter.multilingual.score(["not a row"])
+
+
+def test_reliability_api_equals_cli_on_dataframe(run_cli, tmp_path) -> None:
+    pd = pytest.importorskip("pandas")
+    from ragmeter.samples import sample_path
+
+    csv_path = sample_path("reliability_annotations.csv")
+    out = tmp_path / "r.json"
+    code, _, err = run_cli("reliability", "score", csv_path, "--qc", "qc_maria", "--json", out,
+                           "--no-record")
+    assert code == 0, err
+    frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
+    result = ragmeter.reliability.score(frame, qc="qc_maria")
+    assert result.summary == json.loads(out.read_text())
+    assert ragmeter.reliability.score(frame.to_dict("records"), qc=["qc_maria"]).summary \
+        == result.summary
+
+
+def test_save_writes_a_record_report_shows(tmp_path, run_cli) -> None:
+    result = ragmeter.multilingual.score(_rows(_lbrag_answers()))
+    record = result.save(runs_dir=str(tmp_path / "runs"))
+    assert record.path.is_file()
+    code, _, err = run_cli("report", record.run_id, "--runs-dir", tmp_path / "runs",
+                           "--out", tmp_path / "r.html")
+    assert code == 0, err
+    assert "lbrag" in (tmp_path / "r.html").read_text()
+
+
+def _requests(n: int) -> list[dict]:
+    return [{"id": f"q{i}", "prompt": f"question {i}"} for i in range(n)]
+
+
+def test_generate_api_equals_cli_and_reuses_the_store(scripted_server, run_cli, tmp_path):
+    server = scripted_server()
+    backend = ragmeter.backends.openai("scripted", base_url=server.url, concurrency=4)
+    store = tmp_path / "store.sqlite"
+    first = ragmeter.generate(_requests(6), backend=backend, store=store, progress=False)
+    assert [i["id"] for i in first.items] == [f"q{i}" for i in range(6)]
+    assert all(i["status"] == "ok" for i in first.items) and server.calls == 6
+    assert first.items[2]["text"] == "echo: question 2"
+    again = ragmeter.generate(_requests(6), backend=backend, store=store, progress=False)
+    assert server.calls == 6 and all(i["cached"] for i in again.items)
+    req = tmp_path / "req.jsonl"
+    req.write_text("".join(json.dumps(r) + "\n" for r in _requests(6)))
+    code, _, err = run_cli("generate", req, "--out", tmp_path / "resp.jsonl", "--backend",
+                           "openai", "--model", "scripted", "--base-url", server.url,
+                           "--store", store)
+    assert code == 0, err
+    assert server.calls == 6  # the CLI and the API share the store
+    cli_rows = [json.loads(x) for x in (tmp_path / "resp.jsonl").read_text().splitlines()]
+    assert [r["text"] for r in cli_rows] == [i["text"] for i in first.items]
+
+
+def test_sync_api_inside_a_running_event_loop(scripted_server, tmp_path) -> None:
+    server = scripted_server()
+    backend = ragmeter.backends.openai("scripted", base_url=server.url)
+
+    async def notebook_cell() -> tuple[list[str], list[str]]:
+        sync = ragmeter.generate(_requests(3), backend=backend, store=tmp_path / "s.sqlite",
+                                 progress=False)  # as in Jupyter: a loop is running
+        awaited = await ragmeter.agenerate(_requests(4), backend=backend,
+                                           store=tmp_path / "s.sqlite", progress=False)
+        return [i["text"] for i in sync.items], [i["status"] for i in awaited.items]
+
+    texts, statuses = asyncio.run(notebook_cell())
+    assert texts == ["echo: question 0", "echo: question 1", "echo: question 2"]
+    assert statuses == ["ok"] * 4 and server.calls == 4
+
+
+def test_multilingual_judge_api_flags_a_judge_that_always_says_the_same(scripted_server):
+    server = scripted_server(reply=lambda body: '{"score": 1.0, "explanation": "same"}')
+    rows = [{"sample_id": str(i), "sample_lang": "en", "system": "s", "question": f"q{i}",
+             "gold_answer": f"answer {i}", "pred_answer": f"reply {i}"} for i in range(8)]
+    result = ragmeter.multilingual.judge(
+        rows, scoring="generate", backend=ragmeter.backends.openai("j", base_url=server.url),
+        progress=False)
+    assert [i["semantic_score"] for i in result.items] == [1.0] * 8
+    assert result.alarms and result.alarms[0]["kind"] == "degenerate_judge"
+    assert result.summary["alarms"] == result.alarms
+    assert result.judges[0]["validated"] is False
+    scored = ragmeter.multilingual.score(result.items)  # the judged rows feed score
+    assert scored.summary["metrics"]["s"]["semantic_score"] == 1.0
+
+
+def test_public_names_of_family_modules() -> None:
+    import inspect
+
+    for module in (ragmeter.multilingual, ragmeter.reliability, ragmeter.backends,
+                   ragmeter.testing, ragmeter.judging):
+        defined = {n for n, v in vars(module).items() if not n.startswith("_")
+                   and (inspect.isfunction(v) or inspect.isclass(v))
+                   and getattr(v, "__module__", None) == module.__name__}
+        constants = {n for n in vars(module) if n.isupper() and not n.startswith("_")}
+        assert defined <= set(module.__all__) <= defined | constants, module.__name__
