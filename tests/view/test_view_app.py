@@ -139,3 +139,30 @@ def test_cancelled_job_resumes_from_the_store(tmp_path: Path, scripted_server,
     assert second.todo <= first.todo - 3
     assert server.stats()["calls"] == first.todo
     assert [r.run_id for r in list_runs(runs_dir_override=tmp_path / "runs")] == [second.run_id]
+
+
+def test_rgb_run_dry_run_with_endpoint_option(run_cli, scripted_server, _isolated_home) -> None:
+    server = scripted_server()
+    write_endpoints(_isolated_home, server.url)
+    code, out, err = run_cli("rgb", "run", "--endpoint", "scripted", "--noise-rates", "0",
+                             "--limit", "1", "--dry-run")
+    assert code == 0, err
+    assert "calls to make" in out and server.stats()["calls"] == 0
+    code, _, err = run_cli("rgb", "run", "--endpoint", "nope", "--dry-run")
+    assert code == 2 and "unknown endpoint 'nope'" in err
+
+
+def test_judge_model_stays_on_the_endpoint(run_cli, scripted_server, _isolated_home,
+                                           tmp_path: Path) -> None:
+    from ragmeter.results import list_runs
+
+    server = scripted_server(reply=lambda body: "Yes, insufficient information.")
+    write_endpoints(_isolated_home, server.url)
+    code, _, err = run_cli("rgb", "run", "--endpoint", "scripted", "--noise-rates", "0",
+                           "--limit", "1", "--judge", "--judge-model", "judge-x", "--no-plot",
+                           "--out", str(tmp_path / "out"))
+    assert code == 0, err
+    (record,) = list_runs()
+    assert record.result["judge"]["backend"] == "openai"
+    assert record.result["judge"]["model"] == "judge-x"
+    assert record.backends[0]["base_url"] == server.url

@@ -218,11 +218,10 @@ def run(data: tuple[str, ...], lang: str | None, noise_rates: str, int_noise_rat
         return
     judge_backend = None
     if judge and judge_model:
-        from ragmeter.llm.registry import create_backend
+        from ragmeter.backends import from_options
 
-        judge_backend = create_backend(backend_kwargs.get("backend") or "local",
-                                       model=judge_model,
-                                       base_url=backend_kwargs.get("base_url"))
+        # Same backend (or --endpoint) as the answers, another model.
+        judge_backend = from_options(**{**backend_kwargs, "model": judge_model}).instance()
     result = run_rgb(datasets, prompts, backend, store, runner, config,
                      judge_prompts=jprompts, judge_backend=judge_backend)
     print_run(result, con)
