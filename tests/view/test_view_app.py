@@ -166,3 +166,24 @@ def test_judge_model_stays_on_the_endpoint(run_cli, scripted_server, _isolated_h
     assert record.result["judge"]["backend"] == "openai"
     assert record.result["judge"]["model"] == "judge-x"
     assert record.backends[0]["base_url"] == server.url
+
+
+def test_judge_card_and_degenerate_alarm_are_shown(tmp_path: Path) -> None:
+    from ragmeter.judging import check_degenerate, judge_card
+    from tests.reports import cases
+
+    alarm = check_degenerate(["yes"] * 20, judge="openai:judge-x", what="rubric grades")
+    assert alarm is not None
+    card = judge_card({"backend": "openai", "model": "judge-x"})
+    result = {**cases.RUBRIC, "alarms": [alarm], "judges": [card]}
+    run_id = cases.family_record(tmp_path / "runs", "rubric", result).run_id
+    server = start_server(tmp_path)
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            row = client.get("/").text
+            assert "degenerate judge" in row and "en weighted" in row
+            page = client.get(f"/runs/{run_id}").text
+            assert "treat them as unmeasured" in page
+            assert "judge-x" in page and "unvalidated" in page
+    finally:
+        server.stop()

@@ -26,7 +26,9 @@ SHOTS = os.environ.get("RAGMETER_VIEW_SHOTS")
 def app(tmp_path_factory: pytest.TempPathFactory):
     pytest.importorskip("starlette")
     root = tmp_path_factory.mktemp("view")
-    ids = write_records(root / "runs")
+    with pytest.MonkeyPatch.context() as mp:  # before the per-test home exists: never the user's
+        mp.setenv("RAGMETER_HOME", str(root / "home"))
+        ids = write_records(root / "runs")
     server = start_server(root)
     yield server, ids
     server.stop()

@@ -17,7 +17,7 @@ from typing import Any
 
 from ragmeter.results import RunRecord, list_runs
 
-__all__ = ["Headline", "RunRow", "RunIndex", "headlines", "flags"]
+__all__ = ["Headline", "RunRow", "RunIndex", "headlines", "flags", "judge_cards", "alarms"]
 
 MAX_HEADLINES = 4
 
@@ -140,10 +140,10 @@ def flags(record: RunRecord) -> list[str]:
     out: list[str] = []
     doc = record.result if isinstance(record.result, Mapping) else {}
     notes = [str(n) for n in (doc.get("notes") or []) if isinstance(n, str)] + record.notes
-    for alarm in doc.get("alarms") or []:
-        out.append(f"alarm: {alarm}")
-    if any("degenerate" in n.lower() for n in notes):
+    kinds = [a.get("kind") if isinstance(a, Mapping) else str(a) for a in doc.get("alarms") or []]
+    if "degenerate_judge" in kinds or any("degenerate" in n.lower() for n in notes):
         out.append("degenerate judge")
+    out += [f"alarm: {k}" for k in dict.fromkeys(kinds) if k and k != "degenerate_judge"]
     if any("lenient" in n.lower() and "not" in n.lower() for n in notes):
         out.append("lenient (not paper)")
     if record.items_truncated:
@@ -151,6 +151,23 @@ def flags(record: RunRecord) -> list[str]:
     if record.items_total and record.items_unscored:
         out.append(f"{record.items_unscored} unscored")
     return out
+
+
+def judge_cards(record: RunRecord) -> list[str]:
+    """One line per judge card stored with the run (identity and validation, or unvalidated)."""
+    from ragmeter.judging import card_line
+
+    doc = record.result if isinstance(record.result, Mapping) else {}
+    return [card_line(c) for c in doc.get("judges") or [] if isinstance(c, Mapping)]
+
+
+def alarms(record: RunRecord) -> list[str]:
+    """The alarm messages stored with the run (e.g. the degenerate-judge alarm)."""
+    from ragmeter.judging import alarm_lines
+
+    doc = record.result if isinstance(record.result, Mapping) else {}
+    return alarm_lines(a if isinstance(a, Mapping) else {"message": a}
+                       for a in doc.get("alarms") or [])
 
 
 def _row(record: RunRecord) -> RunRow:
