@@ -29,7 +29,7 @@ COMPONENT = "multilingual"
 def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: bool = False,
           rlc_lid: bool = False, resamples: int = 1000, seed: int = 12345,
           fields: Mapping[str, str] | Iterable[str] | None = None,
-          keep_text: bool = True) -> Result:
+          keep_text: bool = True, normalize: str = "lbrag") -> Result:
     """EM, F1, RLC, RLC_OK, cost, CNBE and semantic score per system, exactly as LBRAG.
 
     ``baseline``: the system CNBE and paired tests compare against (default ``direct``, skipped
@@ -37,14 +37,21 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
     intervals; ``paired``: paired tests against the baseline; ``rlc_lid``: language-ID RLC
     (needs ``ragmeter[lang]``).  ``fields``: your column names, ``{"pred_answer": "answer"}``.
     ``keep_text``: keep question/gold/prediction in the items (off saves memory on huge files).
+    ``normalize``: ``lbrag`` (LBRAG's normalization, keeps articles; the default) or ``squad``
+    (SQuAD v1.1's: drops punctuation and a/an/the); the signature says which ran.
+    ``gold_answer`` may be a list: EM and F1 are then the max over the golds (SQuAD's rule).
     """
+    if normalize not in ("lbrag", "squad"):
+        from ragmeter.errors import ConfigError
+
+        raise ConfigError(f"multilingual: normalize={normalize!r}; expected lbrag or squad.")
     from ragmeter.io import is_path, iter_rows
     from ragmeter.suites.multilingual import MultilingualConfig, score_file, score_rows
 
     config = MultilingualConfig(
         keep_text=keep_text, baseline=baseline or "direct", baseline_required=baseline is not None,
         ci=ci, paired=paired, rlc_lid=rlc_lid, n_resamples=resamples, seed=seed,
-        field_map=field_map(fields, COMPONENT))
+        field_map=field_map(fields, COMPONENT), normalize=normalize)
     if is_path(data):
         detail = score_file(data, config)
     else:

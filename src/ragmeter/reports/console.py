@@ -36,7 +36,15 @@ def coverage_line(cov: dict[str, Any], unit: str = "rows") -> str:
 
 
 def _with_ci(result: Any, system: str, key: str, digits: int = 4) -> str:
-    value = fmt(result.metrics[system].get(key), digits)
+    """The value, ``±`` its sample std, the count when it covers fewer rows than ``n`` (e.g.
+    semantic scores), and the CI on a second line."""
+    m = result.metrics[system]
+    value = fmt(m.get(key), digits)
+    std = m.get(f"{key}_std")
+    if m.get(key) is not None and isinstance(std, float):
+        value += f" ±{std:.{min(digits, 4)}f}"
+    if f"{key}_n" in m:
+        value += f" ({m[f'{key}_n']}/{m.get('n')})"
     ci = result.ci.get(system, {}).get(key) if result.ci else None
     if ci:
         d = min(digits, 3)
