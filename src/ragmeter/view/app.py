@@ -28,7 +28,7 @@ from ragmeter.view.jobs import (
     list_data_files,
     resolve_data,
 )
-from ragmeter.view.listing import RunIndex, alarms, judge_cards
+from ragmeter.view.listing import RunIndex
 from ragmeter.view.security import Security, SecurityMiddleware
 
 __all__ = ["ViewSettings", "create_app"]
@@ -142,8 +142,7 @@ def create_app(settings: ViewSettings) -> Any:
         except UserError as err:
             return error(str(err), 404)
         return page("run.html", title=f"{record.family} · {record.run_id}",
-                    body=_safe(render_run(record, 1)), records=[record],
-                    alarms=alarms(record), judges=judge_cards(record))
+                    body=_safe(render_run(record, 1)), records=[record])
 
     def compare_page(request: Request) -> HTMLResponse:
         from ragmeter.reports.html import render_comparison

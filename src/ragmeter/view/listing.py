@@ -17,7 +17,7 @@ from typing import Any
 
 from ragmeter.results import RunRecord, list_runs
 
-__all__ = ["Headline", "RunRow", "RunIndex", "headlines", "flags", "judge_cards", "alarms"]
+__all__ = ["Headline", "RunRow", "RunIndex", "headlines", "flags"]
 
 MAX_HEADLINES = 4
 
@@ -151,23 +151,6 @@ def flags(record: RunRecord) -> list[str]:
     if record.items_total and record.items_unscored:
         out.append(f"{record.items_unscored} unscored")
     return out
-
-
-def judge_cards(record: RunRecord) -> list[str]:
-    """One line per judge card stored with the run (identity and validation, or unvalidated)."""
-    from ragmeter.judging import card_line
-
-    doc = record.result if isinstance(record.result, Mapping) else {}
-    return [card_line(c) for c in doc.get("judges") or [] if isinstance(c, Mapping)]
-
-
-def alarms(record: RunRecord) -> list[str]:
-    """The alarm messages stored with the run (e.g. the degenerate-judge alarm)."""
-    from ragmeter.judging import alarm_lines
-
-    doc = record.result if isinstance(record.result, Mapping) else {}
-    return alarm_lines(a if isinstance(a, Mapping) else {"message": a}
-                       for a in doc.get("alarms") or [])
 
 
 def _row(record: RunRecord) -> RunRow:
