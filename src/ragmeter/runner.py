@@ -36,7 +36,7 @@ import math
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -58,6 +58,11 @@ class RunnerConfig:
     ``backoff_base_s`` and ``backoff_max_s`` shape the retry delays
     (``min(max, base * 2**attempt)`` with full jitter in [0.5, 1] of it); tests make them small.
     ``retry_after_max_s`` caps how long a server's ``Retry-After`` may make one wait.
+    ``on_progress``, when set, is called as ``on_progress(stats, done, todo)`` once before the
+    first call and after each finished call (``todo``: calls this run must make, cache hits
+    excluded); it runs on the runner's event loop, so it must be quick.  An exception it raises
+    stops the run (calls in flight are cancelled; finished ones are already in the store), which
+    is how the web app cancels a job.
     """
 
     concurrency: int = 8
@@ -84,6 +89,7 @@ class RunnerConfig:
     @property
     def engine_name(self) -> str:
         return self.engine.name if self.engine is not None else "local"
+    on_progress: Callable[[RunStats, int, int], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -276,6 +282,11 @@ class _Progress:
         self.stats = stats
         self.bar: Any = None
         self.task: Any = None
+        self.callback = config.on_progress
+        self.total = total
+        self.done = 0
+        if self.callback is not None:
+            self.callback(stats, 0, total)
         if not config.progress or total == 0:
             return
         from rich.progress import (
@@ -302,6 +313,9 @@ class _Progress:
         self.task = self.bar.add_task(config.description, total=total, rate="", info="")
 
     def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self.callback is not None:
+            self.callback(self.stats, self.done, self.total)
         if self.bar is None:
             return
         s = self.stats
