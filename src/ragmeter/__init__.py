@@ -32,6 +32,7 @@ _LAZY = {
     "multilingual": "ragmeter.multilingual",
     "reliability": "ragmeter.reliability",
     "trace": "ragmeter.trace",
+    "rubric": "ragmeter.rubric",
     "backends": "ragmeter.backends",
     "testing": "ragmeter.testing",
     "judging": "ragmeter.judging",
@@ -57,6 +58,7 @@ __all__ = [
     "judging",
     "multilingual",
     "reliability",
+    "rubric",
     "testing",
     "trace",
 ]

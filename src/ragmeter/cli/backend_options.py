@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ragmeter.cli.options import input_file
 from ragmeter.llm.base import Backend
 from ragmeter.runner import RunnerConfig
 from ragmeter.store import Store
@@ -58,16 +59,18 @@ def backend_options(f: F) -> F:
         click.option("--max-retries", default=5, show_default=True, type=click.IntRange(0, 100),
                      help="Retries of a call on 429, 5xx, timeouts, connection errors and "
                           "malformed bodies; then the item is reported unscored with its reason."),
-        click.option("--store", default=None, type=click.Path(dir_okay=False), metavar="PATH",
+        click.option("--store", default=None, type=input_file(), metavar="PATH",
                      help="SQLite store of calls (the cache) [default: store.sqlite in the "
                           "per-user data folder, or in $RAGMETER_HOME]."),
         click.option("--replay", is_flag=True,
                      help="Use stored responses only; fail on a cache miss instead of calling."),
-        click.option("--price-prompt", default=None, type=click.FloatRange(min=0), metavar="USD",
-                     help="Price per million prompt tokens, for the running cost counter."),
-        click.option("--price-completion", default=None, type=click.FloatRange(min=0),
-                     metavar="USD",
-                     help="Price per million completion tokens, for the running cost counter."),
+        click.option("--price-in", "--price-prompt", "price_prompt", default=None,
+                     type=click.FloatRange(min=0), metavar="USD",
+                     help="Price per million input (prompt) tokens: money in --dry-run and in "
+                          "the running cost counter."),
+        click.option("--price-out", "--price-completion", "price_completion", default=None,
+                     type=click.FloatRange(min=0), metavar="USD",
+                     help="Price per million output (completion) tokens."),
         click.option("--dry-run", is_flag=True,
                      help="Print how many calls and roughly how many tokens would be spent, "
                           "then exit without calling anything."),

@@ -9,9 +9,11 @@ import click
 from ragmeter.cli.backend_options import backend_options
 from ragmeter.cli.options import (
     field_option,
+    input_file,
     input_path,
     items_out_option,
     json_out_option,
+    output_file,
     write_outputs,
 )
 from ragmeter.cli.report import record_options, save_result
@@ -140,7 +142,7 @@ def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[
 
 @group.command(name="validate")
 @input_path()
-@click.option("--pred", "pred_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--pred", "pred_path", type=input_file(), default=None,
               help="Predicted labels (JSONL/JSON/Parquet, e.g. from `ragmeter trace label`), "
                    "joined on their \"row\" field, else on \"id\".")
 @click.option("--pred-column", "pred_columns", multiple=True, metavar="METRIC=COLUMN",
@@ -191,10 +193,10 @@ def _label_options(f: Any) -> Any:
                           "(capable endpoints); choice: per-sentence yes/no choice scoring "
                           "with the offline small model. auto: detector for --backend local "
                           "(choice when --tasks is given), json for other backends."),
-        click.option("--detector", "detector", type=click.Path(dir_okay=False), default=None,
+        click.option("--detector", "detector", type=input_file(), default=None,
                      help="Detector file from `ragmeter trace fit` [default: the shipped "
                           "trace-detector-v1]."),
-        click.option("--prompt-file", type=click.Path(dir_okay=False), default=None,
+        click.option("--prompt-file", type=input_file(), default=None,
                      help="Labelling prompt for --strategy json with {documents}, {question}, "
                           "{answer} fields, e.g. RAGBench's labeling_prompt.txt for exact "
                           "reproduction [default: ragmeter's own prompt]."),
@@ -259,8 +261,8 @@ def _after_label(result: Any, out: str) -> bool:
 
 
 @group.command(name="label")
-@click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--out", required=True, type=click.Path(dir_okay=False),
+@click.argument("path", type=input_file())
+@click.option("--out", required=True, type=output_file(),
               help="Labels file to write (JSON Lines, RAGBench's label columns).")
 @_label_options
 @field_option
@@ -282,8 +284,8 @@ def label(path: str, out: str, **kw: Any) -> None:
 
 
 @group.command(name="run")
-@click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--out", required=True, type=click.Path(dir_okay=False),
+@click.argument("path", type=input_file())
+@click.option("--out", required=True, type=output_file(),
               help="Labels file to write (JSON Lines).")
 @json_out_option
 @_label_options
@@ -308,8 +310,8 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
 
 
 @group.command(name="fit")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--out", required=True, type=click.Path(dir_okay=False),
+@click.argument("paths", nargs=-1, required=True, type=input_file())
+@click.option("--out", required=True, type=output_file(),
               help="Detector file to write (JSON, a few kB).")
 @click.option("--name", default="trace-detector-v1", show_default=True,
               help="Name recorded in the file and in the judge name of its labels.")

@@ -236,8 +236,6 @@ def auroc_estimate(scores: Sequence[float], positives: Sequence[bool], *,
     value = stats.auroc(s, y)
     if value is None:
         return Estimate(None, None, None, int(s.size))
-    from scipy.stats import rankdata
-
     rng = np.random.default_rng(seed)
     n = s.size
     found: list[float] = []
@@ -249,7 +247,7 @@ def auroc_estimate(scores: Sequence[float], positives: Sequence[bool], *,
         ys = y[idx]
         n_pos = ys.sum(axis=1)
         n_neg = n - n_pos
-        ranks = rankdata(s[idx], axis=1)
+        ranks = stats.rankdata(s[idx], axis=1)
         u = (ranks * ys).sum(axis=1) - n_pos * (n_pos + 1) / 2.0
         ok = (n_pos > 0) & (n_neg > 0)
         found.extend((u[ok] / (n_pos[ok] * n_neg[ok])).tolist())

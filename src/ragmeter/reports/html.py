@@ -265,12 +265,32 @@ def _family_body(record: RunRecord) -> Markup:
     return generic(record.result)
 
 
+def _judging(record: RunRecord) -> Markup:
+    """The degenerate-judge alarms (flagged) and the judge cards of a judged run: every judged
+    number carries its judge's validation, or says plainly that it is unvalidated."""
+    from ragmeter.judging import card_line
+
+    parts = []
+    for alarm in record.result.get("alarms") or []:
+        if isinstance(alarm, Mapping):
+            parts.append(note(f"⚠ FLAGGED — degenerate judge: {alarm.get('message', '')}",
+                              "warn"))
+    for card in record.result.get("judges") or []:
+        if isinstance(card, Mapping):
+            parts.append(note(f"judge: {card_line(card)}",
+                              "" if card.get("validated") else "warn"))
+    return Markup("".join(str(p) for p in parts))
+
+
 def _run(record: RunRecord, index: int) -> Markup:
+    """One run: the headline numbers first (alarms, judge cards, results with CIs, coverage),
+    then where they came from (provenance, notes), then the items."""
     notes = "".join(note(f"note: {n}") for n in record.notes)
     return Markup(
         f'<article class="run" id="run-{index}"><h3>{esc(record.family)} · '
-        f'{esc(_short_id(record))}</h3>{_provenance(record)}{notes}'
+        f'{esc(_short_id(record))}</h3>{_judging(record)}'
         f'<h4>Results</h4>{_family_body(record)}{_coverage(record)}'
+        f'<h4>Provenance</h4>{_provenance(record)}{notes}'
         f'{_items(record, index)}</article>')
 
 

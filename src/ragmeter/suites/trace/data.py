@@ -55,8 +55,9 @@ def iter_trace_rows(path: Any, columns: Sequence[str] | None = None, *,
         return
     p = Path(path)
     if columns is not None and p.exists() and p.is_file() and detect_format(p) == "parquet":
-        import pyarrow.parquet as pq
+        from ragmeter.io import import_parquet
 
+        pq = import_parquet()
         try:
             pf = pq.ParquetFile(p)
         except Exception as exc:  # pyarrow raises several unrelated types for bad files
