@@ -141,10 +141,10 @@ def _judge_backend(judge_model: str | None, backend: Any, backend_kwargs: dict[s
     """The judge's backend: ``--judge-model`` on the same backend, else the answering one."""
     if not judge_model:
         return backend
-    from ragmeter.llm.registry import create_backend
+    from ragmeter.backends import from_options
 
-    return create_backend(backend_kwargs.get("backend") or "local", model=judge_model,
-                          base_url=backend_kwargs.get("base_url"))
+    # Same backend (or --endpoint) as the answers, another model.
+    return from_options(**{**backend_kwargs, "model": judge_model}).instance()
 
 
 @group.command(name="judge")
