@@ -147,7 +147,7 @@ def fit_files(paths: Sequence[str | Path], name: str = "overlap-v1") -> dict[str
     pooled: tuple[list[float], list[bool], list[int]] = ([], [], [])
     for lang in langs:
         for target, source in zip(pooled, data[lang], strict=True):
-            target.extend(source)  # type: ignore[arg-type]
+            target.extend(source)  # type: ignore[arg-type,attr-defined]
     cuts, train_kappa = rubric_overlap.fit_cut_points(*pooled)
     cross = []
     for train in langs:
