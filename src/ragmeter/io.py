@@ -172,7 +172,7 @@ def _bounded_lines(fh: Any, path: Path, component: str) -> Iterator[tuple[int, b
         yield number, raw
 
 
-def _loads(text: str, path: Path, component: str, **where: int) -> Any:
+def _loads(text: str, path: Path, component: str, **where: Any) -> Any:
     """``json.loads`` whose every failure is an InputError at ``where`` (line= or row=)."""
     try:
         return json.loads(text)
