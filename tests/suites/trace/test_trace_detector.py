@@ -244,3 +244,21 @@ def test_detector_labelling_imports_no_model_library():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == ""
+
+
+def test_fit_bad_input_is_one_line_exit_2(tmp_path, run_cli):
+    rows = tmp_path / "a.jsonl"
+    rows.write_text(json.dumps({"question": "q", "response": "r",
+                                "documents": ["unsplit text"]}) + "\n")
+    code, _, err = run_cli("trace", "fit", rows, "--out", tmp_path / "d.json")
+    assert code == 2 and "documents_sentences" in err and "Traceback" not in err
+    # labelled, but the response is not split into keyed sentences: nothing can train
+    rows.write_text(json.dumps({"question": "q", "response": "r",
+                                "documents_sentences": [[["0a", "x"]]],
+                                "all_relevant_sentence_keys": ["0a"],
+                                "all_utilized_sentence_keys": [],
+                                "unsupported_response_sentence_keys": []}) + "\n")
+    code, _, err = run_cli("trace", "fit", rows, "--out", tmp_path / "d.json")
+    assert code == 2 and "no annotated row can train" in err and "Traceback" not in err
+    code, _, err = run_cli("trace", "fit", rows, rows, "--out", tmp_path / "d.json")
+    assert code == 2 and "a second time" in err
