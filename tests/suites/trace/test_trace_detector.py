@@ -262,3 +262,19 @@ def test_fit_bad_input_is_one_line_exit_2(tmp_path, run_cli):
     assert code == 2 and "no annotated row can train" in err and "Traceback" not in err
     code, _, err = run_cli("trace", "fit", rows, rows, "--out", tmp_path / "d.json")
     assert code == 2 and "a second time" in err
+
+
+def test_degenerate_alarm_trips_for_a_detector_that_never_flags(tmp_path):
+    """A detector whose threshold no sentence reaches calls every row adherent: the
+    degenerate-judge alarm (issue 12 item 7) trips; the shipped one stays quiet."""
+    import ragmeter
+
+    split = str(shared("ragbench", "emanual", "test-00000-of-00001.parquet"))
+    raw = json.loads(SHIPPED.read_text(encoding="utf-8"))
+    raw["threshold"] = 1.0
+    never = tmp_path / "never.json"
+    never.write_text(json.dumps(raw))
+    flat = ragmeter.trace.label(split, detector=str(never), limit=40)
+    assert all(r["adherence_score"] for r in flat.items)
+    assert flat.alarms and flat.alarms[0]["kind"] == "degenerate_judge"
+    assert ragmeter.trace.label(split, limit=40).alarms == []
