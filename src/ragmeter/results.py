@@ -28,7 +28,7 @@ import hashlib
 import json
 import secrets
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -178,6 +178,8 @@ def _record_fields(
     max_items: int = DEFAULT_MAX_ITEMS,
 ) -> dict[str, Any]:
     """Every field of a run record, made without pydantic (the CLI's write path)."""
+    from ragmeter.redact import redact_text
+
     now = datetime.now(timezone.utc)
     kept, total, n_unscored, truncated = _cap_items(items, max_items)
     notes = []
@@ -189,7 +191,8 @@ def _record_fields(
     return dict(
         run_id=new_run_id(family, now), family=family,
         created_at=now.isoformat(timespec="seconds"),
-        command=list(command) if command is not None else ["ragmeter", *sys.argv[1:]],
+        command=[redact_text(c) for c in (command if command is not None else
+                                          ["ragmeter", *sys.argv[1:]])],
         inputs=[_input_file(i) for i in inputs],
         backends=list(backends), models=list(models),
         prompt_versions=dict(prompt_versions or {}),
@@ -247,7 +250,9 @@ def write_run(family: str, result: Mapping[str, Any], items: Iterable[Mapping[st
     summary = {k: v for k, v in fields.items() if k != "items"}
     summary["inputs"] = [i.to_dict() for i in fields["inputs"]]
     summary["items_file"] = items_name
-    write_json(target, summary)  # written last: a record exists once its summary does
+    # written last (a record exists once its summary does); 0600: records hold prompts and
+    # replies
+    write_json(target, summary, private=True)
     prune_runs(keep=retention(), runs_dir_override=folder)
     return fields, target
 
@@ -294,7 +299,7 @@ def write_items(path: Path, items: Iterable[Mapping[str, Any]]) -> None:
             for block in blocks():
                 gz.write(encode(block).encode("utf-8") + b"\n")
 
-    write_bytes_stream(path, write)
+    write_bytes_stream(path, write, private=True)  # items hold prompts and replies
 
 
 def read_items(path: Path) -> list[dict[str, Any]]:
@@ -421,18 +426,31 @@ def load_run(id_or_path: str | Path, *, runs_dir_override: str | Path | None = N
     raise UnknownNameError("run", key, ids[-20:], component=COMPONENT)
 
 
+def _warn_skipped(path: Path, err: InputError) -> None:
+    import warnings
+
+    warnings.warn(f"skipped {path}: {err}", UserWarning, stacklevel=3)
+
+
 def list_runs(*, runs_dir_override: str | Path | None = None,
-              family: str | None = None) -> list[RunRecord]:
+              family: str | None = None,
+              on_skip: Callable[[Path, InputError], None] | None = None) -> list[RunRecord]:
     """Every run record in the runs dir (oldest first), optionally of one family.
 
-    Items are dropped from the returned records to keep listing cheap in memory.
+    Items are dropped from the returned records to keep listing cheap in memory.  A file that
+    is not a readable run record (empty, truncated, edited by hand) is skipped and reported to
+    ``on_skip`` (default: a warning naming it), so one bad file never hides the other runs.
     """
     folder = runs_dir(runs_dir_override)
     if not folder.is_dir():
         return []
     out = []
     for path in sorted(folder.glob("*.json")):
-        record = _read_record(path, load_items=False)
+        try:
+            record = _read_record(path, load_items=False)
+        except InputError as err:
+            (on_skip or _warn_skipped)(path, err)
+            continue
         if family is None or record.family == family:
             record.items = []
             out.append(record)

@@ -27,6 +27,7 @@ __all__ = [
     "normal_ppf",
     "wilson_interval",
     "cohen_kappa",
+    "cohen_kappa_ci",
 ]
 
 DEFAULT_RESAMPLES = 1000
@@ -273,3 +274,25 @@ def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float | None:
     if pe >= 1.0:
         return 1.0 if po >= 1.0 else 0.0
     return (po - pe) / (1 - pe)
+
+
+def cohen_kappa_ci(a: Sequence[str], b: Sequence[str], *, confidence: float = 0.95,
+                   n_resamples: int = 2000, seed: int = DEFAULT_SEED,
+                   ) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of Cohen's kappa, resampling items (pairs) with
+    replacement; None for no items."""
+    if len(a) != len(b):
+        raise ValueError("cohen_kappa_ci needs two label sequences of equal length")
+    n = len(a)
+    if n == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(n_resamples):
+        idx = rng.integers(0, n, size=n)
+        k = cohen_kappa([a[i] for i in idx], [b[i] for i in idx])
+        if k is not None:
+            values.append(k)
+    alpha = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(np.asarray(values), [alpha, 1.0 - alpha])
+    return (float(lo), float(hi))

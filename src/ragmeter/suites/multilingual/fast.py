@@ -127,7 +127,7 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
             except InputError:
                 raise FastPathUnsupported("row error") from None
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError,
-            UnicodeDecodeError):
+            UnicodeError):  # UnicodeEncodeError: a file name that is not UTF-8
         raise FastPathUnsupported("arrow could not read the file") from None
     if number == 0:
         raise FastPathUnsupported("no rows")
