@@ -144,7 +144,7 @@ def generate(data: Any, *, backend: Any = None, store: Any = None, replay: bool 
                                                    progress=progress, description="generate")
     if dry_run:
         return dry_run_result(COMPONENT, "generate",
-                              estimate_requests(requests, backend_obj, the_store))
+                              estimate_requests(requests, backend_obj, the_store, config))
     stats = RunStats()
     outcomes = run_requests(requests, backend_obj, the_store, config, stats)
     rows = [response_row(o) for o in outcomes]

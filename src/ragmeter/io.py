@@ -15,13 +15,12 @@ import csv
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.errors import InputError
+from ragmeter.errors import InputError, MissingDependencyError
 
 __all__ = [
     "FieldMap",
@@ -426,9 +425,34 @@ def _csv_error(exc: csv.Error, path: Path, component: str, start: int,
                       line=start, fix="check the quoting of this record.")
 
 
+INSTALL_PARQUET = "pip install 'ragmeter[parquet]'"
+
+
+def import_parquet() -> Any:
+    """``pyarrow.parquet``, or MissingDependencyError with the install hint (Parquet is the
+    ``parquet`` extra; JSON Lines, JSON and CSV need nothing)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise MissingDependencyError(
+            "Parquet support (pyarrow)", INSTALL_PARQUET,
+            detail="or give the data as JSON Lines, JSON or CSV") from None
+    return pq
+
+
+def has_pyarrow() -> bool:
+    """True when pyarrow can be imported (checked without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("pyarrow") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _iter_parquet(path: Path, component: str) -> Iterator[Row]:
+    pq = import_parquet()
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(path)
@@ -674,6 +698,8 @@ def _atomic_write(path: Path, write: Any, *, binary: bool = False,
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700 if private else 0o777)
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise _write_error(path, exc) from None
@@ -736,6 +762,11 @@ def write_text(path: str | Path, text: str) -> None:
 def write_bytes(path: str | Path, data: bytes) -> None:
     """Write bytes (a PNG, say) atomically."""
     _atomic_write(Path(path), lambda fb: fb.write(data), binary=True)
+
+
+def write_bytes_stream(path: str | Path, write: Any) -> None:
+    """Call ``write(binary_file)`` on a temporary file, then rename it over ``path``."""
+    _atomic_write(Path(path), write, binary=True)
 
 
 def write_json(path: str | Path, obj: Any, *, private: bool = False) -> None:

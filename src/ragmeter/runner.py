@@ -19,7 +19,10 @@ It takes :class:`~ragmeter.llm.base.Request` objects and a backend and returns o
    seconds, renewed while the run lives; see :meth:`~ragmeter.store.Store.claim`), so two
    processes on one store never pay for the same call: the second waits for the first's answer,
    and takes the call over if the first dies;
-6. **progress**: a rich progress bar with rate, ETA, tokens and failure counts.
+6. **progress**: a rich progress bar with rate, ETA, tokens and failure counts;
+7. **engine**: the misses are called from this process (asyncio, the default) or handed to an
+   engine (``RunnerConfig.engine``, e.g. Ray: :mod:`ragmeter.engine`) whose results stream
+   back and are stored here as they arrive, so steps 1 and 5 hold at any scale.
 
 A failed call never raises and never becomes NaN: it becomes an ``unscored`` outcome whose
 ``reason`` is the backend's code (``timeout``, ``http_429``, ``http_500``, ``bad_response``, ...).
@@ -33,13 +36,16 @@ import math
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ragmeter.errors import BackendError, ConfigError, ReplayMissError, UserError
 from ragmeter.llm.base import Backend, Request, Response
 from ragmeter.store import Store
+
+if TYPE_CHECKING:
+    from ragmeter.engine import Engine
 
 __all__ = ["RunnerConfig", "Outcome", "RunStats", "run_requests", "arun_requests",
            "DryRunEstimate", "estimate_requests", "approx_tokens", "run_sync"]
@@ -52,6 +58,11 @@ class RunnerConfig:
     ``backoff_base_s`` and ``backoff_max_s`` shape the retry delays
     (``min(max, base * 2**attempt)`` with full jitter in [0.5, 1] of it); tests make them small.
     ``retry_after_max_s`` caps how long a server's ``Retry-After`` may make one wait.
+    ``on_progress``, when set, is called as ``on_progress(stats, done, todo)`` once before the
+    first call and after each finished call (``todo``: calls this run must make, cache hits
+    excluded); it runs on the runner's event loop, so it must be quick.  An exception it raises
+    stops the run (calls in flight are cancelled; finished ones are already in the store), which
+    is how the web app cancels a job.
     """
 
     concurrency: int = 8
@@ -71,6 +82,14 @@ class RunnerConfig:
     # Prices in USD per million tokens, for the running cost counter (None: not shown).
     price_prompt_per_mtok: float | None = None
     price_completion_per_mtok: float | None = None
+    # Where the misses are computed: None is this process; an engine (--engine ray) gets them
+    # and streams results back (ragmeter.engine).  Never part of a cache key.
+    engine: Engine | None = None
+
+    @property
+    def engine_name(self) -> str:
+        return self.engine.name if self.engine is not None else "local"
+    on_progress: Callable[[RunStats, int, int], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -183,28 +202,41 @@ class DryRunEstimate:
     prompt_tokens: int
     completion_tokens_max: int
     token_method: str = "chars/4"
+    # Money at the given prices (USD per million tokens): prompt tokens at the input price plus
+    # the completion budget at the output price, an upper bound.  None when no price was given.
+    cost_usd_max: float | None = None
 
     def render(self) -> str:
+        money = (f"; at most ${self.cost_usd_max:.4f} at the given prices"
+                 if self.cost_usd_max is not None else
+                 " (give --price-in/--price-out USD per million tokens for money)")
         return (f"dry run: {self.requests} requests, {self.cached} already in the store, "
                 f"{self.calls} calls to make; about {self.prompt_tokens} prompt tokens and at "
                 f"most {self.completion_tokens_max} completion tokens (counted with "
-                f"{self.token_method}). Nothing was called.")
+                f"{self.token_method}){money}. Nothing was called.")
 
 
 def estimate_requests(requests: Sequence[Request], backend: Backend,
-                      store: Store | None = None) -> DryRunEstimate:
-    """Count the calls a run would make and their approximate tokens, calling nothing."""
+                      store: Store | None = None, config: RunnerConfig | None = None
+                      ) -> DryRunEstimate:
+    """Count the calls a run would make and their approximate tokens, calling nothing; with
+    the prices of ``config`` (``--price-in/--price-out``), also the money at most."""
     identity = backend.identity()
     keys = {r.cache_key(identity): r for r in requests}
     stored = set(store.get_many(keys)) if store is not None else set()
     todo = [r for k, r in keys.items() if k not in stored]
+    prompt_tokens = sum(_prompt_tokens(r, backend) for r in todo)
+    completion_max = sum(_completion_budget(r) for r in todo)
+    cost = None
+    if config is not None and (config.price_prompt_per_mtok is not None
+                               or config.price_completion_per_mtok is not None):
+        cost = (prompt_tokens * (config.price_prompt_per_mtok or 0.0)
+                + completion_max * (config.price_completion_per_mtok or 0.0)) / 1e6
     return DryRunEstimate(
         requests=len(requests),
         cached=sum(1 for r in requests if r.cache_key(identity) in stored),
-        calls=len(todo),
-        prompt_tokens=sum(_prompt_tokens(r, backend) for r in todo),
-        completion_tokens_max=sum(_completion_budget(r) for r in todo),
-        token_method=_token_method(backend))
+        calls=len(todo), prompt_tokens=prompt_tokens, completion_tokens_max=completion_max,
+        token_method=_token_method(backend), cost_usd_max=cost)
 
 
 # ---------------------------------------------------------------- limits
@@ -250,6 +282,11 @@ class _Progress:
         self.stats = stats
         self.bar: Any = None
         self.task: Any = None
+        self.callback = config.on_progress
+        self.total = total
+        self.done = 0
+        if self.callback is not None:
+            self.callback(stats, 0, total)
         if not config.progress or total == 0:
             return
         from rich.progress import (
@@ -276,6 +313,9 @@ class _Progress:
         self.task = self.bar.add_task(config.description, total=total, rate="", info="")
 
     def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self.callback is not None:
+            self.callback(self.stats, self.done, self.total)
         if self.bar is None:
             return
         s = self.stats
@@ -321,6 +361,48 @@ class _Run:
                 min(1.0, cfg.backoff_base_s)
         return min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** attempt) * random.uniform(0.5, 1)
 
+    def accept(self, key: str, request: Request, response: Response) -> None:
+        """Persist a successful response before it is used, and count its tokens and cost."""
+        if self.store is not None:
+            self.store.put(key, request, self.identity, response)
+        self.stats.prompt_tokens += response.usage.prompt_tokens
+        self.stats.completion_tokens += response.usage.completion_tokens
+        cfg = self.config
+        if cfg.price_prompt_per_mtok is not None or cfg.price_completion_per_mtok is not None:
+            self.stats.cost_usd = (self.stats.cost_usd or 0.0) + (
+                response.usage.prompt_tokens * (cfg.price_prompt_per_mtok or 0.0)
+                + response.usage.completion_tokens * (cfg.price_completion_per_mtok or 0.0)
+            ) / 1e6
+
+    def from_engine(self, engine: Engine, todo: dict[str, Request]) -> dict[str, Outcome]:
+        """Hand the misses to ``engine``; store each result as it streams back."""
+        results: dict[str, Outcome] = {}
+        for key, outcome in engine.run(todo, self.config, self.identity):
+            if key in results or key not in todo:
+                continue  # a batch retried after its results had arrived
+            self.stats.calls += max(1, outcome.attempts)
+            self.stats.retries += max(0, outcome.attempts - 1)
+            if outcome.ok:
+                assert outcome.response is not None
+                self.accept(key, todo[key], outcome.response)
+            results[key] = outcome
+            self.count(outcome)
+        missing = [k for k in todo if k not in results]
+        if missing:
+            raise RuntimeError(f"runner: engine {engine.name} returned no result for "
+                               f"{len(missing)} of {len(todo)} requests")
+        return results
+
+    def count(self, outcome: Outcome) -> None:
+        if outcome.ok:
+            self.stats.ok += 1
+        else:
+            self.stats.unscored += 1
+            reason = outcome.reason or "unknown"
+            self.stats.reasons[reason] = self.stats.reasons.get(reason, 0) + 1
+        assert self.progress is not None
+        self.progress.advance()
+
     async def call(self, key: str, request: Request) -> Outcome:
         cfg = self.config
         estimate = (_rough_tokens(_prompt_text(request)) + _completion_budget(request)
@@ -357,18 +439,9 @@ class _Run:
                     break
             if self.tpm:
                 self.tpm.adjust(response.usage.total_tokens - estimate)
-            if self.store is not None:
-                self.store.put(key, request, self.identity, response)  # persisted before use
+            self.accept(key, request, response)  # persisted before use
             if _unusable_choices(request, response) and self.stop is None:
                 self.stop = self._no_logprobs_error()
-            self.stats.prompt_tokens += response.usage.prompt_tokens
-            self.stats.completion_tokens += response.usage.completion_tokens
-            cfg = self.config
-            if cfg.price_prompt_per_mtok is not None or cfg.price_completion_per_mtok is not None:
-                self.stats.cost_usd = (self.stats.cost_usd or 0.0) + (
-                    response.usage.prompt_tokens * (cfg.price_prompt_per_mtok or 0.0)
-                    + response.usage.completion_tokens * (cfg.price_completion_per_mtok or 0.0)
-                ) / 1e6
             return Outcome(request, "ok", response=response, attempts=attempt + 1, key=key)
         assert last is not None
         return Outcome(request, "unscored", reason=last.reason, detail=last.detail or None,
@@ -431,6 +504,12 @@ class _Run:
                 todo.setdefault(k, r)
         self.progress = _Progress(self.config, len(todo), self.stats)
         results: dict[str, Outcome] = {}
+        if self.config.engine is not None:
+            try:
+                results = self.from_engine(self.config.engine, todo)
+            finally:
+                self.progress.close()
+            return self.assemble(requests, keys, stored, results, start)
 
         claims = self.store is not None and bool(todo)
         if claims:
@@ -447,14 +526,7 @@ class _Run:
             results[key] = outcome
             if outcome.cached:
                 self.stats.cached += 1
-            if outcome.ok:
-                self.stats.ok += 1
-            else:
-                self.stats.unscored += 1
-                reason = outcome.reason or "unknown"
-                self.stats.reasons[reason] = self.stats.reasons.get(reason, 0) + 1
-            assert self.progress is not None
-            self.progress.advance()
+            self.count(outcome)
 
         tasks: list[asyncio.Future[None]] = []
         try:
@@ -480,6 +552,12 @@ class _Run:
                 self.store.release_all(self.owner)
         if self.stop is not None:
             raise self.stop
+        return self.assemble(requests, keys, stored, results, start)
+
+    def assemble(self, requests: Sequence[Request], keys: list[str],
+                 stored: dict[str, Response], results: dict[str, Outcome],
+                 start: float) -> list[Outcome]:
+        """One outcome per request, in input order."""
         out: list[Outcome] = []
         for r, k in zip(requests, keys, strict=True):
             if k in stored:
@@ -510,7 +588,8 @@ async def arun_requests(requests: Sequence[Request], backend: Backend, store: St
     if store is not None and config.record_run and not config.replay:
         run_id = store.start_run(config.description, {
             "backend": backend.identity(), "requests": len(requests),
-            "concurrency": config.concurrency, "max_retries": config.max_retries})
+            "concurrency": config.concurrency, "max_retries": config.max_retries,
+            "engine": config.engine_name})
     outcomes = await run.run(requests)
     if store is not None and run_id is not None:
         store.record_items(run_id, ({

@@ -32,8 +32,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
-
 __all__ = ["Faults", "ScriptedServer", "scripted_server", "last_user_text"]
 
 Body = dict[str, Any]
@@ -284,7 +282,17 @@ class ScriptedServer:
                           "total_tokens": prompt_words + len(text.split())}}
 
 
-@pytest.fixture
+def _fixture(func: Any) -> Any:
+    """``pytest.fixture`` when pytest is there; run standalone (benchmarks), pytest is not
+    needed."""
+    try:
+        import pytest
+    except ImportError:  # pragma: no cover - standalone use without pytest installed
+        return func
+    return pytest.fixture(func)
+
+
+@_fixture
 def scripted_server() -> Iterator[Callable[..., ScriptedServer]]:
     """Factory fixture: ``scripted_server(**ScriptedServer fields)`` starts a server on
     127.0.0.1 (stopped after the test) and returns it."""

@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gate": ("ragmeter.cli.gate:gate", "Check a result file against thresholds (CI gate)."),
     "report": ("ragmeter.cli.report:report", "One self-contained HTML report from stored runs."),
     "rubric": ("ragmeter.cli.rubric:group", "Rubric judging (RAGaliq): 0-5 grades, weighted score, stability, RAG run."),
+    "view": ("ragmeter.cli.view:view", "A local web app: browse, compare and launch runs."),
 }
 
 

@@ -40,6 +40,7 @@ def save_run(family: str, result: Mapping[str, Any], items: Iterable[Mapping[str
         return None
     from ragmeter.results import record_run
 
+    result = _with_engine(result)
     record = record_run(family, result, items, inputs=inputs, runs_dir_override=runs_dir,
                         command=_command_line(), **meta)
     click.echo(f"run {record.run_id} recorded (ragmeter report {record.run_id} "
@@ -57,6 +58,17 @@ def save_result(result: Any, *, no_record: bool = False, runs_dir: str | None = 
     click.echo(f"run {record.run_id} recorded (ragmeter report {record.run_id} "
                "--out report.html)", err=True)
     return str(record.run_id)
+
+
+def _with_engine(result: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``result`` with ``engine:ray`` added to its signature when the command ran with
+    ``--engine ray`` (the local engine, the default, leaves signatures as they were)."""
+    ctx = click.get_current_context(silent=True)
+    engine = ctx.params.get("engine") if ctx is not None else None
+    signature = result.get("signature")
+    if engine in (None, "local") or not isinstance(signature, str):
+        return result
+    return {**result, "signature": f"{signature}|engine:{engine}"}
 
 
 def _command_line() -> list[str]:
