@@ -41,9 +41,11 @@ def _write(path: Path, head: bytes, fill: bytes, tail: bytes) -> Path:
 def _peak(path: Path) -> tuple[str, float]:
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     env.pop("RAGMETER_MAX_LINE_MB", None)
-    out = subprocess.run([sys.executable, "-c", _READ, str(path)], env=env, text=True,
-                         capture_output=True, timeout=120, check=True).stdout
-    lines = dict(line.split(" ", 1) for line in out.strip().splitlines())
+    done = subprocess.run([sys.executable, "-c", _READ, str(path)], env=env, text=True,
+                          capture_output=True, timeout=300)
+    lines = dict(line.split(" ", 1) for line in done.stdout.strip().splitlines()
+                 if line.startswith(("error ", "rows ", "peak_mib ")))
+    assert done.returncode == 0 and "peak_mib" in lines, (done.stdout, done.stderr[-2000:])
     return lines.get("error", lines.get("rows", "")), float(lines["peak_mib"])
 
 
