@@ -219,3 +219,13 @@ def test_trace_validate_unknown_pred_column_is_refused(tmp_path, run_cli):
     code, _, err = run_cli("trace", "validate", sample_path("trace_labelled.jsonl"),
                            "--pred-column", "adherence=nosuch", "--no-record")
     assert code == 2 and "nosuch" in err, err
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file names are bytes")
+def test_non_utf8_file_name_is_one_line(tmp_path, run_cli):
+    name = os.fsdecode(b"bad\xff.jsonl")  # a surrogate escape in the str
+    path = tmp_path / name
+    path.write_text('{"a": 1}\n', encoding="utf-8")
+    code, _, err = run_cli("multilingual", "score", path, "--no-record")
+    assert code == 2 and err.startswith("error: ") and "Traceback" not in err
+    assert "bad\\udcff.jsonl" in err  # shown escaped, never an encoding crash
