@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +38,7 @@ __all__ = ["ViewSettings", "create_app"]
 PAGE_SIZE = 100
 MAX_FORM_BYTES = 64 * 1024
 MAX_COMPARE = 8
+RENDERED_KEPT = 32  # run pages kept rendered in memory
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
 _HERE = Path(__file__).parent
 
@@ -134,6 +137,9 @@ def create_app(settings: ViewSettings) -> Any:
         return page("runs.html", title="ragmeter runs", rows=shown, total=len(rows),
                     families=families, family=family, page=number, pages=pages)
 
+    rendered: OrderedDict[str, Any] = OrderedDict()  # run id -> body (records never change)
+    rendered_lock = threading.Lock()
+
     def run_page(request: Request) -> HTMLResponse:
         from ragmeter.reports.html import render_run
 
@@ -141,8 +147,16 @@ def create_app(settings: ViewSettings) -> Any:
             record = load(request.path_params["run_id"])
         except UserError as err:
             return error(str(err), 404)
-        return page("run.html", title=f"{record.family} · {record.run_id}",
-                    body=_safe(render_run(record, 1)), records=[record])
+        with rendered_lock:
+            body = rendered.get(record.run_id)
+        if body is None:
+            body = _safe(render_run(record, 1))  # plots take seconds: kept for the next visit
+            with rendered_lock:
+                rendered[record.run_id] = body
+                while len(rendered) > RENDERED_KEPT:
+                    rendered.popitem(last=False)
+        return page("run.html", title=f"{record.family} · {record.run_id}", body=body,
+                    records=[record])
 
     def compare_page(request: Request) -> HTMLResponse:
         from ragmeter.reports.html import render_comparison
