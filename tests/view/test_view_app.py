@@ -225,3 +225,18 @@ def test_a_token_is_generated_for_any_other_address() -> None:
     sec, generated = Security.for_bind("192.168.1.5", 8000, "given")
     assert not generated and sec.token == "given"
     assert sec.allowed_hosts() == {"192.168.1.5", "192.168.1.5:8000"}
+
+
+def test_data_files_only_from_the_configured_folders(tmp_path: Path) -> None:
+    from ragmeter.view.jobs import list_data_files, resolve_data
+
+    folder = tmp_path / "data"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "en.json").write_text("{}\n")
+    (tmp_path / "outside.json").write_text("{}\n")
+    (folder / "link.json").symlink_to(tmp_path / "outside.json")
+    assert list_data_files([folder]) == ["sub/en.json"]  # the link points outside
+    assert resolve_data("sub/en.json", [folder]) == str((folder / "sub" / "en.json").resolve())
+    for bad in ("../outside.json", str(tmp_path / "outside.json"), "link.json", "missing.json"):
+        with pytest.raises(ConfigError, match="not in a configured data folder"):
+            resolve_data(bad, [folder])

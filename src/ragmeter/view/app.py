@@ -101,9 +101,11 @@ def create_app(settings: ViewSettings) -> Any:
     def load(run_id: str) -> Any:
         from ragmeter.results import load_run
 
-        if not _RUN_ID.match(run_id) or run_id.endswith(".json") or run_id not in index.ids():
+        if not _RUN_ID.match(run_id) or run_id.endswith(".json"):
+            raise ConfigError(f"view: {run_id!r} is not a run id.")
+        if run_id not in index.ids():
             index.invalidate()  # a run written since the last listing
-            if run_id not in index.ids() or not _RUN_ID.match(run_id):
+            if run_id not in index.ids():
                 raise ConfigError(f"view: no stored run {run_id!r}.")
         return load_run(run_id, runs_dir_override=settings.runs_dir)
 
@@ -227,6 +229,8 @@ def create_app(settings: ViewSettings) -> Any:
             await form_of(request)
         except PermissionError as err:
             return error(str(err), 403)
+        except UserError as err:
+            return error(str(err))
         job = jobs.jobs.get(job_id)
         if job is None:
             return error("No such job.", 404)

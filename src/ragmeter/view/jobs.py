@@ -106,6 +106,8 @@ class RgbLaunch:
         out = ["ragmeter", "rgb", "run"]
         for f in self.data:
             out += ["--data", f]
+        if self.data:
+            out += ["--lang", self.language]
         if self.backend.startswith("endpoint:"):
             out += ["--endpoint", self.backend.split(":", 1)[1]]
         out += ["--noise-rates", ",".join(f"{r:g}" for r in self.noise_rates),
@@ -318,8 +320,10 @@ def list_data_files(folders: list[Path], limit: int = 500) -> list[str]:
     for folder in folders:
         if not folder.is_dir():
             continue
+        base = folder.resolve()
         for p in sorted(folder.rglob("*.json*")):
-            if p.suffix in (".json", ".jsonl") and p.is_file():
+            if p.suffix in (".json", ".jsonl") and p.is_file() \
+                    and p.resolve().is_relative_to(base):  # no links out of the folder
                 out.append(str(p.relative_to(folder)))
                 if len(out) >= limit:
                     return out
