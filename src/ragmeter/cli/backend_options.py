@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ragmeter.cli.options import input_file
 from ragmeter.llm.base import Backend
 from ragmeter.runner import RunnerConfig
 from ragmeter.store import Store
@@ -29,12 +30,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 BACKEND_OPTION_NAMES = ("backend", "endpoint", "model", "base_url", "concurrency", "rpm", "tpm",
                         "timeout", "max_retries", "store", "replay", "dry_run", "price_prompt",
-                        "price_completion")
+                        "price_completion", "engine", "ray_address", "ray_workers",
+                        "ray_num_gpus", "ray_batch_size")
 
 
 def backend_options(f: F) -> F:
     """Add --backend, --endpoint, --model, --base-url, --concurrency, --rpm, --tpm, --timeout,
-    --max-retries, --store, --replay and --dry-run to a click command."""
+    --max-retries, --store, --replay, --dry-run and the engine options (--engine,
+    --ray-address, --ray-workers, --ray-num-gpus, --ray-batch-size) to a click command."""
     options = [
         click.option("--backend", default="local", show_default=True, metavar="NAME",
                      help="Model backend: local (offline SmolLM2, the default) or openai (any "
@@ -62,19 +65,40 @@ def backend_options(f: F) -> F:
         click.option("--max-retries", default=5, show_default=True, type=click.IntRange(0, 100),
                      help="Retries of a call on 429, 5xx, timeouts, connection errors and "
                           "malformed bodies; then the item is reported unscored with its reason."),
-        click.option("--store", default=None, type=click.Path(dir_okay=False), metavar="PATH",
+        click.option("--store", default=None, type=input_file(), metavar="PATH",
                      help="SQLite store of calls (the cache) [default: store.sqlite in the "
                           "per-user data folder, or in $RAGMETER_HOME]."),
         click.option("--replay", is_flag=True,
                      help="Use stored responses only; fail on a cache miss instead of calling."),
-        click.option("--price-prompt", default=None, type=click.FloatRange(min=0), metavar="USD",
-                     help="Price per million prompt tokens, for the running cost counter."),
-        click.option("--price-completion", default=None, type=click.FloatRange(min=0),
-                     metavar="USD",
-                     help="Price per million completion tokens, for the running cost counter."),
+        click.option("--price-in", "--price-prompt", "price_prompt", default=None,
+                     type=click.FloatRange(min=0), metavar="USD",
+                     help="Price per million input (prompt) tokens: money in --dry-run and in "
+                          "the running cost counter."),
+        click.option("--price-out", "--price-completion", "price_completion", default=None,
+                     type=click.FloatRange(min=0), metavar="USD",
+                     help="Price per million output (completion) tokens."),
         click.option("--dry-run", is_flag=True,
                      help="Print how many calls and roughly how many tokens would be spent, "
                           "then exit without calling anything."),
+        click.option("--engine", default="local", show_default=True,
+                     type=click.Choice(["local", "ray"]),
+                     help="Where the calls not in the store run: local (this process) or ray "
+                          "(Ray Data actors, one backend each; needs ragmeter[ray]). The store "
+                          "stays here either way. See docs/scale.md."),
+        click.option("--ray-address", default=None, metavar="ADDR",
+                     help="With --engine ray: the cluster to join (HOST:PORT from `ray start "
+                          "--head`, or auto) [default: start Ray on this machine]."),
+        click.option("--ray-workers", default=2, show_default=True, type=click.IntRange(1),
+                     metavar="N", help="With --engine ray: actors in the pool, each loading "
+                                       "the backend once."),
+        click.option("--ray-num-gpus", default=0.0, show_default=True,
+                     type=click.FloatRange(min=0), metavar="N",
+                     help="With --engine ray: GPUs reserved per actor (e.g. 1, or 0.5 to pack "
+                          "two actors on a GPU)."),
+        click.option("--ray-batch-size", default=16, show_default=True,
+                     type=click.IntRange(1), metavar="N",
+                     help="With --engine ray: requests per batch sent to an actor (results "
+                          "are stored batch by batch)."),
     ]
     for option in reversed(options):
         f = option(f)
