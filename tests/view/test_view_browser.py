@@ -101,6 +101,8 @@ def test_launch_rgb_run_with_live_progress_and_inert_answers(app, page, scripted
     page.wait_for_url(re.compile("/jobs/"))
     from playwright.sync_api import expect
 
+    expect(page.locator("[data-k=done]")).not_to_have_text(re.compile(r"^[0-4]$"))
+    _shot(page, "job-running")  # usually mid-run (best effort: it may have finished)
     expect(page.locator("[data-k=status]")).to_have_text("done", timeout=30_000)
     updates = int(page.locator("#job").get_attribute("data-updates") or 0)
     assert updates >= 3, updates  # several pushes arrived while it ran
@@ -123,6 +125,7 @@ def test_launch_rgb_run_with_live_progress_and_inert_answers(app, page, scripted
     run_id = page.url.rsplit("/", 1)[-1]
     page.goto(server.url + "/")
     assert page.locator(f'tr[data-run="{run_id}"]').is_visible()
+    _shot(page, "runs-after-launch")
     assert page.evaluate("window.__xss") is None
 
 
