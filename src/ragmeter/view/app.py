@@ -51,7 +51,7 @@ class ViewSettings:
     store_path: str | None = None
     data_dirs: list[Path] = field(default_factory=list)
     security: Security = field(default_factory=Security)
-    list_ttl_s: float = 5.0
+    list_ttl_s: float = 30.0
 
 
 def _templates() -> Any:
@@ -103,10 +103,8 @@ def create_app(settings: ViewSettings) -> Any:
 
         if not _RUN_ID.match(run_id) or run_id.endswith(".json"):
             raise ConfigError(f"view: {run_id!r} is not a run id.")
-        if run_id not in index.ids():
-            index.invalidate()  # a run written since the last listing
-            if run_id not in index.ids():
-                raise ConfigError(f"view: no stored run {run_id!r}.")
+        if not index.known(run_id):
+            raise ConfigError(f"view: no stored run {run_id!r}.")
         return load_run(run_id, runs_dir_override=settings.runs_dir)
 
     async def form_of(request: Request) -> dict[str, str]:
@@ -124,6 +122,8 @@ def create_app(settings: ViewSettings) -> Any:
     # ------------------------------------------------------------------ pages
 
     def runs_page(request: Request) -> HTMLResponse:
+        if request.query_params.get("refresh"):
+            index.invalidate()
         rows = index.rows()
         families = sorted({r.family for r in rows})
         family = request.query_params.get("family") or ""
