@@ -67,3 +67,25 @@ def test_unknown_command_did_you_mean(run_cli, args) -> None:
     code, _, err = run_cli(*args)
     assert code == 2
     assert "Did you mean" in err
+
+
+def test_import_takes_under_a_tenth_of_a_second() -> None:
+    """Issue 14: ``import ragmeter`` < 0.1 s: the cumulative time of the ``ragmeter`` entry
+    of ``python -X importtime`` (the interpreter's own start-up excluded), best of three."""
+    def once() -> float:
+        out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import ragmeter"],
+                             capture_output=True, text=True, check=True).stderr
+        top = [line for line in out.splitlines() if line.rstrip().endswith("| ragmeter")]
+        return int(top[-1].split("|")[1]) / 1e6
+
+    assert min(once() for _ in range(3)) < 0.1
+
+
+def test_version_needs_no_package_metadata() -> None:
+    from pathlib import Path
+
+    code = "import sys, ragmeter; print('importlib.metadata' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'version = { attr = "ragmeter._version.__version__" }' in pyproject

@@ -31,6 +31,8 @@ from ragmeter.errors import (
 _LAZY = {
     "multilingual": "ragmeter.multilingual",
     "reliability": "ragmeter.reliability",
+    "trace": "ragmeter.trace",
+    "rubric": "ragmeter.rubric",
     "backends": "ragmeter.backends",
     "testing": "ragmeter.testing",
     "judging": "ragmeter.judging",
@@ -56,7 +58,9 @@ __all__ = [
     "judging",
     "multilingual",
     "reliability",
+    "rubric",
     "testing",
+    "trace",
 ]
 
 

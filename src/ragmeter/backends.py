@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ModelBackend", "local", "openai", "resolve", "from_options"]
+__all__ = ["ModelBackend", "local", "openai", "endpoint", "resolve", "from_options"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,6 +112,17 @@ def openai(model: str, base_url: str | None = None, api_key: str | None = None,
                         concurrency=concurrency, **options)
 
 
+def endpoint(name: str, model: str | None = None, **options: Any) -> ModelBackend:
+    """An OpenAI-compatible endpoint named in ``$RAGMETER_HOME/endpoints.toml``
+    (:mod:`ragmeter.llm.endpoints`): its URL, model (``model`` overrides it) and the key from
+    the environment variable it names."""
+    from ragmeter.llm.endpoints import get_endpoint
+
+    found = get_endpoint(name)
+    return openai(model or found.model, base_url=found.base_url, api_key=found.api_key(),
+                  **options)
+
+
 def resolve(backend: ModelBackend | str | None) -> ModelBackend:
     """``None`` → the local model; a registered backend name → that backend's defaults."""
     if backend is None:
@@ -127,8 +138,31 @@ def resolve(backend: ModelBackend | str | None) -> ModelBackend:
 
 
 def from_options(**kwargs: Any) -> ModelBackend:
-    """The value the CLI's backend flags describe (unknown keys are ignored)."""
+    """The value the CLI's backend flags describe (unknown keys are ignored).
+
+    ``endpoint`` (``--endpoint NAME``) takes the backend, URL, model and key from the
+    endpoints file; ``--model`` still overrides the model.
+    """
     max_retries = kwargs.get("max_retries")
+    engine_options: dict[str, Any] = dict(
+        engine=str(kwargs.get("engine") or "local"), ray_address=kwargs.get("ray_address"),
+        ray_workers=int(kwargs.get("ray_workers") or 2),
+        ray_num_gpus=float(kwargs.get("ray_num_gpus") or 0.0),
+        ray_batch_size=int(kwargs.get("ray_batch_size") or 16))
+    if kwargs.get("endpoint"):
+        from ragmeter.errors import ConfigError
+
+        if (kwargs.get("backend") or "openai") not in ("local", "openai") \
+                or kwargs.get("base_url"):
+            raise ConfigError("models: --endpoint names its own backend and URL. Fix: drop "
+                              "--backend/--base-url, or drop --endpoint.")
+        return endpoint(
+            str(kwargs["endpoint"]), model=kwargs.get("model"),
+            concurrency=int(kwargs.get("concurrency") or 8), rpm=kwargs.get("rpm"),
+            tpm=kwargs.get("tpm"), timeout=float(kwargs.get("timeout") or 120.0),
+            max_retries=5 if max_retries is None else int(max_retries),
+            price_prompt=kwargs.get("price_prompt"),
+            price_completion=kwargs.get("price_completion"), **engine_options)
     return ModelBackend(
         name=kwargs.get("backend") or "local", model=kwargs.get("model"),
         base_url=kwargs.get("base_url"), concurrency=int(kwargs.get("concurrency") or 8),
@@ -136,8 +170,4 @@ def from_options(**kwargs: Any) -> ModelBackend:
         timeout=float(kwargs.get("timeout") or 120.0),
         max_retries=5 if max_retries is None else int(max_retries),
         price_prompt=kwargs.get("price_prompt"),
-        price_completion=kwargs.get("price_completion"),
-        engine=str(kwargs.get("engine") or "local"), ray_address=kwargs.get("ray_address"),
-        ray_workers=int(kwargs.get("ray_workers") or 2),
-        ray_num_gpus=float(kwargs.get("ray_num_gpus") or 0.0),
-        ray_batch_size=int(kwargs.get("ray_batch_size") or 16))
+        price_completion=kwargs.get("price_completion"), **engine_options)
