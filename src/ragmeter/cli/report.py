@@ -54,6 +54,7 @@ def save_result(result: Any, *, no_record: bool = False, runs_dir: str | None = 
     id on stderr; return the id."""
     if no_record:
         return None
+    result.summary = dict(_with_engine(result.summary))
     record = result.save(runs_dir, command=_command_line())
     click.echo(f"run {record.run_id} recorded (ragmeter report {record.run_id} "
                "--out report.html)", err=True)
