@@ -67,7 +67,8 @@ def _with_engine(result: Mapping[str, Any]) -> Mapping[str, Any]:
     ctx = click.get_current_context(silent=True)
     engine = ctx.params.get("engine") if ctx is not None else None
     signature = result.get("signature")
-    if engine in (None, "local") or not isinstance(signature, str):
+    if engine in (None, "local") or not isinstance(signature, str) \
+            or f"|engine:{engine}" in signature:
         return result
     return {**result, "signature": f"{signature}|engine:{engine}"}
 
