@@ -31,6 +31,7 @@ from ragmeter.errors import (
 _LAZY = {
     "multilingual": "ragmeter.multilingual",
     "reliability": "ragmeter.reliability",
+    "rgb": "ragmeter.rgb",
     "backends": "ragmeter.backends",
     "testing": "ragmeter.testing",
     "judging": "ragmeter.judging",
@@ -56,6 +57,7 @@ __all__ = [
     "judging",
     "multilingual",
     "reliability",
+    "rgb",
     "testing",
 ]
 
