@@ -32,6 +32,8 @@ _LAZY = {
     "multilingual": "ragmeter.multilingual",
     "reliability": "ragmeter.reliability",
     "rgb": "ragmeter.rgb",
+    "trace": "ragmeter.trace",
+    "rubric": "ragmeter.rubric",
     "backends": "ragmeter.backends",
     "testing": "ragmeter.testing",
     "judging": "ragmeter.judging",
@@ -58,7 +60,9 @@ __all__ = [
     "multilingual",
     "reliability",
     "rgb",
+    "rubric",
     "testing",
+    "trace",
 ]
 
 

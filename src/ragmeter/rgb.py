@@ -121,7 +121,7 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
         task = JudgeTask(dataset.name, tk, dataset, score_predictions(dataset, preds, cfg))
         return dry_run_result(COMPONENT, "judge", estimate_requests(
             judge_requests([task], jprompts, judge_method, backend_obj.name), backend_obj,
-            the_store))
+            the_store, runner))
     detail = judge_predictions(dataset, preds, jprompts, backend_obj, the_store, runner,
                                method=judge_method, noise_rate=noise_rate,
                                passage_num=passage_num, correct_rate=correct_rate, seed=seed)
@@ -131,7 +131,8 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
                                                                   len(dataset.instances))],
                   backends=[identity], models=[str(identity.get("model", ""))],
                   prompt_versions={"judge": jprompts.version},
-                  judges=[detail.rates["card"]], alarms=detail.alarms)
+                  judges=[detail.rates["card"]], alarms=detail.alarms,
+                  engine=runner.engine_name)
 
 
 def _rates(value: str | Sequence[float], option: str) -> tuple[float, ...]:
@@ -205,14 +206,14 @@ def run(data: Any = None, *, lang: str | None = None,
         limited = [_limited(d, config) for d in datasets]
         answers = estimate_requests(generation_requests(plan_settings(limited, config),
                                                         the_prompts, config),
-                                    backend_obj, the_store)
+                                    backend_obj, the_store, runner)
         text = "answers: " + answers.render()
         extra: dict[str, Any] = {}
         if jprompts is not None:
             jreq, placeholders = dry_run_judge_requests(datasets, the_prompts, config,
                                                         backend_obj, the_store, jprompts,
                                                         judge_obj)
-            jest = estimate_requests(jreq, judge_obj, the_store)
+            jest = estimate_requests(jreq, judge_obj, the_store, runner)
             extra = {"judge": dataclasses.asdict(jest), "judge_placeholders": placeholders}
             text += "\njudge: " + jest.render()
             if placeholders:
@@ -235,7 +236,7 @@ def run(data: Any = None, *, lang: str | None = None,
                   inputs=[input_record(f) for f in files], backends=[identity],
                   models=[str(identity.get("model", ""))],
                   prompt_versions={"instruction": str(the_prompts.version)},
-                  judges=judges, alarms=detail.alarms)
+                  judges=judges, alarms=detail.alarms, engine=runner.engine_name)
 
 
 ajudge = async_variant(judge)

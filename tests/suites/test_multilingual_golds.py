@@ -69,3 +69,27 @@ def test_empty_gold_list_is_an_error(run_cli, tmp_path) -> None:
     path.write_text(json.dumps(_row("1", [], "x")) + "\n")
     code, _, err = run_cli("multilingual", "score", path, "--no-record")
     assert code == 2 and 'line 1 of' in err and 'field "gold_answer": is an empty list' in err
+
+
+def test_by_group_scores_each_group_like_a_separate_run(run_cli, tmp_path) -> None:
+    rows = [_row("1", "Paris", "Paris"), _row("2", "Rom", "Berlin", "de"),
+            _row("3", "Bonn", "Bonn", "de"), _row("4", "Oslo", "Oslo")]
+    for r, ds in zip(rows, ["a", "b", "a", "b"], strict=True):
+        r["dataset"] = ds
+    result = ragmeter.multilingual.score(rows, by="lang", ci=True, resamples=200)
+    groups = result.summary["groups"]
+    assert groups["by"] == "sample_lang" and set(groups["values"]) == {"de", "en"}
+    de_alone = ragmeter.multilingual.score([r for r in rows if r["sample_lang"] == "de"],
+                                           ci=True, resamples=200)
+    assert groups["values"]["de"]["metrics"] == de_alone.summary["metrics"]
+    assert groups["values"]["de"]["metrics"]["s"]["em"] == 0.5
+    assert groups["values"]["en"]["coverage"]["rows"] == 2
+    by_ds = ragmeter.multilingual.score(rows, by="dataset").summary["groups"]["values"]
+    assert by_ds["a"]["metrics"]["s"]["em"] == 1.0 and by_ds["b"]["metrics"]["s"]["em"] == 0.5
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, out, err = run_cli("multilingual", "score", path, "--by", "dataset", "--no-record")
+    assert code == 0, err
+    assert "By dataset" in out
+    code, _, err = run_cli("multilingual", "score", path, "--by", "nosuch", "--no-record")
+    assert code == 2 and 'field "nosuch": is missing' in err

