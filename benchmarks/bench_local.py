@@ -39,7 +39,7 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--only", choices=("single", "batch"), default=None)
+    parser.add_argument("--only", choices=("single", "batch", "choice"), default=None)
     args = parser.parse_args()
 
     import torch
@@ -55,7 +55,7 @@ def main() -> int:
 
     if args.only != "batch":
         single_call_overhead(args, backend, torch)
-    if args.only != "single":
+    if args.only in (None, "batch", "choice"):
         batched_throughput(args, backend, torch)
     return 0
 
@@ -205,7 +205,7 @@ def batched_throughput(args: argparse.Namespace, backend: Any, torch: Any) -> No
         start = time.perf_counter()
         ids, mask = runtime._left_pad(choice_prompts)
         with torch.inference_mode():
-            logits = model(input_ids=ids, attention_mask=mask,
+            logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=1,
                            position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits[:, -1]
             torch.softmax(torch.log_softmax(logits.float(), dim=-1)[:, yes_no_ids],
                           dim=-1).tolist()
@@ -217,14 +217,15 @@ def batched_throughput(args: argparse.Namespace, backend: Any, torch: Any) -> No
     tokens = 0
     identical = True
     for _ in range(args.rounds):
-        singles, s1 = through_backend(gen_reqs, 1)
-        batched, sb = through_backend(gen_reqs, n)
-        _, _, sd = backend.run_in_model_thread(direct_generate_here)
-        identical &= [r.text for r in singles] == [r.text for r in batched]
-        tokens = sum(r.usage.completion_tokens for r in singles)
-        gen_s["one at a time"].append(s1)
-        gen_s[f"batched x{n}"].append(sb)
-        gen_s["direct"].append(sd)
+        if args.only != "choice":
+            singles, s1 = through_backend(gen_reqs, 1)
+            batched, sb = through_backend(gen_reqs, n)
+            _, _, sd = backend.run_in_model_thread(direct_generate_here)
+            identical &= [r.text for r in singles] == [r.text for r in batched]
+            tokens = sum(r.usage.completion_tokens for r in singles)
+            gen_s["one at a time"].append(s1)
+            gen_s[f"batched x{n}"].append(sb)
+            gen_s["direct"].append(sd)
         c1, t1 = through_backend(yes_no, 1)
         cb, tb = through_backend(yes_no, n)
         worst = max(worst, *(abs(a.choice_probs[k] - b.choice_probs[k])
@@ -232,17 +233,10 @@ def batched_throughput(args: argparse.Namespace, backend: Any, torch: Any) -> No
         choice_s["one at a time"].append(t1)
         choice_s[f"batched x{n}"].append(tb)
         choice_s["direct"].append(backend.run_in_model_thread(direct_choice_here))
-    med = {k: statistics.median(v) for k, v in gen_s.items()}
     cmed = {k: statistics.median(v) for k, v in choice_s.items()}
-    print(f"\nbatched generation: {n} concurrent requests, {args.max_tokens} new tokens max, "
-          f"greedy, median of {args.rounds} rounds ({tokens} tokens in all):")
-    for name, sec in med.items():
-        print(f"  {name:20s} {sec:7.2f} s  {tokens / sec:7.1f} tokens/s")
-    print(f"  throughput batched / one at a time: {med['one at a time'] / med[f'batched x{n}']:.2f}x"
-          " (goal >= 2.5x)")
-    print(f"  harness overhead batched vs direct: {med[f'batched x{n}'] / med['direct'] - 1:+.1%}"
-          " (goal <= +10%)")
-    print(f"  greedy texts identical to one at a time: {identical}")
+    if args.only != "choice":
+        print_generation(args, n, tokens, identical,
+                         {k: statistics.median(v) for k, v in gen_s.items()})
     print(f"batched choice scoring (Yes/No): {n} concurrent requests, median:")
     for name, sec in cmed.items():
         print(f"  {name:20s} {sec:7.3f} s  {n / sec:7.1f} calls/s")
@@ -252,6 +246,21 @@ def batched_throughput(args: argparse.Namespace, backend: Any, torch: Any) -> No
           " (goal <= +10%)")
     print(f"  largest probability difference batched vs one at a time: {worst:.2e} "
           "(goal <= 1e-4)")
+
+
+
+
+def print_generation(args: argparse.Namespace, n: int, tokens: int, identical: bool,
+                     med: dict[str, float]) -> None:
+    print(f"\nbatched generation: {n} concurrent requests, {args.max_tokens} new tokens max, "
+          f"greedy, median of {args.rounds} rounds ({tokens} tokens in all):")
+    for name, sec in med.items():
+        print(f"  {name:20s} {sec:7.2f} s  {tokens / sec:7.1f} tokens/s")
+    print(f"  throughput batched / one at a time: {med['one at a time'] / med[f'batched x{n}']:.2f}x"
+          " (goal >= 2.5x)")
+    print(f"  harness overhead batched vs direct: {med[f'batched x{n}'] / med['direct'] - 1:+.1%}"
+          " (goal <= +10%)")
+    print(f"  greedy texts identical to one at a time: {identical}")
 
 
 if __name__ == "__main__":

@@ -208,8 +208,9 @@ class _TransformersRuntime:
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         results = []
         with torch.inference_mode():
+            # logits_to_keep=1: only the last position goes through the 49k-wide lm_head
             logits = self.model(input_ids=input_ids, attention_mask=mask,
-                                position_ids=positions).logits
+                                position_ids=positions, logits_to_keep=1).logits
             first = torch.log_softmax(logits[:, -1].float(), dim=-1)
             for row, (prompt, ids) in enumerate(zip(prompts, choices, strict=True)):
                 scores = [float(first[row, c[0]]) for c in ids]
