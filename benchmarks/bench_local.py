@@ -20,7 +20,7 @@ pool belongs to the calling thread, and two pools used in turn spin against each
 would measure that contention instead of the harness.  Goal (issue 3): harness overhead <= 10%.
 
     python benchmarks/bench_local.py [--rounds 5] [--max-tokens 48] [--threads N] [--batch 8]
-                                     [--only single|batch]
+                                     [--only single|batch|choice]
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def main() -> int:
     print(f"model {backend.model}  runtime {backend.runtime_name}  torch threads "
           f"{torch.get_num_threads()}  load {load_s:.1f} s")
 
-    if args.only != "batch":
+    if args.only in (None, "single"):
         single_call_overhead(args, backend, torch)
     if args.only in (None, "batch", "choice"):
         batched_throughput(args, backend, torch)
