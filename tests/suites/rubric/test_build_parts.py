@@ -106,9 +106,11 @@ def test_duplicate_key_and_degenerate_alarm():
     assert normalize_question("When does the Library close?") == \
         normalize_question("when does the library close")
     assert normalize_question("Wann?") != normalize_question("Wo?")
-    assert degenerate_critic([5] * 19 + [4]) == {"rating": 5, "share": 0.95, "n": 20}
+    alarm = degenerate_critic([5] * 19 + [4], "critic-x", "relevance")
+    assert alarm is not None and (alarm["verdict"], alarm["share"], alarm["n"]) == (5, 0.95, 20)
+    assert "relevance critique" in alarm["message"]
     assert degenerate_critic([5] * 18 + [4, 3]) is None
-    assert degenerate_critic([5] * 9) is None  # too few to tell
+    assert degenerate_critic([5] * 4) is None  # too few to tell
 
 
 def test_prompt_files(tmp_path: Path):
