@@ -120,7 +120,7 @@ def test_prompt_files(tmp_path: Path):
     bad = tmp_path / "bad.txt"
     bad.write_text("Question: {question} and {nonsense}", encoding="utf-8")
     p = BuildPrompts.default().with_files(gen, {"relevance": tmp_path / "gen.txt"})
-    assert p.version.startswith("ragmeter-rubric-build-1|gen=file:gen.txt:")
+    assert p.version.startswith("ragmeter-rubric-build-2|gen=file:gen.txt:")
     assert p.generate.render(context="C", audience="x")[-1].content.startswith("Context: C")
     with pytest.raises(InputError, match="nonsense"):
         BuildPrompts.default().with_files(None, {"groundedness": bad})

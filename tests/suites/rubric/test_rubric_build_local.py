@@ -13,6 +13,8 @@ from tests.conftest import shared
 
 
 @pytest.mark.local_model
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # about a minute on two idle cores; far longer on a loaded machine
 def test_build_with_the_local_model(tmp_path, run_cli):
     kb = shared("ragaliq", "data", "orientation_en.md")
     out, items = tmp_path / "questions_en.json", tmp_path / "items.jsonl"
