@@ -156,7 +156,7 @@ def generate(data: Any, *, backend: Any = None, store: Any = None, replay: bool 
     identity = backend_obj.identity()
     return Result(COMPONENT, "generate", summary, items=rows,
                   inputs=[input_record(data, len(rows))], backends=[identity],
-                  models=[str(identity.get("model", ""))])
+                  models=[str(identity.get("model", ""))], engine=config.engine_name)
 
 
 agenerate = async_variant(generate)

@@ -196,7 +196,7 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
     return Result(COMPONENT, "judge", summary, items=merged,
                   inputs=[input_record(data, len(raw_rows))], backends=[identity],
                   models=[model], prompt_versions={"semantic": prompt.version},
-                  judges=[judge_card(judge_name)], alarms=[alarm] if alarm else [])
+                  judges=[judge_card(judge_name)], alarms=[alarm] if alarm else [], engine=config.engine_name)
 
 
 def _mean_over_repeats(per_repeat: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:

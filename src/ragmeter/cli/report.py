@@ -54,6 +54,7 @@ def save_result(result: Any, *, no_record: bool = False, runs_dir: str | None = 
     id on stderr; return the id."""
     if no_record:
         return None
+    result.summary = dict(_with_engine(result.summary))
     record = result.save(runs_dir, command=_command_line())
     click.echo(f"run {record.run_id} recorded (ragmeter report {record.run_id} "
                "--out report.html)", err=True)
@@ -66,7 +67,8 @@ def _with_engine(result: Mapping[str, Any]) -> Mapping[str, Any]:
     ctx = click.get_current_context(silent=True)
     engine = ctx.params.get("engine") if ctx is not None else None
     signature = result.get("signature")
-    if engine in (None, "local") or not isinstance(signature, str):
+    if engine in (None, "local") or not isinstance(signature, str) \
+            or f"|engine:{engine}" in signature:
         return result
     return {**result, "signature": f"{signature}|engine:{engine}"}
 

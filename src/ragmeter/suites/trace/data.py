@@ -191,7 +191,7 @@ def parse_label_row(row: Row) -> LabelRow:
                                 field="sentence_support_information",
                                 fix="give objects with response_sentence_key and "
                                     "fully_supported.")
-            full = item.get("fully_supported")
+            full: Any = item.get("fully_supported")
             if full is not None and hasattr(full, "item"):  # numpy bool from Parquet/pandas
                 full = full.item()
             pairs.append((str(item["response_sentence_key"]),
