@@ -8,12 +8,19 @@ Measures, with the default SmolLM2-135M-Instruct (Q4_1 GGUF, transformers + torc
 * seconds per choice-scoring call (yes/no): one direct forward pass plus log-softmax, versus
   ``LocalBackend.complete`` with ``choices``.
 
+* batched inference (issue 14): 8 concurrent generation requests and 8 concurrent yes/no
+  requests through the backend one at a time (``batch_size=1``) and gathered into one batch
+  (``batch_size=8``), against ``model.generate`` / one forward pass on the same left-padded
+  batch called directly.  Targets: >= 2.5x generation throughput, >= 1.5x choice scoring,
+  harness within 10% of the direct batched call; greedy texts must be identical.
+
 The paths run interleaved, round by round, so a busy machine slows them alike; the medians of
 the rounds are compared.  The direct calls run on the backend's model thread: torch's OpenMP
 pool belongs to the calling thread, and two pools used in turn spin against each other, which
 would measure that contention instead of the harness.  Goal (issue 3): harness overhead <= 10%.
 
-    python benchmarks/bench_local.py [--rounds 5] [--max-tokens 48] [--threads N]
+    python benchmarks/bench_local.py [--rounds 5] [--max-tokens 48] [--threads N] [--batch 8]
+                                     [--only single|batch]
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import asyncio
 import statistics
 import sys
 import time
+from typing import Any
 
 
 def main() -> int:
@@ -30,22 +38,33 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--only", choices=("single", "batch"), default=None)
     args = parser.parse_args()
 
     import torch
 
-    from ragmeter.llm.base import Request
     from ragmeter.llm.local import LocalBackend
 
     backend = LocalBackend(runtime="transformers", threads=args.threads)
     t0 = time.perf_counter()
     backend.load()
     load_s = time.perf_counter() - t0
-    runtime = backend._runtime  # the very model both paths use
-    model, tokenizer = runtime.model, runtime.tokenizer
     print(f"model {backend.model}  runtime {backend.runtime_name}  torch threads "
           f"{torch.get_num_threads()}  load {load_s:.1f} s")
 
+    if args.only != "batch":
+        single_call_overhead(args, backend, torch)
+    if args.only != "single":
+        batched_throughput(args, backend, torch)
+    return 0
+
+
+def single_call_overhead(args: argparse.Namespace, backend: Any, torch: Any) -> None:
+    from ragmeter.llm.base import Request
+
+    runtime = backend._runtime
+    model, tokenizer = runtime.model, runtime.tokenizer
     messages = [{"role": "user", "content": "Write a short story about a lighthouse keeper "
                                             "who finds a message in a bottle."}]
     gen_req = Request.chat("gen", messages, params={"max_tokens": args.max_tokens})
@@ -133,7 +152,106 @@ def main() -> int:
     worst = max(base / statistics.median(rates[n]) - 1 for n in paths
                 if n != "direct transformers")
     print(f"\nharness overhead on generation: {worst:+.1%} (goal <= +10%)")
-    return 0
+
+
+QUESTIONS = ["What is the capital of France?", "Name three colours of the rainbow.",
+             "Explain in one sentence why the sky is blue.", "What do bees make?",
+             "Write a haiku about the sea.", "How many legs does a spider have?",
+             "Give one tip for sleeping well.", "What is the boiling point of water?"]
+CLAIMS = ["The sun rises in the east.", "Fish can climb trees.", "Water freezes at 0 C.",
+          "Paris is the capital of Peru.", "Cats are mammals.", "The moon is made of cheese.",
+          "Bees make honey.", "Spiders have six legs."]
+
+
+def batched_throughput(args: argparse.Namespace, backend: Any, torch: Any) -> None:
+    """Batch of ``args.batch`` concurrent requests: one at a time vs batched vs direct."""
+    from ragmeter.llm.base import Request
+
+    runtime = backend._runtime
+    model = runtime.model
+    n = args.batch
+    gen_reqs = [Request.chat(f"g{i}", [{"role": "user", "content": QUESTIONS[i % 8]}],
+                             params={"max_tokens": args.max_tokens}) for i in range(n)]
+    yes_no = [Request.chat(f"c{i}", [{"role": "user", "content": f"Is this true? "
+                                      f"{CLAIMS[i % 8]} Answer Yes or No."}],
+                           choices=("Yes", "No")) for i in range(n)]
+    prompts = [runtime.prompt_ids(r.messages) for r in gen_reqs]
+    choice_prompts = [runtime.prompt_ids(r.messages) for r in yes_no]
+    yes_no_ids = [runtime.choice_ids(c)[0] for c in ("Yes", "No")]
+    worst = 0.0
+
+    def through_backend(requests: list[Any], batch_size: int) -> tuple[list[Any], float]:
+        backend.batch_size = batch_size  # the same backend, model thread and model
+        backend._batcher.batch_size = batch_size
+
+        async def gather() -> list[Any]:
+            return await asyncio.gather(*(backend.complete(r) for r in requests))
+
+        start = time.perf_counter()
+        responses = asyncio.run(gather())
+        return responses, time.perf_counter() - start
+
+    def direct_generate_here() -> tuple[list[str], int, float]:
+        start = time.perf_counter()
+        ids, mask = runtime._left_pad(prompts)
+        with torch.inference_mode():
+            out = model.generate(input_ids=ids, attention_mask=mask,
+                                 max_new_tokens=args.max_tokens, do_sample=False,
+                                 pad_token_id=runtime.pad_id)
+        texts = runtime.tokenizer.batch_decode(out[:, ids.shape[1]:], skip_special_tokens=True)
+        return texts, 0, time.perf_counter() - start
+
+    def direct_choice_here() -> float:
+        start = time.perf_counter()
+        ids, mask = runtime._left_pad(choice_prompts)
+        with torch.inference_mode():
+            logits = model(input_ids=ids, attention_mask=mask,
+                           position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits[:, -1]
+            torch.softmax(torch.log_softmax(logits.float(), dim=-1)[:, yes_no_ids],
+                          dim=-1).tolist()
+        return time.perf_counter() - start
+
+    through_backend(gen_reqs[:2], 2)  # warm-up
+    gen_s: dict[str, list[float]] = {"one at a time": [], f"batched x{n}": [], "direct": []}
+    choice_s: dict[str, list[float]] = {"one at a time": [], f"batched x{n}": [], "direct": []}
+    tokens = 0
+    identical = True
+    for _ in range(args.rounds):
+        singles, s1 = through_backend(gen_reqs, 1)
+        batched, sb = through_backend(gen_reqs, n)
+        _, _, sd = backend.run_in_model_thread(direct_generate_here)
+        identical &= [r.text for r in singles] == [r.text for r in batched]
+        tokens = sum(r.usage.completion_tokens for r in singles)
+        gen_s["one at a time"].append(s1)
+        gen_s[f"batched x{n}"].append(sb)
+        gen_s["direct"].append(sd)
+        c1, t1 = through_backend(yes_no, 1)
+        cb, tb = through_backend(yes_no, n)
+        worst = max(worst, *(abs(a.choice_probs[k] - b.choice_probs[k])
+                    for a, b in zip(c1, cb, strict=True) for k in ("Yes", "No")))
+        choice_s["one at a time"].append(t1)
+        choice_s[f"batched x{n}"].append(tb)
+        choice_s["direct"].append(backend.run_in_model_thread(direct_choice_here))
+    med = {k: statistics.median(v) for k, v in gen_s.items()}
+    cmed = {k: statistics.median(v) for k, v in choice_s.items()}
+    print(f"\nbatched generation: {n} concurrent requests, {args.max_tokens} new tokens max, "
+          f"greedy, median of {args.rounds} rounds ({tokens} tokens in all):")
+    for name, sec in med.items():
+        print(f"  {name:20s} {sec:7.2f} s  {tokens / sec:7.1f} tokens/s")
+    print(f"  throughput batched / one at a time: {med['one at a time'] / med[f'batched x{n}']:.2f}x"
+          " (goal >= 2.5x)")
+    print(f"  harness overhead batched vs direct: {med[f'batched x{n}'] / med['direct'] - 1:+.1%}"
+          " (goal <= +10%)")
+    print(f"  greedy texts identical to one at a time: {identical}")
+    print(f"batched choice scoring (Yes/No): {n} concurrent requests, median:")
+    for name, sec in cmed.items():
+        print(f"  {name:20s} {sec:7.3f} s  {n / sec:7.1f} calls/s")
+    print(f"  throughput batched / one at a time: "
+          f"{cmed['one at a time'] / cmed[f'batched x{n}']:.2f}x (goal >= 1.5x)")
+    print(f"  harness overhead batched vs direct: {cmed[f'batched x{n}'] / cmed['direct'] - 1:+.1%}"
+          " (goal <= +10%)")
+    print(f"  largest probability difference batched vs one at a time: {worst:.2e} "
+          "(goal <= 1e-4)")
 
 
 if __name__ == "__main__":

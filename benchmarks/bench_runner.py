@@ -11,6 +11,9 @@ saw, and client CPU per request.
 Goal: ragmeter within 5% of the bare client at both settings, connections ~ concurrency,
 < 10 ms client CPU per request.
 
+Needs the test extra (the bare-client baseline is the ``openai`` package):
+``pip install -e '.[all,test]'``; pytest is not needed.
+
 Usage: python benchmarks/bench_runner.py [--requests 640] [--latency 0.2]
 """
 
@@ -57,7 +60,11 @@ def prompts(tag: str, n: int) -> list[str]:
 
 def bench_bare(url: str, texts: list[str], concurrency: int) -> tuple[float, float, int]:
     import httpx
-    import openai
+    try:
+        import openai
+    except ImportError:
+        sys.exit("bench_runner: the baseline needs the openai package: "
+                 "pip install -e '.[all,test]'")
 
     async def main() -> None:
         client = openai.AsyncOpenAI(

@@ -16,7 +16,7 @@ TIMEOUT_S = 90
 def _run_tool(module: str, *args: str) -> None:
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{module} is not installed in this environment "
-                    f"(install the dev extra: pip install -e '.[dev]')")
+                    f"(install the test extra: pip install -e '.[all,test]')")
     cmd = [sys.executable, "-m", module, *args]
     try:
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT_S)

@@ -67,3 +67,26 @@ def test_unknown_command_did_you_mean(run_cli, args) -> None:
     code, _, err = run_cli(*args)
     assert code == 2
     assert "Did you mean" in err
+
+
+def test_import_loads_only_its_own_small_modules() -> None:
+    """Issue 14's ``import ragmeter`` < 0.1 s, checked without timing (times are measured in
+    benchmarks, not tests): the import loads ragmeter's three start-up modules and the standard
+    library's basics only, so it cannot be slow."""
+    code = ("import sys; before = set(sys.modules); import ragmeter; "
+            "print('\\n'.join(sorted(set(sys.modules) - before)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert sorted(m for m in out if m.startswith("ragmeter")) == [
+        "ragmeter", "ragmeter._version", "ragmeter.errors"]
+    assert len(out) < 60, out  # stdlib basics (re, pathlib, typing ...): 39 on CPython 3.11
+
+
+def test_version_needs_no_package_metadata() -> None:
+    from pathlib import Path
+
+    code = "import sys, ragmeter; print('importlib.metadata' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'version = { attr = "ragmeter._version.__version__" }' in pyproject

@@ -239,3 +239,34 @@ def test_progress_bar_runs_and_counts(capsys):
                            k: v for k, v in FAST.items() if k != "progress"}))
     assert [o.status for o in out].count("unscored") == 1
     assert "unit calls" in capsys.readouterr().err
+
+
+def test_progress_callback_counts_and_can_stop_the_run(tmp_path):
+    seen: list[tuple[int, int, int]] = []
+
+    def record(stats: RunStats, done: int, todo: int) -> None:
+        seen.append((done, todo, stats.calls))
+
+    store = Store(tmp_path / "s.sqlite")
+    run_requests(reqs(6), FakeBackend(), store, RunnerConfig(concurrency=2, on_progress=record,
+                                                             **FAST))
+    assert seen[0] == (0, 6, 0) and [d for d, _, _ in seen] == list(range(7))
+    assert seen[-1][2] == 6
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_three(stats: RunStats, done: int, todo: int) -> None:
+        if done >= 3:
+            raise Stop()
+
+    backend = FakeBackend(delay=0.01)
+    with pytest.raises(Stop):
+        run_requests(reqs(10, "s"), backend, store,
+                     RunnerConfig(concurrency=1, on_progress=stop_after_three, **FAST))
+    # The finished calls are stored: running again calls only the rest.
+    again = FakeBackend()
+    out = run_requests(reqs(10, "s"), again, store, RunnerConfig(**FAST))
+    assert all(o.ok for o in out)
+    assert sum(again.calls.values()) == 10 - sum(1 for o in out if o.cached)
+    assert sum(1 for o in out if o.cached) >= 3

@@ -31,6 +31,7 @@ from ragmeter.errors import (
 _LAZY = {
     "multilingual": "ragmeter.multilingual",
     "reliability": "ragmeter.reliability",
+    "trace": "ragmeter.trace",
     "rubric": "ragmeter.rubric",
     "backends": "ragmeter.backends",
     "testing": "ragmeter.testing",
@@ -59,6 +60,7 @@ __all__ = [
     "reliability",
     "rubric",
     "testing",
+    "trace",
 ]
 
 

@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ModelBackend", "local", "openai", "resolve", "from_options"]
+__all__ = ["ModelBackend", "local", "openai", "endpoint", "resolve", "from_options"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,23 +38,48 @@ class ModelBackend:
     max_retries: int = 5
     price_prompt: float | None = None
     price_completion: float | None = None
+    # Where the calls not in the store run (docs/scale.md): "local" (this process) or "ray".
+    engine: str = "local"
+    ray_address: str | None = None
+    ray_workers: int = 2
+    ray_num_gpus: float = 0.0
+    ray_batch_size: int = 16
     _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
     _instance: list[Any] = field(default_factory=list, repr=False, compare=False)
+
+    def recipe(self) -> Any:
+        """The :class:`ragmeter.llm.registry.BackendRecipe` that builds this backend, without
+        the API key (a Ray worker reads its own from the environment; the key never travels)."""
+        from ragmeter.llm.registry import backend_recipe, backend_spec
+
+        opts: dict[str, Any] = {}
+        if backend_spec(self.name).remote:
+            opts = {"timeout_s": self.timeout, "max_connections": self.concurrency}
+        return backend_recipe(self.name, model=self.model, base_url=self.base_url, **opts)
 
     def instance(self) -> Any:
         """The backend object (:class:`ragmeter.llm.base.Backend`), created once."""
         with self._lock:
             if not self._instance:
-                from ragmeter.llm.registry import backend_spec, create_backend
+                from ragmeter.llm.registry import create_backend
 
-                opts: dict[str, Any] = {}
-                if backend_spec(self.name).remote:
-                    opts = {"timeout_s": self.timeout, "max_connections": self.concurrency}
-                    if self.api_key:
-                        opts["api_key"] = self.api_key
-                self._instance.append(create_backend(self.name, model=self.model,
-                                                     base_url=self.base_url, **opts))
+                recipe = self.recipe()
+                opts = dict(recipe.kwargs)
+                if self.api_key and recipe.remote:
+                    opts["api_key"] = self.api_key
+                self._instance.append(create_backend(self.name, **opts))
             return self._instance[0]
+
+    def engine_instance(self) -> Any:
+        """The runner's engine: None for ``local``; for ``ray`` a Ray engine (needs
+        ``ragmeter[ray]``) that builds this backend on each worker from :meth:`recipe`."""
+        from ragmeter.engine import RayOptions, make_engine
+
+        if self.engine == "local":
+            return make_engine("local")
+        return make_engine(self.engine, self.recipe(), RayOptions(
+            address=self.ray_address, workers=self.ray_workers, num_gpus=self.ray_num_gpus,
+            batch_size=self.ray_batch_size))
 
     def runner_config(self, *, replay: bool = False, progress: bool | None = None,
                       description: str = "calls") -> Any:
@@ -68,7 +93,7 @@ class ModelBackend:
             max_retries=self.max_retries, timeout_s=self.timeout, replay=replay,
             progress=sys.stderr.isatty() if progress is None else progress,
             description=description, price_prompt_per_mtok=self.price_prompt,
-            price_completion_per_mtok=self.price_completion)
+            price_completion_per_mtok=self.price_completion, engine=self.engine_instance())
 
 
 def local(model: str | None = None, **options: Any) -> ModelBackend:
@@ -87,6 +112,17 @@ def openai(model: str, base_url: str | None = None, api_key: str | None = None,
                         concurrency=concurrency, **options)
 
 
+def endpoint(name: str, model: str | None = None, **options: Any) -> ModelBackend:
+    """An OpenAI-compatible endpoint named in ``$RAGMETER_HOME/endpoints.toml``
+    (:mod:`ragmeter.llm.endpoints`): its URL, model (``model`` overrides it) and the key from
+    the environment variable it names."""
+    from ragmeter.llm.endpoints import get_endpoint
+
+    found = get_endpoint(name)
+    return openai(model or found.model, base_url=found.base_url, api_key=found.api_key(),
+                  **options)
+
+
 def resolve(backend: ModelBackend | str | None) -> ModelBackend:
     """``None`` → the local model; a registered backend name → that backend's defaults."""
     if backend is None:
@@ -102,8 +138,31 @@ def resolve(backend: ModelBackend | str | None) -> ModelBackend:
 
 
 def from_options(**kwargs: Any) -> ModelBackend:
-    """The value the CLI's backend flags describe (unknown keys are ignored)."""
+    """The value the CLI's backend flags describe (unknown keys are ignored).
+
+    ``endpoint`` (``--endpoint NAME``) takes the backend, URL, model and key from the
+    endpoints file; ``--model`` still overrides the model.
+    """
     max_retries = kwargs.get("max_retries")
+    engine_options: dict[str, Any] = dict(
+        engine=str(kwargs.get("engine") or "local"), ray_address=kwargs.get("ray_address"),
+        ray_workers=int(kwargs.get("ray_workers") or 2),
+        ray_num_gpus=float(kwargs.get("ray_num_gpus") or 0.0),
+        ray_batch_size=int(kwargs.get("ray_batch_size") or 16))
+    if kwargs.get("endpoint"):
+        from ragmeter.errors import ConfigError
+
+        if (kwargs.get("backend") or "openai") not in ("local", "openai") \
+                or kwargs.get("base_url"):
+            raise ConfigError("models: --endpoint names its own backend and URL. Fix: drop "
+                              "--backend/--base-url, or drop --endpoint.")
+        return endpoint(
+            str(kwargs["endpoint"]), model=kwargs.get("model"),
+            concurrency=int(kwargs.get("concurrency") or 8), rpm=kwargs.get("rpm"),
+            tpm=kwargs.get("tpm"), timeout=float(kwargs.get("timeout") or 120.0),
+            max_retries=5 if max_retries is None else int(max_retries),
+            price_prompt=kwargs.get("price_prompt"),
+            price_completion=kwargs.get("price_completion"), **engine_options)
     return ModelBackend(
         name=kwargs.get("backend") or "local", model=kwargs.get("model"),
         base_url=kwargs.get("base_url"), concurrency=int(kwargs.get("concurrency") or 8),
@@ -111,4 +170,4 @@ def from_options(**kwargs: Any) -> ModelBackend:
         timeout=float(kwargs.get("timeout") or 120.0),
         max_retries=5 if max_retries is None else int(max_retries),
         price_prompt=kwargs.get("price_prompt"),
-        price_completion=kwargs.get("price_completion"))
+        price_completion=kwargs.get("price_completion"), **engine_options)

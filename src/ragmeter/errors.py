@@ -20,7 +20,6 @@ line (no traceback) and exits with code 2.  Everything else is a bug and keeps i
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -101,6 +100,8 @@ class InputError(UserError):
 def did_you_mean(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
     """Close matches of ``name`` among ``choices`` (case-insensitive), best first."""
     pool = {c.lower(): c for c in choices}
+    import difflib
+
     found = difflib.get_close_matches(name.lower(), list(pool), n=n, cutoff=0.6)
     return [pool[f] for f in found]
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ragmeter._api import async_variant
-from ragmeter.io import Row
+from ragmeter.io import Row, absent_error
 from ragmeter.llm.base import Message, Request
 
 __all__ = ["generate", "agenerate", "request_from_row", "response_row", "read_requests"]
@@ -39,9 +39,7 @@ def request_from_row(row: Row) -> Request:
     """Build a :class:`Request` from one request row; InputError naming the line otherwise."""
     data = row.data
     if "id" not in data or data["id"] is None or str(data["id"]).strip() == "":
-        found = ", ".join(sorted(map(str, data))) or "none"
-        raise row.error(f"is missing (required). Found fields: {found}.", component=COMPONENT,
-                        field="id", fix='give every request a unique "id".')
+        raise absent_error(row, "id", component=COMPONENT, fix='give every request a unique "id".')
     if isinstance(data["id"], (dict, list, bool)):
         raise row.error("is not a string or number.", component=COMPONENT, field="id",
                         fix='give a string such as "q17".')
@@ -146,7 +144,7 @@ def generate(data: Any, *, backend: Any = None, store: Any = None, replay: bool 
                                                    progress=progress, description="generate")
     if dry_run:
         return dry_run_result(COMPONENT, "generate",
-                              estimate_requests(requests, backend_obj, the_store))
+                              estimate_requests(requests, backend_obj, the_store, config))
     stats = RunStats()
     outcomes = run_requests(requests, backend_obj, the_store, config, stats)
     rows = [response_row(o) for o in outcomes]
@@ -158,7 +156,7 @@ def generate(data: Any, *, backend: Any = None, store: Any = None, replay: bool 
     identity = backend_obj.identity()
     return Result(COMPONENT, "generate", summary, items=rows,
                   inputs=[input_record(data, len(rows))], backends=[identity],
-                  models=[str(identity.get("model", ""))])
+                  models=[str(identity.get("model", ""))], engine=config.engine_name)
 
 
 agenerate = async_variant(generate)

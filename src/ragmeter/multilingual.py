@@ -29,7 +29,7 @@ COMPONENT = "multilingual"
 def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: bool = False,
           rlc_lid: bool = False, resamples: int = 1000, seed: int = 12345,
           fields: Mapping[str, str] | Iterable[str] | None = None,
-          keep_text: bool = True) -> Result:
+          keep_text: bool = True, normalize: str = "lbrag", by: str | None = None) -> Result:
     """EM, F1, RLC, RLC_OK, cost, CNBE and semantic score per system, exactly as LBRAG.
 
     ``baseline``: the system CNBE and paired tests compare against (default ``direct``, skipped
@@ -37,14 +37,23 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
     intervals; ``paired``: paired tests against the baseline; ``rlc_lid``: language-ID RLC
     (needs ``ragmeter[lang]``).  ``fields``: your column names, ``{"pred_answer": "answer"}``.
     ``keep_text``: keep question/gold/prediction in the items (off saves memory on huge files).
+    ``normalize``: ``lbrag`` (LBRAG's normalization, keeps articles; the default) or ``squad``
+    (SQuAD v1.1's: drops punctuation and a/an/the); the signature says which ran.
+    ``gold_answer`` may be a list: EM and F1 are then the max over the golds (SQuAD's rule).
+    ``by``: also score each group of rows sharing this field's value (``sample_lang``, or any
+    column such as ``dataset``), with the same settings: ``summary["groups"]``.
     """
+    if normalize not in ("lbrag", "squad"):
+        from ragmeter.errors import ConfigError
+
+        raise ConfigError(f"multilingual: normalize={normalize!r}; expected lbrag or squad.")
     from ragmeter.io import is_path, iter_rows
     from ragmeter.suites.multilingual import MultilingualConfig, score_file, score_rows
 
     config = MultilingualConfig(
         keep_text=keep_text, baseline=baseline or "direct", baseline_required=baseline is not None,
         ci=ci, paired=paired, rlc_lid=rlc_lid, n_resamples=resamples, seed=seed,
-        field_map=field_map(fields, COMPONENT))
+        field_map=field_map(fields, COMPONENT), normalize=normalize)
     if is_path(data):
         detail = score_file(data, config)
     else:
@@ -52,14 +61,39 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
 
         detail = score_rows(iter_rows(data, component=COMPONENT, field_map=config.field_map),
                             config, source=source_label(data))
-    return Result(COMPONENT, "score", detail.to_json(), items=detail.iter_items,
+    summary = detail.to_json()
+    if by:
+        summary["groups"] = _score_groups(data, by, config)
+    return Result(COMPONENT, "score", summary, items=detail.iter_items,
                   ordered_items=detail.ordered_items, detail=detail,
                   inputs=[input_record(data, detail.coverage.get("rows"))])
 
 
+def _score_groups(data: Any, by: str, config: Any) -> dict[str, Any]:
+    """Each group of rows with the same ``by`` value scored on its own (same config)."""
+    from ragmeter.io import iter_rows, require, source_label
+    from ragmeter.suites.multilingual import score_rows
+
+    field = "sample_lang" if by == "lang" else by
+    groups: dict[str, list[Any]] = {}
+    for row in iter_rows(data, component=COMPONENT, field_map=config.field_map):
+        value = require(row, field, component=COMPONENT)
+        key = "" if value is None else str(value)
+        if field == "sample_lang":
+            from ragmeter.text.languages import canonical_language
+
+            key = canonical_language(key)
+        groups.setdefault(key, []).append(row)
+    out: dict[str, Any] = {}
+    for key in sorted(groups):
+        part = score_rows(groups[key], config, source=source_label(data)).to_json()
+        out[key] = {k: part[k] for k in ("metrics", "coverage", "ci95", "notes") if k in part}
+    return {"by": field, "values": out}
+
+
 def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any = None,
           replay: bool = False, dry_run: bool = False, progress: bool | None = None,
-          fields: Mapping[str, str] | Iterable[str] | None = None) -> Result:
+          fields: Mapping[str, str] | Iterable[str] | None = None, repeats: int = 1) -> Result:
     """Add LBRAG's 0–1 ``semantic_score`` to each answer with a judge model.
 
     ``scoring``: ``generate`` (the judge writes ``{"score", "explanation"}``, LBRAG's way),
@@ -67,8 +101,12 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
     local backend).  ``backend``: :func:`ragmeter.backends.local` (default) or ``.openai(...)``.
     A failed or unparseable judgement leaves ``semantic_score`` None with ``semantic_reason``.
     The result's ``items`` are the input rows with the semantic columns added: feed them to
-    :func:`score`.
+    :func:`score`.  ``repeats``: judge every answer N times (distinct samples); the score is
+    the mean over the scored repeats and ``summary["stability"]`` holds the flip rate, the
+    per-item agreement and Fleiss' κ over the verdicts rounded to 0.1.
     """
+    from dataclasses import replace
+
     from ragmeter.io import as_text, iter_rows, require
     from ragmeter.judging import check_degenerate, judge_card
     from ragmeter.runner import estimate_requests, run_requests
@@ -103,15 +141,30 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
 
         raise ConfigError(f"multilingual: scoring={scoring!r}; expected auto, choices or "
                           "generate.")
+    if repeats < 1:
+        from ragmeter.errors import ConfigError
+
+        raise ConfigError(f"multilingual: repeats={repeats}; expected 1 or more.")
     prompt = SemanticPrompt.default()
-    requests = semantic_requests(answers, prompt, mode)  # type: ignore[arg-type]
+    base = semantic_requests(answers, prompt, mode)  # type: ignore[arg-type]
+    # Repeats are distinct samples: their own cache keys, and a per-repeat seed for servers
+    # that honour it (as rubric judge does).
+    requests = base if repeats == 1 else [
+        replace(r, id=f"{r.id}#{k}", repeat=k,
+                params={**r.params, "seed": k} if r.choices is None else r.params)
+        for k in range(repeats) for r in base]
     if dry_run:
         return dry_run_result(COMPONENT, "judge", estimate_requests(requests, backend_obj,
-                                                                    the_store))
+                                                                    the_store, config))
     outcomes = run_requests(requests, backend_obj, the_store, config)
     identity = backend_obj.identity()
     model = str(identity.get("model", backend_obj.name))
-    sem = semantic_rows(answers, outcomes, mode, prompt, model)  # type: ignore[arg-type]
+    per_repeat = []
+    for k in range(repeats):
+        mine = [replace(o, request=replace(o.request, id=o.request.id.rsplit("#", 1)[0]))
+                for o in outcomes if o.request.repeat == k] if repeats > 1 else outcomes
+        per_repeat.append(semantic_rows(answers, mine, mode, prompt, model))  # type: ignore[arg-type]
+    sem = per_repeat[0] if repeats == 1 else _mean_over_repeats(per_repeat)
     merged = []
     for row, s in zip(raw_rows, sem, strict=True):
         out = dict(row.data)
@@ -127,16 +180,41 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
     alarm = check_degenerate([None if v is None else round(float(v), 1) for v in values],
                              judge=judge_name, what="semantic score",
                              probabilities=values if mode == "choices" else None)
-    summary = {
+    summary: dict[str, Any] = {
         "family": COMPONENT, "verb": "judge", "judge": model, "method": mode,
-        "prompt_version": prompt.version,
+        "prompt_version": prompt.version, "repeats": repeats,
         "coverage": {"rows": len(sem), "scored": scored, "unscored": len(sem) - scored,
                      "reasons": reasons},
     }
+    if repeats > 1:
+        from ragmeter.metrics.stability import repeat_agreement
+
+        verdicts = {str(i): [None if rows[i]["semantic_score"] is None
+                             else round(float(rows[i]["semantic_score"]), 1)
+                             for rows in per_repeat] for i in range(len(answers))}
+        summary["stability"] = repeat_agreement(verdicts, repeats)
     return Result(COMPONENT, "judge", summary, items=merged,
                   inputs=[input_record(data, len(raw_rows))], backends=[identity],
                   models=[model], prompt_versions={"semantic": prompt.version},
-                  judges=[judge_card(judge_name)], alarms=[alarm] if alarm else [])
+                  judges=[judge_card(judge_name)], alarms=[alarm] if alarm else [], engine=config.engine_name)
+
+
+def _mean_over_repeats(per_repeat: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per answer: the first repeat's columns, the score averaged over scored repeats
+    (None, with the first repeat's reason, when no repeat was scored)."""
+    out = []
+    for rows in zip(*per_repeat, strict=True):
+        row = dict(rows[0])
+        scores = [float(r["semantic_score"]) for r in rows if r["semantic_score"] is not None]
+        row["semantic_score"] = sum(scores) / len(scores) if scores else None
+        row["semantic_repeats_scored"] = len(scores)
+        if scores:
+            row.pop("semantic_reason", None)
+        elif not row.get("semantic_reason"):
+            row["semantic_reason"] = next((r.get("semantic_reason") for r in rows
+                                           if r.get("semantic_reason")), "unscored")
+        out.append(row)
+    return out
 
 
 ajudge = async_variant(judge)

@@ -37,10 +37,15 @@ class Result:
                  detail: Any = None, inputs: Sequence[Any] = (), backends: Sequence[Any] = (),
                  models: Sequence[str] = (), prompt_versions: Mapping[str, str] | None = None,
                  judges: Sequence[Mapping[str, Any]] = (),
-                 alarms: Sequence[Mapping[str, Any]] = ()) -> None:
+                 alarms: Sequence[Mapping[str, Any]] = (), engine: str | None = None) -> None:
         self.family = family
         self.verb = verb
         self.summary: dict[str, Any] = dict(summary)
+        sig = self.summary.get("signature")
+        if engine not in (None, "local") and isinstance(sig, str) \
+                and f"|engine:{engine}" not in sig:
+            # Results are identical to one process; the signature still says where they ran.
+            self.summary["signature"] = f"{sig}|engine:{engine}"
         self.detail = detail  # the family's own result object (console tables, plots)
         self.inputs = list(inputs)
         self.backends = list(backends)

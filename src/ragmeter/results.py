@@ -28,7 +28,7 @@ import hashlib
 import json
 import secrets
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -164,6 +164,8 @@ def build_record(
     max_items: int = DEFAULT_MAX_ITEMS,
 ) -> RunRecord:
     """A run record in memory (not written): what :func:`record_run` writes."""
+    from ragmeter.redact import redact_text
+
     now = datetime.now(timezone.utc)
     kept, total, n_unscored, truncated = _cap_items(items, max_items)
     notes = []
@@ -173,7 +175,8 @@ def build_record(
     return RunRecord(
         run_id=new_run_id(family, now), family=family,
         created_at=now.isoformat(timespec="seconds"),
-        command=list(command) if command is not None else ["ragmeter", *sys.argv[1:]],
+        command=[redact_text(c) for c in (command if command is not None else
+                                          ["ragmeter", *sys.argv[1:]])],
         inputs=[i if isinstance(i, InputFile) else InputFile.of(i) for i in inputs],
         backends=list(backends), models=list(models),
         prompt_versions=dict(prompt_versions or {}),
@@ -208,7 +211,7 @@ def record_run(
                           backends=backends, models=models, prompt_versions=prompt_versions,
                           max_items=max_items)
     target = runs_dir(runs_dir_override) / f"{record.run_id}.json"
-    write_json(target, record.to_json())
+    write_json(target, record.to_json(), private=True)  # it holds prompts and replies
     record._path = target
     return record
 
@@ -262,18 +265,31 @@ def load_run(id_or_path: str | Path, *, runs_dir_override: str | Path | None = N
     raise UnknownNameError("run", key, ids[-20:], component=COMPONENT)
 
 
+def _warn_skipped(path: Path, err: InputError) -> None:
+    import warnings
+
+    warnings.warn(f"skipped {path}: {err}", UserWarning, stacklevel=3)
+
+
 def list_runs(*, runs_dir_override: str | Path | None = None,
-              family: str | None = None) -> list[RunRecord]:
+              family: str | None = None,
+              on_skip: Callable[[Path, InputError], None] | None = None) -> list[RunRecord]:
     """Every run record in the runs dir (oldest first), optionally of one family.
 
-    Items are dropped from the returned records to keep listing cheap in memory.
+    Items are dropped from the returned records to keep listing cheap in memory.  A file that
+    is not a readable run record (empty, truncated, edited by hand) is skipped and reported to
+    ``on_skip`` (default: a warning naming it), so one bad file never hides the other runs.
     """
     folder = runs_dir(runs_dir_override)
     if not folder.is_dir():
         return []
     out = []
     for path in sorted(folder.glob("*.json")):
-        record = _read_record(path)
+        try:
+            record = _read_record(path)
+        except InputError as err:
+            (on_skip or _warn_skipped)(path, err)
+            continue
         if family is None or record.family == family:
             record.items = []
             out.append(record)

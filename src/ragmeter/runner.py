@@ -15,7 +15,14 @@ It takes :class:`~ragmeter.llm.base.Request` objects and a backend and returns o
 5. **persistence**: every successful response is committed to the store *before* it is used,
    so a run killed at any point (``kill -9``) and started again repeats no completed call;
    failures are never stored, so a later run retries them;
-6. **progress**: a rich progress bar with rate, ETA, tokens and failure counts.
+5b. **claims**: with a store, each call is claimed in it first (a lease of ``lease_s``
+   seconds, renewed while the run lives; see :meth:`~ragmeter.store.Store.claim`), so two
+   processes on one store never pay for the same call: the second waits for the first's answer,
+   and takes the call over if the first dies;
+6. **progress**: a rich progress bar with rate, ETA, tokens and failure counts;
+7. **engine**: the misses are called from this process (asyncio, the default) or handed to an
+   engine (``RunnerConfig.engine``, e.g. Ray: :mod:`ragmeter.engine`) whose results stream
+   back and are stored here as they arrive, so steps 1 and 5 hold at any scale.
 
 A failed call never raises and never becomes NaN: it becomes an ``unscored`` outcome whose
 ``reason`` is the backend's code (``timeout``, ``http_429``, ``http_500``, ``bad_response``, ...).
@@ -29,13 +36,16 @@ import math
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ragmeter.errors import BackendError, ConfigError, ReplayMissError
+from ragmeter.errors import BackendError, ConfigError, ReplayMissError, UserError
 from ragmeter.llm.base import Backend, Request, Response
 from ragmeter.store import Store
+
+if TYPE_CHECKING:
+    from ragmeter.engine import Engine
 
 __all__ = ["RunnerConfig", "Outcome", "RunStats", "run_requests", "arun_requests",
            "DryRunEstimate", "estimate_requests", "approx_tokens", "run_sync"]
@@ -48,6 +58,11 @@ class RunnerConfig:
     ``backoff_base_s`` and ``backoff_max_s`` shape the retry delays
     (``min(max, base * 2**attempt)`` with full jitter in [0.5, 1] of it); tests make them small.
     ``retry_after_max_s`` caps how long a server's ``Retry-After`` may make one wait.
+    ``on_progress``, when set, is called as ``on_progress(stats, done, todo)`` once before the
+    first call and after each finished call (``todo``: calls this run must make, cache hits
+    excluded); it runs on the runner's event loop, so it must be quick.  An exception it raises
+    stops the run (calls in flight are cancelled; finished ones are already in the store), which
+    is how the web app cancels a job.
     """
 
     concurrency: int = 8
@@ -62,9 +77,19 @@ class RunnerConfig:
     backoff_max_s: float = 60.0
     retry_after_max_s: float = 300.0
     record_run: bool = True
+    lease_s: float = 30.0  # a claim lapses this long after its process stops renewing it
+    claim_poll_s: float = 0.2  # how often a process waiting on another's claim looks again
     # Prices in USD per million tokens, for the running cost counter (None: not shown).
     price_prompt_per_mtok: float | None = None
     price_completion_per_mtok: float | None = None
+    # Where the misses are computed: None is this process; an engine (--engine ray) gets them
+    # and streams results back (ragmeter.engine).  Never part of a cache key.
+    engine: Engine | None = None
+
+    @property
+    def engine_name(self) -> str:
+        return self.engine.name if self.engine is not None else "local"
+    on_progress: Callable[[RunStats, int, int], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -177,28 +202,41 @@ class DryRunEstimate:
     prompt_tokens: int
     completion_tokens_max: int
     token_method: str = "chars/4"
+    # Money at the given prices (USD per million tokens): prompt tokens at the input price plus
+    # the completion budget at the output price, an upper bound.  None when no price was given.
+    cost_usd_max: float | None = None
 
     def render(self) -> str:
+        money = (f"; at most ${self.cost_usd_max:.4f} at the given prices"
+                 if self.cost_usd_max is not None else
+                 " (give --price-in/--price-out USD per million tokens for money)")
         return (f"dry run: {self.requests} requests, {self.cached} already in the store, "
                 f"{self.calls} calls to make; about {self.prompt_tokens} prompt tokens and at "
                 f"most {self.completion_tokens_max} completion tokens (counted with "
-                f"{self.token_method}). Nothing was called.")
+                f"{self.token_method}){money}. Nothing was called.")
 
 
 def estimate_requests(requests: Sequence[Request], backend: Backend,
-                      store: Store | None = None) -> DryRunEstimate:
-    """Count the calls a run would make and their approximate tokens, calling nothing."""
+                      store: Store | None = None, config: RunnerConfig | None = None
+                      ) -> DryRunEstimate:
+    """Count the calls a run would make and their approximate tokens, calling nothing; with
+    the prices of ``config`` (``--price-in/--price-out``), also the money at most."""
     identity = backend.identity()
     keys = {r.cache_key(identity): r for r in requests}
     stored = set(store.get_many(keys)) if store is not None else set()
     todo = [r for k, r in keys.items() if k not in stored]
+    prompt_tokens = sum(_prompt_tokens(r, backend) for r in todo)
+    completion_max = sum(_completion_budget(r) for r in todo)
+    cost = None
+    if config is not None and (config.price_prompt_per_mtok is not None
+                               or config.price_completion_per_mtok is not None):
+        cost = (prompt_tokens * (config.price_prompt_per_mtok or 0.0)
+                + completion_max * (config.price_completion_per_mtok or 0.0)) / 1e6
     return DryRunEstimate(
         requests=len(requests),
         cached=sum(1 for r in requests if r.cache_key(identity) in stored),
-        calls=len(todo),
-        prompt_tokens=sum(_prompt_tokens(r, backend) for r in todo),
-        completion_tokens_max=sum(_completion_budget(r) for r in todo),
-        token_method=_token_method(backend))
+        calls=len(todo), prompt_tokens=prompt_tokens, completion_tokens_max=completion_max,
+        token_method=_token_method(backend), cost_usd_max=cost)
 
 
 # ---------------------------------------------------------------- limits
@@ -244,9 +282,13 @@ class _Progress:
         self.stats = stats
         self.bar: Any = None
         self.task: Any = None
+        self.callback = config.on_progress
+        self.total = total
+        self.done = 0
+        if self.callback is not None:
+            self.callback(stats, 0, total)
         if not config.progress or total == 0:
             return
-        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -257,16 +299,23 @@ class _Progress:
             TimeRemainingColumn,
         )
 
+        from ragmeter.reports.console import console
+
         self.bar = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TaskProgressColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-            TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[info]}"),
-            console=Console(stderr=True), transient=False, refresh_per_second=4)
+            TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+            MofNCompleteColumn(), TaskProgressColumn(),
+            TextColumn("{task.fields[rate]}", markup=False), TimeElapsedColumn(),
+            TextColumn("ETA", markup=False), TimeRemainingColumn(),
+            TextColumn("{task.fields[info]}", markup=False),
+            console=console(stderr=True), transient=False, refresh_per_second=4)
         self.start = time.monotonic()
         self.bar.start()
         self.task = self.bar.add_task(config.description, total=total, rate="", info="")
 
     def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self.callback is not None:
+            self.callback(self.stats, self.done, self.total)
         if self.bar is None:
             return
         s = self.stats
@@ -279,7 +328,7 @@ class _Progress:
         if s.retries:
             info += f" retries {s.retries}"
         if s.unscored:
-            info += f" [red]unscored {s.unscored}[/red]"
+            info += f" unscored {s.unscored}"
         self.bar.update(self.task, advance=n, rate=f"{s.calls / elapsed:.1f} calls/s", info=info)
 
     def close(self) -> None:
@@ -301,6 +350,9 @@ class _Run:
         self.tpm = _TokenBucket(config.tpm) if config.tpm else None
         self.stats = RunStats()
         self.progress: _Progress | None = None
+        self.stop: UserError | None = None  # set when going on would only waste paid calls
+        self.slots = asyncio.Semaphore(config.concurrency)  # claims held at once
+        self.owner = ""
 
     def _delay(self, attempt: int, err: BackendError) -> float:
         cfg = self.config
@@ -308,6 +360,48 @@ class _Run:
             return min(cfg.retry_after_max_s, err.retry_after) + random.uniform(0, 0.1) * \
                 min(1.0, cfg.backoff_base_s)
         return min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** attempt) * random.uniform(0.5, 1)
+
+    def accept(self, key: str, request: Request, response: Response) -> None:
+        """Persist a successful response before it is used, and count its tokens and cost."""
+        if self.store is not None:
+            self.store.put(key, request, self.identity, response)
+        self.stats.prompt_tokens += response.usage.prompt_tokens
+        self.stats.completion_tokens += response.usage.completion_tokens
+        cfg = self.config
+        if cfg.price_prompt_per_mtok is not None or cfg.price_completion_per_mtok is not None:
+            self.stats.cost_usd = (self.stats.cost_usd or 0.0) + (
+                response.usage.prompt_tokens * (cfg.price_prompt_per_mtok or 0.0)
+                + response.usage.completion_tokens * (cfg.price_completion_per_mtok or 0.0)
+            ) / 1e6
+
+    def from_engine(self, engine: Engine, todo: dict[str, Request]) -> dict[str, Outcome]:
+        """Hand the misses to ``engine``; store each result as it streams back."""
+        results: dict[str, Outcome] = {}
+        for key, outcome in engine.run(todo, self.config, self.identity):
+            if key in results or key not in todo:
+                continue  # a batch retried after its results had arrived
+            self.stats.calls += max(1, outcome.attempts)
+            self.stats.retries += max(0, outcome.attempts - 1)
+            if outcome.ok:
+                assert outcome.response is not None
+                self.accept(key, todo[key], outcome.response)
+            results[key] = outcome
+            self.count(outcome)
+        missing = [k for k in todo if k not in results]
+        if missing:
+            raise RuntimeError(f"runner: engine {engine.name} returned no result for "
+                               f"{len(missing)} of {len(todo)} requests")
+        return results
+
+    def count(self, outcome: Outcome) -> None:
+        if outcome.ok:
+            self.stats.ok += 1
+        else:
+            self.stats.unscored += 1
+            reason = outcome.reason or "unknown"
+            self.stats.reasons[reason] = self.stats.reasons.get(reason, 0) + 1
+        assert self.progress is not None
+        self.progress.advance()
 
     async def call(self, key: str, request: Request) -> Outcome:
         cfg = self.config
@@ -319,6 +413,9 @@ class _Run:
                 self.stats.retries += 1
                 await asyncio.sleep(self._delay(attempt - 1, last))  # type: ignore[arg-type]
             async with self.sem:
+                if self.stop is not None:
+                    return Outcome(request, "unscored", reason="stopped",
+                                   detail="not sent: the run stopped early", key=key)
                 if self.rpm:
                     await self.rpm.take(1)
                 if self.tpm:
@@ -342,25 +439,55 @@ class _Run:
                     break
             if self.tpm:
                 self.tpm.adjust(response.usage.total_tokens - estimate)
-            if self.store is not None:
-                self.store.put(key, request, self.identity, response)  # persisted before use
-            self.stats.prompt_tokens += response.usage.prompt_tokens
-            self.stats.completion_tokens += response.usage.completion_tokens
-            cfg = self.config
-            if cfg.price_prompt_per_mtok is not None or cfg.price_completion_per_mtok is not None:
-                self.stats.cost_usd = (self.stats.cost_usd or 0.0) + (
-                    response.usage.prompt_tokens * (cfg.price_prompt_per_mtok or 0.0)
-                    + response.usage.completion_tokens * (cfg.price_completion_per_mtok or 0.0)
-                ) / 1e6
+            self.accept(key, request, response)  # persisted before use
+            if _unusable_choices(request, response) and self.stop is None:
+                self.stop = self._no_logprobs_error()
             return Outcome(request, "ok", response=response, attempts=attempt + 1, key=key)
         assert last is not None
         return Outcome(request, "unscored", reason=last.reason, detail=last.detail or None,
                        attempts=attempt + 1, key=key)
 
+    async def claimed_call(self, key: str, request: Request) -> Outcome:
+        """:meth:`call` under a claim in the store: another process's live claim on the same
+        key makes this one wait for its stored answer (or take over once the claim lapses)."""
+        assert self.store is not None
+        while True:
+            async with self.slots:
+                got = self.store.claim(key, self.owner, self.config.lease_s)
+                if got is True:
+                    try:
+                        return await self.call(key, request)
+                    finally:
+                        self.store.release(key, self.owner)
+            if isinstance(got, Response):  # answered by another process meanwhile
+                return Outcome(request, "ok", response=got, cached=True, key=key)
+            await asyncio.sleep(self.config.claim_poll_s * random.uniform(0.8, 1.2))
+
+    async def _renew_claims(self) -> None:
+        assert self.store is not None
+        while True:
+            await asyncio.sleep(self.config.lease_s / 3)
+            self.store.renew_claims(self.owner, self.config.lease_s)
+
+    def _no_logprobs_error(self) -> UserError:
+        kept = (f"it is stored in {self.store.path}, so nothing is paid twice"
+                if self.store is not None else "no store was given, so it was not kept")
+        return ConfigError(
+            f"runner: the backend {self.identity.get('model')!r} at "
+            f"{self.identity.get('base_url', self.identity.get('backend'))} answered a "
+            f"choice-scored request without the logprobs that choice scoring needs ({kept}); "
+            f"the run stopped instead of paying for more calls it cannot score. Fix: use the "
+            f"text strategy (rubric judge --scoring generate, multilingual judge --scoring "
+            f"generate, trace label --strategy json), or a server that returns logprobs "
+            f"(vLLM, OpenAI).")
+
     async def run(self, requests: Sequence[Request]) -> list[Outcome]:
         start = time.monotonic()
         keys = [r.cache_key(self.identity) for r in requests]
         stored = self.store.get_many(keys) if self.store is not None else {}
+        if any(_unusable_choices(r, stored[k])
+               for r, k in zip(requests, keys, strict=True) if k in stored):
+            raise self._no_logprobs_error()  # known from an earlier run: call nothing
         if self.config.replay:
             missing = [r for r, k in zip(requests, keys, strict=True) if k not in stored]
             if missing:
@@ -377,21 +504,39 @@ class _Run:
                 todo.setdefault(k, r)
         self.progress = _Progress(self.config, len(todo), self.stats)
         results: dict[str, Outcome] = {}
+        if self.config.engine is not None:
+            try:
+                results = self.from_engine(self.config.engine, todo)
+            finally:
+                self.progress.close()
+            return self.assemble(requests, keys, stored, results, start)
+
+        claims = self.store is not None and bool(todo)
+        if claims:
+            import uuid
+
+            from ragmeter.store import process_owner
+
+            self.owner = f"{process_owner()}:{uuid.uuid4().hex[:8]}"
+        renewer = asyncio.ensure_future(self._renew_claims()) if claims else None
 
         async def one(key: str, request: Request) -> None:
-            outcome = await self.call(key, request)
+            outcome = await (self.claimed_call(key, request) if claims else
+                             self.call(key, request))
             results[key] = outcome
-            if outcome.ok:
-                self.stats.ok += 1
-            else:
-                self.stats.unscored += 1
-                reason = outcome.reason or "unknown"
-                self.stats.reasons[reason] = self.stats.reasons.get(reason, 0) + 1
-            assert self.progress is not None
-            self.progress.advance()
+            if outcome.cached:
+                self.stats.cached += 1
+            self.count(outcome)
 
-        tasks = [asyncio.ensure_future(one(k, r)) for k, r in todo.items()]
+        tasks: list[asyncio.Future[None]] = []
         try:
+            if getattr(self.backend, "logprobs_supported", False) is None:
+                # Whether the server gives logprobs is unknown: learn it from one call first.
+                probe = next((k for k, r in todo.items() if r.choices is not None), None)
+                if probe is not None:
+                    await one(probe, todo[probe])
+            tasks = [asyncio.ensure_future(one(k, r)) for k, r in todo.items()
+                     if k not in results]
             await asyncio.gather(*tasks)
         except BaseException:
             for task in tasks:
@@ -400,6 +545,19 @@ class _Run:
             raise
         finally:
             self.progress.close()
+            if renewer is not None:
+                renewer.cancel()
+                await asyncio.gather(renewer, return_exceptions=True)
+                assert self.store is not None
+                self.store.release_all(self.owner)
+        if self.stop is not None:
+            raise self.stop
+        return self.assemble(requests, keys, stored, results, start)
+
+    def assemble(self, requests: Sequence[Request], keys: list[str],
+                 stored: dict[str, Response], results: dict[str, Outcome],
+                 start: float) -> list[Outcome]:
+        """One outcome per request, in input order."""
         out: list[Outcome] = []
         for r, k in zip(requests, keys, strict=True):
             if k in stored:
@@ -414,6 +572,11 @@ class _Run:
         return out
 
 
+def _unusable_choices(request: Request, response: Response) -> bool:
+    """A stored reply to a choice-scored request that came without logprobs."""
+    return request.choices is not None and response.choice_method == "no_logprobs"
+
+
 async def arun_requests(requests: Sequence[Request], backend: Backend, store: Store | None,
                         config: RunnerConfig, stats: RunStats | None = None) -> list[Outcome]:
     """Async form of :func:`run_requests` for callers already inside an event loop.
@@ -425,7 +588,8 @@ async def arun_requests(requests: Sequence[Request], backend: Backend, store: St
     if store is not None and config.record_run and not config.replay:
         run_id = store.start_run(config.description, {
             "backend": backend.identity(), "requests": len(requests),
-            "concurrency": config.concurrency, "max_retries": config.max_retries})
+            "concurrency": config.concurrency, "max_retries": config.max_retries,
+            "engine": config.engine_name})
     outcomes = await run.run(requests)
     if store is not None and run_id is not None:
         store.record_items(run_id, ({

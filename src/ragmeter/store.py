@@ -18,6 +18,21 @@ pattern of simonw/llm's ``llm/migrations.py``)::
          config_json TEXT, ragmeter_version TEXT)
     item_results(run_id INT -> runs.id, item_id TEXT, status TEXT, reason TEXT, detail TEXT,
                  call_key TEXT, cached INT, values_json TEXT, PK (run_id, item_id))
+    claims(key TEXT PK, owner TEXT, expires_at REAL)   -- a call being made right now (003)
+    runs.owner TEXT                                     -- "host:pid" of the running process (004)
+
+**Claims** keep two processes on one store from paying for the same call: a process claims a
+key (a lease of ``lease_s`` seconds, renewed while it runs) before sending the request, and
+deletes the claim once the response is stored or the call failed.  Another process that finds a
+live claim waits for the answer instead of calling; a claim whose process died (``kill -9``)
+lapses when its lease expires, and the waiter takes it over.
+
+**Interrupted runs**: a run still "running" whose process is gone (same host, pid not alive) is
+shown as "interrupted" by :meth:`Store.runs` and ``cache stats``.
+
+**A full disk** (``database or disk is full``) or a read-only store is a
+:class:`~ragmeter.errors.UserError` that says what was kept: every response committed before
+the failure stays, and running the command again resumes from there.
 
 The store never holds API keys: a backend's identity names the backend, model and endpoint only.
 The default location is ``$RAGMETER_HOME/store.sqlite``, else the per-user data folder
@@ -32,7 +47,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -87,11 +102,48 @@ def _m002_calls_by_model(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX calls_backend_model ON calls(backend, model)")
 
 
+def _m003_claims(db: sqlite3.Connection) -> None:
+    db.execute("""CREATE TABLE claims (
+        key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at REAL NOT NULL)""")
+    db.execute("CREATE INDEX claims_owner ON claims(owner)")
+
+
+def _m004_run_owner(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE runs ADD COLUMN owner TEXT")
+
+
 # Forward-only: append new numbered migrations, never edit or reorder old ones.
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite3.Connection], None]], ...] = (
     (1, "initial", _m001_initial),
     (2, "calls_by_model", _m002_calls_by_model),
+    (3, "claims", _m003_claims),
+    (4, "run_owner", _m004_run_owner),
 )
+
+
+def process_owner() -> str:
+    """``host:pid`` of this process (who holds a claim or runs a run)."""
+    import socket
+
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _owner_alive(owner: str | None) -> bool:
+    """False only when ``owner`` is a process of this host that no longer exists."""
+    import socket
+
+    if not owner:
+        return True
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine: cannot tell
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 @dataclass(frozen=True)
@@ -107,6 +159,7 @@ class StoreStats:
     size_bytes: int
     by_model: dict[str, int]
     schema_version: int
+    runs_by_status: dict[str, int] = field(default_factory=dict)  # running/finished/interrupted
 
 
 class Store:
@@ -119,14 +172,18 @@ class Store:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_store_path()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Prompts and replies sit in the store: its folder 0700, its files 0600 (SQLite
+            # gives the -wal and -shm files the database file's permissions).
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not self.path.exists():
+                os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             self._db = sqlite3.connect(str(self.path), isolation_level=None,
                                        check_same_thread=False, timeout=30.0)
             self._db.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode is durable against a killed process (not an OS crash).
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             raise UserError(f"store: cannot open {self.path} as a SQLite database ({exc}). "
                             f"Fix: choose another file with --store PATH.") from None
         self._lock = threading.Lock()
@@ -185,9 +242,29 @@ class Store:
                     found[key] = Response.from_dict(json.loads(raw))
         return found
 
+    def _full(self, exc: sqlite3.Error) -> UserError:
+        """The one-line error for a store that cannot be written (full disk, read-only)."""
+        with self._lock:
+            try:
+                kept = self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+            except sqlite3.Error:
+                kept = "all"
+        return UserError(
+            f"store: cannot write to {self.path} ({exc}). Kept: every response stored before "
+            f"this point ({kept} calls); nothing stored was lost. Fix: free disk space (or "
+            f"make the store writable) and run the same command again: it resumes from the "
+            f"store without paying again.")
+
     def put(self, key: str, request: Request, identity: Mapping[str, Any],
             response: Response) -> None:
         """Persist one successful response (committed before this returns)."""
+        try:
+            self._put(key, request, identity, response)
+        except sqlite3.OperationalError as exc:
+            raise self._full(exc) from None
+
+    def _put(self, key: str, request: Request, identity: Mapping[str, Any],
+             response: Response) -> None:
         material = request.key_material(identity)
         with self._lock:
             self._db.execute(
@@ -196,6 +273,59 @@ class Store:
                  canonical_json(material), canonical_json(response.to_dict()),
                  response.usage.prompt_tokens, response.usage.completion_tokens,
                  response.latency_ms, _now()))
+
+    # -------------------------------------------------------------- claims
+
+    def claim(self, key: str, owner: str, lease_s: float) -> Response | bool:
+        """Claim ``key`` for ``owner`` before calling the model.
+
+        Returns the stored response when the call was already made (by anyone), True when the
+        key is now ``owner``'s for ``lease_s`` seconds, False while another live claim holds it.
+        """
+        import time
+
+        now = time.time()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._db.execute("SELECT response_json FROM calls WHERE key = ?",
+                                       (key,)).fetchone()
+                if row is not None:
+                    self._db.execute("COMMIT")
+                    return Response.from_dict(json.loads(row[0]))
+                held = self._db.execute("SELECT owner, expires_at FROM claims WHERE key = ?",
+                                        (key,)).fetchone()
+                mine = held is None or held[0] == owner or held[1] < now
+                if mine:
+                    self._db.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?)",
+                                     (key, owner, now + lease_s))
+                self._db.execute("COMMIT")
+                return mine
+            except sqlite3.OperationalError as exc:
+                self._db.execute("ROLLBACK")
+                if "lock" in str(exc):
+                    return False  # busy beyond the timeout: treat as held, ask again later
+                raise
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def renew_claims(self, owner: str, lease_s: float) -> None:
+        """Extend every claim of ``owner`` (the runner does this while it runs)."""
+        import time
+
+        with self._lock:
+            self._db.execute("UPDATE claims SET expires_at = ? WHERE owner = ?",
+                             (time.time() + lease_s, owner))
+
+    def release(self, key: str, owner: str) -> None:
+        """Drop ``owner``'s claim on ``key`` (after its response was stored, or it failed)."""
+        with self._lock:
+            self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
+
+    def release_all(self, owner: str) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM claims WHERE owner = ?", (owner,))
 
     def keys(self) -> set[str]:
         with self._lock:
@@ -207,9 +337,10 @@ class Store:
         """Record the start of a run; returns its id."""
         with self._lock:
             cur = self._db.execute(
-                "INSERT INTO runs (command, started_at, status, config_json, ragmeter_version) "
-                "VALUES (?, ?, 'running', ?, ?)",
-                (command, _now(), canonical_json(dict(config or {})), __version__))
+                "INSERT INTO runs (command, started_at, status, config_json, ragmeter_version, "
+                "owner) VALUES (?, ?, 'running', ?, ?, ?)",
+                (command, _now(), canonical_json(dict(config or {})), __version__,
+                 process_owner()))
             return int(cur.lastrowid or 0)
 
     def finish_run(self, run_id: int) -> None:
@@ -236,10 +367,26 @@ class Store:
         return len(rows)
 
     def runs(self) -> list[dict[str, Any]]:
+        """All runs; one still "running" whose process is gone is marked "interrupted"."""
+        self.mark_interrupted()
         with self._lock:
             cur = self._db.execute("SELECT * FROM runs ORDER BY id")
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    def mark_interrupted(self) -> int:
+        """Mark runs whose process died (same host, pid gone) as "interrupted"."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, owner FROM runs WHERE status = 'running'").fetchall()
+            dead = [(rid,) for rid, owner in rows if not _owner_alive(owner)]
+            if dead:
+                try:
+                    self._db.executemany(
+                        "UPDATE runs SET status = 'interrupted' WHERE id = ?", dead)
+                except sqlite3.OperationalError:
+                    return 0  # a read-only store: shown as running, changed next time
+        return len(dead)
 
     def iter_items(self, run_id: int) -> Iterator[dict[str, Any]]:
         with self._lock:
@@ -255,7 +402,10 @@ class Store:
     # -------------------------------------------------------------- maintenance
 
     def stats(self) -> StoreStats:
+        self.mark_interrupted()
         with self._lock:
+            by_status = {st: n for st, n in self._db.execute(
+                "SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status")}
             calls, pt, ct = self._db.execute(
                 "SELECT COUNT(*), COALESCE(SUM(prompt_tokens), 0), "
                 "COALESCE(SUM(completion_tokens), 0) FROM calls").fetchone()
@@ -269,7 +419,7 @@ class Store:
         return StoreStats(path=str(self.path), calls=int(calls), runs=int(runs),
                           item_results=int(items), prompt_tokens=int(pt),
                           completion_tokens=int(ct), size_bytes=size, by_model=by_model,
-                          schema_version=self.schema_version())
+                          schema_version=self.schema_version(), runs_by_status=by_status)
 
     def clear(self, *, model: str | None = None) -> int:
         """Delete stored calls (all, or one model's); runs and item results go with ``all``.

@@ -180,3 +180,40 @@ def test_public_names_of_family_modules() -> None:
                    and getattr(v, "__module__", None) == module.__name__}
         constants = {n for n in vars(module) if n.isupper() and not n.startswith("_")}
         assert defined <= set(module.__all__) <= defined | constants, module.__name__
+
+
+def test_multilingual_judge_repeats_report_stability(scripted_server) -> None:
+    def reply(body: dict) -> str:  # the judge flips with the sample seed: unstable on purpose
+        return '{"score": %s, "explanation": "x"}' % ("1.0" if body.get("seed") else "0.0")
+
+    server = scripted_server(reply=reply)
+    rows = [{"sample_id": str(i), "sample_lang": "en", "system": "s", "question": f"q{i}",
+             "gold_answer": f"g{i}", "pred_answer": f"p{i}"} for i in range(4)]
+    backend = ragmeter.backends.openai("j", base_url=server.url, concurrency=1)
+    result = ragmeter.multilingual.judge(rows, scoring="generate", backend=backend,
+                                         repeats=2, progress=False)
+    assert server.calls == 8  # 4 answers x 2 repeats, distinct samples
+    st = result.summary["stability"]
+    assert st["repeats"] == 2 and st["items"] == 4
+    assert st["flip_rate"] == 1.0 and st["mean_agreement"] == 0.5  # 0.0 then 1.0 each time
+    assert all(i["semantic_score"] == 0.5 for i in result.items)
+    again = ragmeter.multilingual.judge(rows, scoring="generate", backend=backend, repeats=2,
+                                        progress=False)
+    assert server.calls == 8 and again.summary["stability"] == st  # all from the store
+
+
+def test_dry_run_money_at_given_prices(run_cli, tmp_path) -> None:
+    requests = [{"id": f"q{i}", "prompt": f"word{i} " * 40, "params": {"max_tokens": 10}}
+                for i in range(3)]
+    backend = ragmeter.backends.openai("gpt-4o-mini", price_prompt=2.0, price_completion=8.0)
+    est = ragmeter.generate(requests, backend=backend, dry_run=True).summary
+    assert est["calls"] == 3 and est["completion_tokens_max"] == 30
+    assert est["cost_usd_max"] == pytest.approx(
+        (est["prompt_tokens"] * 2.0 + 30 * 8.0) / 1e6)
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in requests))
+    code, out, err = run_cli("generate", path, "--out", tmp_path / "o.jsonl", "--backend",
+                             "openai", "--model", "gpt-4o-mini", "--dry-run", "--price-in", "2",
+                             "--price-out", "8")
+    assert code == 0, err
+    assert f"at most ${est['cost_usd_max']:.4f}" in out and not (tmp_path / "o.jsonl").exists()

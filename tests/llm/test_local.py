@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragmeter.errors import BackendError, ConfigError, InputError, MissingDependencyError
-from ragmeter.llm import local
+from ragmeter.llm import local, local_runtimes
 from ragmeter.llm.base import Backend, Request
 from ragmeter.llm.local import (
     LocalBackend,
@@ -313,7 +313,7 @@ def test_llama_cpp_runtime_with_a_fake_module(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "llama_cpp", fake)
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
-    runtime = local._LlamaCppRuntime(resolve_model(str(gguf)), threads=2)
+    runtime = local_runtimes._LlamaCppRuntime(resolve_model(str(gguf)), threads=2)
     assert FakeLlama.instances[-1]["use_extra_bufts"] is False  # issue 3: segfault otherwise
     scores = runtime.choice_logprobs([0], [[1], [2], [1, 2], [1, 3]])
     z = math.log(math.exp(2) + 3)  # log-sum-exp of one logit at 2 and three at 0

@@ -33,17 +33,19 @@ def claim_request(claim: str) -> Request:
 
 
 @pytest.fixture(scope="module")
-def backend():
+def backend(tmp_path_factory):
     if local.default_model_path() is None:
         pytest.skip(f"default model not installed: {local.INSTALL_MODEL}")
     status = local.runtime_status()
     if not (status["torch"] and status["transformers"] and status["gguf"]) \
             and not status["llama_cpp"]:
         pytest.skip(f"no local runtime: {local.INSTALL_LOCAL}")
-    b = LocalBackend()
-    b.load()
-    yield b
-    asyncio.run(b.aclose())
+    with pytest.MonkeyPatch.context() as mp:  # the converted-model cache goes to a temp home
+        mp.setenv("RAGMETER_HOME", str(tmp_path_factory.mktemp("ragmeter-home")))
+        b = LocalBackend()
+        b.load()
+        yield b
+        asyncio.run(b.aclose())
 
 
 def test_answers_a_question_from_the_document(backend):

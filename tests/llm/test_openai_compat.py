@@ -103,12 +103,21 @@ def test_choices_fall_back_to_constrained_text(scripted_server):
     assert sum(1 for b in server.bodies if b.get("logprobs")) == 1
 
 
-def test_no_choice_is_an_error_not_a_guess(scripted_server):
+def test_no_choice_is_returned_unscorable_not_a_guess(scripted_server):
+    # Issue 16: the paid reply comes back (to be stored), with no probabilities: never a guess.
     server = scripted_server(supports_logprobs=False, reply=lambda body: "perhaps")
     backend = OpenAIBackend(model="scripted", base_url=server.url)
-    with pytest.raises(BackendError) as info:
-        call(backend, ask("supported?", choices=YES_NO))
-    assert info.value.reason == "no_choice" and not info.value.retryable
+    resp = call(backend, ask("supported?", choices=YES_NO))
+    assert resp.text == "perhaps" and resp.choice_probs is None
+    assert resp.choice_method == "constrained_text"
+
+
+def test_reply_without_logprobs_is_returned_marked(scripted_server):
+    server = scripted_server(ignores_logprobs=True, reply=lambda body: "yes")
+    backend = OpenAIBackend(model="scripted", base_url=server.url)
+    resp = call(backend, ask("supported?", choices=YES_NO))
+    assert (resp.text, resp.choice_probs, resp.choice_method) == ("yes", None, "no_logprobs")
+    assert backend.logprobs_supported is False and len(server.bodies) == 1
 
 
 def test_http_errors_map_to_reasons(scripted_server):

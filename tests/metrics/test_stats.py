@@ -101,3 +101,39 @@ def test_cohen_kappa_textbook() -> None:
     assert stats.cohen_kappa(a, b) == pytest.approx(0.4)
     assert stats.cohen_kappa([], []) is None
     assert stats.cohen_kappa(["A", "A"], ["A", "A"]) == 1.0
+
+
+# --------------------------------------------------------------- numpy stand-ins for scipy
+# Expected values computed with scipy 1.17.1 (scipy.stats.rankdata / norm.ppf / norm.cdf),
+# which the core no longer depends on.
+
+@pytest.mark.parametrize("values, expected", [
+    ([3.0, 1.0, 2.0], [3.0, 1.0, 2.0]),
+    ([1.0, 1.0, 2.0], [1.5, 1.5, 3.0]),
+    ([0.5, 0.2, 0.5, 0.2, 0.9], [3.5, 1.5, 3.5, 1.5, 5.0]),
+    ([7.0, 7.0, 7.0], [2.0, 2.0, 2.0]),
+    ([4.0], [1.0]),
+])
+def test_rankdata_average_ties(values, expected):
+    from ragmeter.metrics.stats import rankdata
+
+    assert rankdata(values).tolist() == expected
+
+
+def test_rankdata_along_an_axis():
+    from ragmeter.metrics.stats import rankdata
+
+    rows = np.array([[1.0, 1.0, 2.0], [3.0, 2.0, 1.0]])
+    assert rankdata(rows, axis=1).tolist() == [[1.5, 1.5, 3.0], [3.0, 2.0, 1.0]]
+    assert rankdata(rows, axis=0).tolist() == [[1.0, 1.0, 2.0], [2.0, 2.0, 1.0]]
+
+
+@pytest.mark.parametrize("p, z", [
+    (0.975, 1.959963984540054), (0.995, 2.5758293035489004), (0.5, 0.0),
+    (0.05, -1.6448536269514729), (1e-10, -6.361340902404056),
+])
+def test_normal_ppf_matches_scipy(p, z):
+    from ragmeter.metrics.stats import normal_cdf, normal_ppf
+
+    assert normal_ppf(p) == pytest.approx(z, abs=1e-13)
+    assert normal_cdf(z) == pytest.approx(p, rel=1e-12)

@@ -3,7 +3,8 @@ ragmeter; stdlib asyncio only, HTTP/1.1 with keep-alive).
 
 It answers ``POST /v1/chat/completions`` with a scripted reply, optional ``logprobs``, a chosen
 latency, and injected faults at given rates: 429 with ``Retry-After``, 500, a timeout (the
-answer comes after ``timeout_sleep`` seconds) and a malformed body.  It counts calls, faults,
+answer comes after ``timeout_sleep`` seconds), a malformed body, a connection cut in the middle
+of the body, and a slow first byte.  It counts calls, faults,
 connections and which prompts got a good answer.  ``GET /stats`` returns those counters.
 
 In tests, use the ``scripted_server`` fixture (a factory)::
@@ -31,8 +32,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
-
 __all__ = ["Faults", "ScriptedServer", "scripted_server", "last_user_text"]
 
 Body = dict[str, Any]
@@ -46,6 +45,8 @@ class Faults:
     rate_500: float = 0.0
     rate_timeout: float = 0.0
     rate_malformed: float = 0.0
+    rate_disconnect: float = 0.0  # headers and half the body of a good answer, then close
+    first_byte_delay: float = 0.0  # seconds before every answer's first byte (slow server)
     retry_after: float = 0.05  # seconds, sent in Retry-After with every 429
     timeout_sleep: float = 5.0  # a "timeout" answers after this long
     seed: int = 0
@@ -76,6 +77,7 @@ class ScriptedServer:
     reply: Callable[[Body], str] = _default_reply
     logprobs: Callable[[Body], dict[str, float]] = _default_logprobs
     supports_logprobs: bool = True
+    ignores_logprobs: bool = False  # accept the parameter, answer text without logprobs
     host: str = "127.0.0.1"
     port: int = 0
 
@@ -83,6 +85,7 @@ class ScriptedServer:
         self.calls = 0
         self.outcomes: Counter[str] = Counter()
         self.answered: list[str] = []  # last user text of each call answered with 200 + body
+        self.answered_bodies: list[str] = []  # canonical JSON of each request answered 200
         self.bodies: list[Body] = []
         self.connections = 0
         self.open_connections = 0
@@ -103,6 +106,7 @@ class ScriptedServer:
             self.calls = 0
             self.outcomes.clear()
             self.answered.clear()
+            self.answered_bodies.clear()
             self.bodies.clear()
             self.connections = 0
             self.max_open_connections = self.open_connections
@@ -183,6 +187,14 @@ class ScriptedServer:
                 length = int(headers.get("content-length", "0") or 0)
                 raw = await reader.readexactly(length) if length else b""
                 status, extra, payload = await self._respond(method, path, raw)
+                if self.faults.first_byte_delay:
+                    await asyncio.sleep(self.faults.first_byte_delay)
+                if status == -1:  # disconnect mid-body: a cut answer, then the socket closes
+                    head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                            f"Content-Length: {len(payload)}\r\n\r\n").encode()
+                    writer.write(head + payload[:len(payload) // 2])
+                    await writer.drain()
+                    return
                 out = [f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}",
                        "Content-Type: application/json", f"Content-Length: {len(payload)}"]
                 out += [f"{k}: {v}" for k, v in extra.items()]
@@ -204,7 +216,8 @@ class ScriptedServer:
         with self._lock:
             self.calls += 1
             for name, rate in (("429", f.rate_429), ("500", f.rate_500),
-                               ("timeout", f.rate_timeout), ("malformed", f.rate_malformed)):
+                               ("timeout", f.rate_timeout), ("malformed", f.rate_malformed),
+                               ("disconnect", f.rate_disconnect)):
                 if rate and self._rng.random() < rate:
                     return name
         return "ok"
@@ -240,15 +253,18 @@ class ScriptedServer:
         if body.get("logprobs") and not self.supports_logprobs:
             return 400, {}, b'{"error": {"message": "logprobs are not supported"}}'
         payload = self._completion(body)
+        if fault == "disconnect":
+            return -1, {}, json.dumps(payload).encode()
         with self._lock:
             self.answered.append(last_user_text(body))
+            self.answered_bodies.append(json.dumps(body, sort_keys=True))
         return 200, {}, json.dumps(payload).encode()
 
     def _completion(self, body: Body) -> Body:
         text = self.reply(body)
         choice: Body = {"index": 0, "message": {"role": "assistant", "content": text},
                         "finish_reason": "stop"}
-        if body.get("logprobs"):
+        if body.get("logprobs") and not self.ignores_logprobs:
             dist = self.logprobs(body)
             top = sorted(dist.items(), key=lambda kv: -kv[1])[:int(body.get("top_logprobs") or 1)]
             text = top[0][0]
@@ -266,7 +282,17 @@ class ScriptedServer:
                           "total_tokens": prompt_words + len(text.split())}}
 
 
-@pytest.fixture
+def _fixture(func: Any) -> Any:
+    """``pytest.fixture`` when pytest is there; run standalone (benchmarks), pytest is not
+    needed."""
+    try:
+        import pytest
+    except ImportError:  # pragma: no cover - standalone use without pytest installed
+        return func
+    return pytest.fixture(func)
+
+
+@_fixture
 def scripted_server() -> Iterator[Callable[..., ScriptedServer]]:
     """Factory fixture: ``scripted_server(**ScriptedServer fields)`` starts a server on
     127.0.0.1 (stopped after the test) and returns it."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,26 @@ def test_sample_and_released_run_identical() -> None:
         fast, slow = _both(path, MultilingualConfig(keep_text=True))
         assert fast.metrics == slow.metrics
         assert list(fast.iter_items()) == list(slow.iter_items())
+
+
+def test_without_pyarrow_jsonl_scores_and_parquet_names_the_extra(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """Issue 14: pyarrow is the ``parquet`` extra.  Without it JSON Lines takes the row path
+    (same numbers) and a Parquet file gives the install hint, not a traceback."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ragmeter.errors import MissingDependencyError
+
+    path = _generated(tmp_path, 5)
+    pq_path = tmp_path / "gen.parquet"
+    pq.write_table(pa.Table.from_pylist([r.data for r in iter_rows(path)]), pq_path)
+    config = MultilingualConfig(keep_text=True)
+    with_arrow = score_file(path, config)
+    for name in ("pyarrow", "pyarrow.parquet", "pyarrow.json"):
+        monkeypatch.setitem(sys.modules, name, None)  # import fails as if not installed
+    assert accumulate_columnar(path, config, _Accumulator) is None
+    without = score_file(path, config)
+    assert without.metrics == with_arrow.metrics
+    with pytest.raises(MissingDependencyError, match=r"ragmeter\[parquet\]"):
+        score_file(pq_path, config)

@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gate": ("ragmeter.cli.gate:gate", "Check a result file against thresholds (CI gate)."),
     "report": ("ragmeter.cli.report:report", "One self-contained HTML report from stored runs."),
     "rubric": ("ragmeter.cli.rubric:group", "Rubric judging (RAGaliq): 0-5 grades, weighted score, stability, RAG run."),
+    "view": ("ragmeter.cli.view:view", "A local web app: browse, compare and launch runs."),
 }
 
 
@@ -75,13 +76,26 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, lazy=COMMANDS,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="ragmeter")
-def cli() -> None:
+@click.option("--max-line-mb", type=click.FloatRange(min=0.001), default=None, metavar="N",
+              help="Largest line (JSONL, CSV) or record (JSON) read from a data file, in MiB "
+                   "(default 32, or RAGMETER_MAX_LINE_MB).")
+def cli(max_line_mb: float | None) -> None:
     """ragmeter: measure retrieval-augmented generation (RAG) systems.
 
     Score outputs you already have (no model needed), or run a benchmark against a model
     (an offline local model by default, or any OpenAI-compatible endpoint).
     Every command has --help.
     """
+    if max_line_mb is not None:
+        import os
+
+        os.environ["RAGMETER_MAX_LINE_MB"] = str(max_line_mb)
+
+
+def _echo_error(message: str) -> None:
+    """``error: message`` on stderr; a file name that is not UTF-8 is shown escaped."""
+    text = f"error: {message}".encode("utf-8", "backslashreplace").decode("utf-8")
+    click.echo(" ".join(text.splitlines()), err=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -89,8 +103,17 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="ragmeter", standalone_mode=False)
     except UserError as err:
-        click.echo(f"error: {err}", err=True)
+        _echo_error(str(err))
         sys.exit(err.exit_code)
+    except RecursionError:
+        _echo_error("ragmeter: the input is nested too deeply to process. Fix: flatten it.")
+        sys.exit(2)
+    except OSError as err:
+        # Files the user named (read-only folders, a full disk): one line, never a traceback.
+        from ragmeter.io import os_error_message
+
+        _echo_error(os_error_message(err))
+        sys.exit(2)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ragmeter.cli.options import input_file
+
 STORE_HELP = ("SQLite store to use [default: store.sqlite in the per-user data folder, or in "
               "$RAGMETER_HOME].")
 
@@ -14,7 +16,7 @@ def group() -> None:
 
 
 @group.command(name="stats")
-@click.option("--store", default=None, type=click.Path(dir_okay=False), metavar="PATH",
+@click.option("--store", default=None, type=input_file(), metavar="PATH",
               help=STORE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
 def stats(store: str | None, as_json: bool) -> None:
@@ -32,12 +34,15 @@ def stats(store: str | None, as_json: bool) -> None:
     click.echo(f"store: {st.path} (schema {st.schema_version}, {st.size_bytes / 1e6:.2f} MB)")
     click.echo(f"calls: {st.calls}  prompt tokens: {st.prompt_tokens}  completion tokens: "
                f"{st.completion_tokens}  runs: {st.runs}  item results: {st.item_results}")
+    if st.runs_by_status:
+        click.echo("runs by status: " + ", ".join(f"{k} {v}" for k, v in
+                                                  st.runs_by_status.items()))
     for model, n in st.by_model.items():
         click.echo(f"  {model}: {n} calls")
 
 
 @group.command(name="clear")
-@click.option("--store", default=None, type=click.Path(dir_okay=False), metavar="PATH",
+@click.option("--store", default=None, type=input_file(), metavar="PATH",
               help=STORE_HELP)
 @click.option("--model", default=None, metavar="NAME",
               help="Delete only this model's calls (runs are kept).")

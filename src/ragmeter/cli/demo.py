@@ -66,4 +66,7 @@ def demo(out_dir: str, no_model: bool) -> None:
     report = out / "report.html"
     write_report(records, report)
     con.rule()
-    con.print(f"[bold]report:[/bold] {report.resolve()}  (open it in a browser; it works offline)")
+    from rich.text import Text
+
+    con.print(Text.assemble(("report:", "bold"),
+                            f" {report.resolve()}  (open it in a browser; it works offline)"))

@@ -6,9 +6,11 @@ import sys
 
 import click
 
+from ragmeter.cli.options import input_file
+
 
 @click.command(name="gate")
-@click.argument("result_path", metavar="RESULT.json", type=click.Path(dir_okay=False))
+@click.argument("result_path", metavar="RESULT.json", type=input_file())
 @click.option("--require", "requirements", multiple=True, required=True,
               metavar="'METRIC>=N'",
               help="A requirement such as 'f1>=0.5' or 'cost<=120' (repeatable; all must hold).")

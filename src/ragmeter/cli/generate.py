@@ -8,13 +8,14 @@ from typing import Any
 import click
 
 from ragmeter.cli.backend_options import backend_options
+from ragmeter.cli.options import input_file, output_file
 
 __all__ = ["generate"]
 
 
 @click.command(name="generate")
-@click.argument("requests_path", metavar="REQUESTS", type=click.Path(dir_okay=False))
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
+@click.argument("requests_path", metavar="REQUESTS", type=input_file())
+@click.option("--out", "out_path", required=True, type=output_file(),
               help="Write the responses here as JSON Lines (in input order, atomically).")
 @backend_options
 def generate(requests_path: str, out_path: str, **kwargs: Any) -> None:

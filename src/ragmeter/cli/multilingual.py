@@ -38,15 +38,23 @@ def group() -> None:
               help="Bootstrap resamples for --ci and --paired.")
 @click.option("--seed", default=12345, show_default=True, type=int,
               help="Random seed for --ci and --paired.")
+@click.option("--normalize", type=click.Choice(["lbrag", "squad"]), default="lbrag",
+              show_default=True,
+              help="Answer normalization: lbrag keeps articles (LBRAG's metrics.py); squad is "
+                   "SQuAD v1.1's (drops punctuation and a/an/the). The signature says which.")
+@click.option("--by", default=None, metavar="FIELD",
+              help="Also score each group of rows sharing FIELD's value (lang = sample_lang, "
+                   "or any column such as dataset): quality, coverage and cost per group.")
 @record_options
 def score(path: str, baseline: str | None, json_out: str | None, items_out: str | None,
           fields: tuple[str, ...], ci: bool, paired: bool, rlc_lid: bool, resamples: int,
-          seed: int, no_record: bool, runs_dir: str | None) -> None:
+          seed: int, normalize: str, by: str | None, no_record: bool,
+          runs_dir: str | None) -> None:
     """Score an answers file: EM, F1, RLC and RLC_OK recomputed from the text.
 
     PATH holds one row per (system, sample) with sample_id, sample_lang, system, gold_answer,
     pred_answer, and translate_tokens (or evidence) and optional semantic_score.  JSONL, JSON,
-    CSV or Parquet.
+    CSV or Parquet.  gold_answer may be a list of golds: EM and F1 are the max over them.
 
     Example: ragmeter multilingual score answers.jsonl --json metrics.json
     """
@@ -55,8 +63,12 @@ def score(path: str, baseline: str | None, json_out: str | None, items_out: str 
 
     result = ragmeter.multilingual.score(
         path, baseline=baseline, ci=ci, paired=paired, rlc_lid=rlc_lid, resamples=resamples,
-        seed=seed, fields=fields)
+        seed=seed, fields=fields, normalize=normalize, by=by)
     print_multilingual(result.detail)
+    if by:
+        from ragmeter.reports.console import print_groups
+
+        print_groups(result.summary["groups"])
     write_outputs(result, json_out, items_out)
     save_result(result, no_record=no_record, runs_dir=runs_dir)
 

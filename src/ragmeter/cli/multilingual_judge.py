@@ -8,12 +8,12 @@ from typing import Any
 import click
 
 from ragmeter.cli.backend_options import backend_options
-from ragmeter.cli.options import field_option
+from ragmeter.cli.options import field_option, input_file, output_file
 
 
 @click.command(name="judge")
-@click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+@click.argument("path", type=input_file())
+@click.option("--out", "out", required=True, type=output_file(),
               help="Write the answers with a semantic_score column (JSONL) here; feed it to "
                    "ragmeter multilingual score.")
 @click.option("--scoring", type=click.Choice(["auto", "choices", "generate"]), default="auto",
@@ -22,9 +22,13 @@ from ragmeter.cli.options import field_option
                    "way, parsed and clipped); choices: P(yes) of a yes/no question, from "
                    "logits/logprobs. auto: choices for --backend local (the tiny offline model "
                    "cannot write JSON reliably), generate otherwise.")
+@click.option("--repeats", default=1, show_default=True, type=click.IntRange(1, 50),
+              help="Judge every answer N times: the score is the mean over the scored repeats, "
+                   "and the flip rate, per-item agreement and Fleiss' kappa are printed.")
 @field_option
 @backend_options
-def judge(path: str, out: str, scoring: str, fields: tuple[str, ...], **kwargs: Any) -> None:
+def judge(path: str, out: str, scoring: str, repeats: int, fields: tuple[str, ...],
+          **kwargs: Any) -> None:
     """Add a semantic score (0-1) to multilingual answers with an LLM judge.
 
     PATH is the multilingual answers file (sample_id, sample_lang, system, question,
@@ -40,7 +44,8 @@ def judge(path: str, out: str, scoring: str, fields: tuple[str, ...], **kwargs: 
 
     result = ragmeter.multilingual.judge(
         path, scoring=scoring, backend=from_options(**kwargs), store=kwargs.get("store"),
-        replay=bool(kwargs.get("replay")), dry_run=bool(kwargs.get("dry_run")), fields=fields)
+        replay=bool(kwargs.get("replay")), dry_run=bool(kwargs.get("dry_run")), fields=fields,
+        repeats=repeats)
     if result.summary.get("dry_run"):
         click.echo(result.dry_run_text)  # type: ignore[attr-defined]
         return
@@ -51,8 +56,18 @@ def judge(path: str, out: str, scoring: str, fields: tuple[str, ...], **kwargs: 
     if cov["reasons"]:
         click.echo("unscored: " + ", ".join(f"{k} {v}" for k, v in
                                              sorted(cov["reasons"].items())))
+    st = result.summary.get("stability")
+    if st:
+        kappa = st["fleiss_kappa"]
+        click.echo(f"stability over {st['repeats']} repeats ({st['items']} items): flip rate "
+                   f"{_pct(st['flip_rate'])}, mean agreement {_pct(st['mean_agreement'])}, "
+                   f"Fleiss' kappa {'—' if kappa is None else f'{kappa:.3f}'}")
     for card in result.judges:
         click.echo(f"judge: {card_line(card)}")
     for line in alarm_lines(result.alarms):
         click.echo(line, err=True)
     click.echo(f"wrote {n} rows to {out}", err=True)
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"

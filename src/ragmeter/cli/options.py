@@ -18,17 +18,17 @@ def field_option(f: F) -> F:
 
 
 def json_out_option(f: F) -> F:
-    return click.option("--json", "json_out", type=click.Path(dir_okay=False),
+    return click.option("--json", "json_out", type=output_file(),
                         help="Write the aggregate results as JSON to this file.")(f)
 
 
 def items_out_option(f: F) -> F:
-    return click.option("--items", "items_out", type=click.Path(dir_okay=False),
+    return click.option("--items", "items_out", type=output_file(),
                         help="Write per-item results as JSON Lines to this file.")(f)
 
 
 def input_path() -> Callable[[F], F]:
-    return click.argument("path", type=click.Path(dir_okay=False))
+    return click.argument("path", type=input_file())
 
 
 def write_outputs(result: Any, json_out: str | None, items_out: str | None) -> None:
@@ -42,3 +42,48 @@ def write_outputs(result: Any, json_out: str | None, items_out: str | None) -> N
     if items_out:
         n = write_jsonl(items_out, result.iter_items())
         click.echo(f"wrote {n} items to {items_out}", err=True)
+
+
+class GuardedPath(click.Path):
+    """A path option or argument with a role: ``input`` (read), ``output`` (written).
+
+    Every output is checked against every input of the same command line as soon as both are
+    parsed, before the command runs (:func:`ragmeter.io.check_output`): an output that
+    resolves to an input (same file, symlink or hard link) is refused with exit 2.
+    ``pattern`` on an input folder names the files read from it.
+    """
+
+    def __init__(self, role: str, *, pattern: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.role = role
+        self.pattern = pattern
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        value = super().convert(value, param, ctx)
+        if ctx is None or value is None:
+            return value
+        from ragmeter.io import check_output
+
+        label = ("path" if param is None else param.human_readable_name
+                 if isinstance(param, click.Argument) else param.opts[0])
+        paths = ctx.meta.setdefault("ragmeter.paths", {"input": [], "output": []})
+        if self.role == "input":
+            entry = (label, str(value), self.pattern)
+            paths["input"].append(entry)
+            for out_label, out in paths["output"]:
+                check_output(out, [entry], label=out_label)
+        else:
+            paths["output"].append((label, str(value)))
+            check_output(value, paths["input"], label=label)
+        return value
+
+
+def input_file(**kwargs: Any) -> GuardedPath:
+    """A data file the command reads."""
+    return GuardedPath("input", dir_okay=False, **kwargs)
+
+
+def output_file(**kwargs: Any) -> GuardedPath:
+    """A file the command writes (never allowed to be one of its inputs)."""
+    return GuardedPath("output", dir_okay=False, **kwargs)

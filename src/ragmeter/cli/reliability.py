@@ -9,6 +9,7 @@ from ragmeter.cli.options import (
     input_path,
     items_out_option,
     json_out_option,
+    output_file,
     write_outputs,
 )
 from ragmeter.cli.report import record_options, save_result
@@ -27,7 +28,7 @@ def group() -> None:
                    "counted).")
 @json_out_option
 @items_out_option
-@click.option("--plot", "plot_out", type=click.Path(dir_okay=False), metavar="OUT.png",
+@click.option("--plot", "plot_out", type=output_file(), metavar="OUT.png",
               help="Write the reliability matrix as PNG (needs ragmeter[plots]).")
 @click.option("--min-applicable", default=30, show_default=True, type=click.IntRange(0),
               help="Evaluators with fewer applicable items are warned about and marked.")

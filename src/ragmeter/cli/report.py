@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 import click
 
+from ragmeter.cli.options import GuardedPath, output_file
+
 __all__ = ["report", "record_options", "save_run", "save_result"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -19,7 +21,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def record_options(f: F) -> F:
     """``--no-record`` and ``--runs-dir`` for a command that writes a run record."""
-    f = click.option("--runs-dir", "runs_dir", default=None, type=click.Path(file_okay=False),
+    f = click.option("--runs-dir", "runs_dir", default=None, type=GuardedPath("input", pattern="*.json", file_okay=False),
                      help="Folder of run records [default: $RAGMETER_HOME/runs].")(f)
     f = click.option("--no-record", "no_record", is_flag=True,
                      help="Do not write a run record (then `ragmeter report` cannot show "
@@ -38,6 +40,7 @@ def save_run(family: str, result: Mapping[str, Any], items: Iterable[Mapping[str
         return None
     from ragmeter.results import record_run
 
+    result = _with_engine(result)
     record = record_run(family, result, items, inputs=inputs, runs_dir_override=runs_dir,
                         command=_command_line(), **meta)
     click.echo(f"run {record.run_id} recorded (ragmeter report {record.run_id} "
@@ -51,10 +54,23 @@ def save_result(result: Any, *, no_record: bool = False, runs_dir: str | None = 
     id on stderr; return the id."""
     if no_record:
         return None
+    result.summary = dict(_with_engine(result.summary))
     record = result.save(runs_dir, command=_command_line())
     click.echo(f"run {record.run_id} recorded (ragmeter report {record.run_id} "
                "--out report.html)", err=True)
     return str(record.run_id)
+
+
+def _with_engine(result: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``result`` with ``engine:ray`` added to its signature when the command ran with
+    ``--engine ray`` (the local engine, the default, leaves signatures as they were)."""
+    ctx = click.get_current_context(silent=True)
+    engine = ctx.params.get("engine") if ctx is not None else None
+    signature = result.get("signature")
+    if engine in (None, "local") or not isinstance(signature, str) \
+            or f"|engine:{engine}" in signature:
+        return result
+    return {**result, "signature": f"{signature}|engine:{engine}"}
 
 
 def _command_line() -> list[str]:
@@ -62,8 +78,10 @@ def _command_line() -> list[str]:
     click context (in-process calls, tests) as command path plus the given options."""
     import sys
 
+    from ragmeter.redact import redact_text
+
     if sys.argv and Path(sys.argv[0]).name == "ragmeter":
-        return ["ragmeter", *sys.argv[1:]]
+        return ["ragmeter", *(redact_text(a) for a in sys.argv[1:])]
     ctx = click.get_current_context(silent=True)
     if ctx is None:
         return ["ragmeter"]
@@ -72,21 +90,22 @@ def _command_line() -> list[str]:
         if value is None or value is False or value == ():
             continue
         for v in value if isinstance(value, tuple) else (value,):
-            out.append(str(v) if name == "path" else
-                       f"--{name.replace('_', '-')}" + ("" if v is True else f"={v}"))
+            out.append(redact_text(str(v)) if name == "path" else
+                       f"--{name.replace('_', '-')}" + ("" if v is True else
+                                                        f"={redact_text(str(v))}"))
     return out
 
 
 @click.command(name="report")
 @click.argument("runs", nargs=-1, metavar="[RUN ...]")
 @click.option("--out", "out", default="ragmeter-report.html", show_default=True,
-              type=click.Path(dir_okay=False), help="The HTML file to write.")
+              type=output_file(), help="The HTML file to write.")
 @click.option("--list", "list_only", is_flag=True, help="List the stored runs and exit.")
 @click.option("--family", default=None, metavar="NAME",
               help="Only runs of this family (with --list, or to pick the latest runs).")
 @click.option("--last", "last", default=None, type=click.IntRange(1), metavar="N",
               help="Report the N most recent runs (of --family when given).")
-@click.option("--runs-dir", "runs_dir", default=None, type=click.Path(file_okay=False),
+@click.option("--runs-dir", "runs_dir", default=None, type=GuardedPath("input", pattern="*.json", file_okay=False),
               help="Folder of run records [default: $RAGMETER_HOME/runs].")
 @click.option("--title", default="ragmeter report", show_default=True, help="Page title.")
 def report(runs: tuple[str, ...], out: str, list_only: bool, family: str | None,
@@ -105,12 +124,12 @@ def report(runs: tuple[str, ...], out: str, list_only: bool, family: str | None,
     from ragmeter.results import list_runs, load_run
 
     if list_only:
-        _print_list(list_runs(runs_dir_override=runs_dir, family=family))
+        _print_list(list_runs(runs_dir_override=runs_dir, family=family, on_skip=_skipped))
         return
     if runs:
         records = [load_run(r, runs_dir_override=runs_dir) for r in runs]
     else:
-        stored = list_runs(runs_dir_override=runs_dir, family=family)
+        stored = list_runs(runs_dir_override=runs_dir, family=family, on_skip=_skipped)
         if not stored:
             from ragmeter.results import runs_dir as resolve
 
@@ -129,6 +148,10 @@ def report(runs: tuple[str, ...], out: str, list_only: bool, family: str | None,
     path = write_report(records, out, title=title)
     size = Path(path).stat().st_size
     click.echo(f"wrote {path} ({size / 1024:.0f} KiB, {len(records)} run(s))", err=True)
+
+
+def _skipped(path: Path, err: Exception) -> None:
+    click.echo(f"warning: skipped {path}: not a readable run record ({err})", err=True)
 
 
 def _print_list(records: Sequence[Any]) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from ragmeter.cli.backend_options import backend_options
-from ragmeter.cli.options import items_out_option, json_out_option
+from ragmeter.cli.options import input_file, items_out_option, json_out_option, output_file
 from ragmeter.cli.report import record_options, save_run
 from ragmeter.suites.rgb.demo import SAMPLE_FILES  # the built-in sample, used without --data
 
@@ -24,7 +24,7 @@ def _data_options(f: Any) -> Any:
     f = click.option("--kind", type=click.Choice(["default", "int", "fact"]), default=None,
                      help="File kind [default: _int/_fact in the file name, else the "
                           "content].")(f)
-    f = click.option("--data", "data", required=True, type=click.Path(dir_okay=False),
+    f = click.option("--data", "data", required=True, type=input_file(),
                      help="An RGB data file (JSON Lines), e.g. data/en.json of the RGB repo.")(f)
     return f
 
@@ -45,10 +45,10 @@ def _setting_options(f: Any) -> Any:
 @click.option("--noise-rate", required=True, type=click.FloatRange(0, 1),
               help="Share of noise documents, e.g. 0.4.")
 @_setting_options
-@click.option("--prompts", "prompts_path", default=None, type=click.Path(dir_okay=False),
+@click.option("--prompts", "prompts_path", default=None, type=input_file(),
               help="RGB's config/instruction.yaml (or a JSON file of that layout) "
                    "[default: ragmeter's own prompts].")
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+@click.option("--out", "out", required=True, type=output_file(),
               help="Output JSON Lines file: one row per instance.")
 def build(data: str, kind: str | None, lang: str | None, noise_rate: float,
           correct_rate: float, passage_num: int, seed: int, prompts_path: str | None,
@@ -72,15 +72,17 @@ def build(data: str, kind: str | None, lang: str | None, noise_rate: float,
 
 
 @group.command(name="score")
-@click.argument("predictions", type=click.Path(dir_okay=False))
+@click.argument("predictions", type=input_file())
 @_data_options
 @click.option("--noise-rate", required=True, type=click.FloatRange(0, 1),
               help="The noise rate the predictions were made with.")
 @_setting_options
-@click.option("--mode", type=click.Choice(["strict", "lenient"]), default="strict",
+@click.option("--mode", type=click.Choice(["strict", "lenient", "refactor"]), default="strict",
               show_default=True,
-              help="lenient adds token-overlap matching and broad keyword lists (NOT "
-                   "comparable with the paper) and counts the items that flip.")
+              help="lenient: ragmeter's token-overlap matching and broad keyword lists; "
+                   "refactor: the refactored RGB app's matching, keyword lists and rates "
+                   "(docs/rgb.md). Both NOT comparable with the paper; both count the items "
+                   "that flip against strict.")
 @json_out_option
 @items_out_option
 @record_options
@@ -111,6 +113,14 @@ def score(predictions: str, data: str, kind: str | None, lang: str | None, noise
              no_record=no_record, runs_dir=runs_dir)
 
 
+_judge_method_option = click.option(
+    "--judge-method", type=click.Choice(["auto", "text", "choice", "detector"]), default="auto",
+    show_default=True,
+    help="text: apply the original rules to the judge's reply; choice: score Yes/No; "
+         "detector: ragmeter's refusal detector for Rej*, no model call (ED* then uses choice). "
+         "auto: text for remote backends; detector (Rej*) and choice (ED*) for the local one.")
+
+
 def _rates(text: str, option: str) -> tuple[float, ...]:
     from ragmeter.errors import ConfigError
 
@@ -127,8 +137,88 @@ def _rates(text: str, option: str) -> tuple[float, ...]:
     return tuple(out)
 
 
+def _judge_backend(judge_model: str | None, backend: Any, backend_kwargs: dict[str, Any]) -> Any:
+    """The judge's backend: ``--judge-model`` on the same backend, else the answering one."""
+    if not judge_model:
+        return backend
+    from ragmeter.backends import from_options
+
+    # Same backend (or --endpoint) as the answers, another model.
+    return from_options(**{**backend_kwargs, "model": judge_model}).instance()
+
+
+@group.command(name="judge")
+@click.argument("predictions", type=input_file())
+@_data_options
+@click.option("--noise-rate", default=None, type=click.FloatRange(0, 1),
+              help="The noise rate the predictions were made at [default: 1.0 for default "
+                   "data (the rejection setting), 0 for _fact data].")
+@_setting_options
+@click.option("--judge-prompts", default=None, type=input_file(),
+              help="Judge prompts in RGB's layout (reject/fact templates) [default: "
+                   "ragmeter's own few-shot prompts].")
+@_judge_method_option
+@json_out_option
+@items_out_option
+@backend_options
+@record_options
+def judge(predictions: str, data: str, kind: str | None, lang: str | None,
+          noise_rate: float | None, correct_rate: float, passage_num: int, seed: int,
+          judge_prompts: str | None, judge_method: str, json_out: str | None,
+          items_out: str | None, no_record: bool, runs_dir: str | None,
+          **backend_kwargs: Any) -> None:
+    """Judge predictions you already have: Rej* on default data (predictions at noise 1.0),
+    ED* and CR* on _fact data, exactly as rgb run judges them, without generating.
+
+    PREDICTIONS: rows {"id", "prediction"} (JSONL, JSON, CSV or Parquet).
+
+    Example: ragmeter rgb judge preds.jsonl --data RGB/data/en.json --judge-prompts
+    judge_prompts.yaml --backend openai --model gpt-4o-mini --json rej.json
+    """
+    from ragmeter.cli.backend_options import runner_context
+    from ragmeter.io import write_json, write_jsonl
+    from ragmeter.reports.console import console
+    from ragmeter.runner import estimate_requests
+    from ragmeter.suites.rgb import load_dataset, load_judge_prompts, read_predictions
+    from ragmeter.suites.rgb.build import BuildConfig
+    from ragmeter.suites.rgb.judged import JudgeTask, judge_predictions, judge_requests, task_kind
+    from ragmeter.suites.rgb.scoring import score_predictions
+    from ragmeter.suites.rgb.tables import print_judged
+
+    dataset = load_dataset(data, kind=kind, lang=lang)
+    preds = read_predictions(predictions)
+    jprompts = load_judge_prompts(judge_prompts)
+    backend, store, runner, dry_run = runner_context(**backend_kwargs,
+                                                     description="rgb judge calls")
+    con = console()
+    if dry_run:
+        tk = task_kind(dataset)
+        cfg = BuildConfig(noise_rate=1.0 if tk == "reject" else 0.0)
+        task = JudgeTask(dataset.name, tk, dataset, score_predictions(dataset, preds, cfg))
+        con.print("judge: " + estimate_requests(
+            judge_requests([task], jprompts, judge_method, backend.name), backend,
+            store, runner).render())
+        return
+    result = judge_predictions(dataset, preds, jprompts, backend, store, runner,
+                               method=judge_method, noise_rate=noise_rate,
+                               passage_num=passage_num, correct_rate=correct_rate, seed=seed)
+    print_judged(result, con)
+    doc = result.to_json()
+    if json_out:
+        write_json(json_out, doc)
+        click.echo(f"wrote {json_out}", err=True)
+    if items_out:
+        n = write_jsonl(items_out, result.iter_items())
+        click.echo(f"wrote {n} items to {items_out}", err=True)
+    identity = backend.identity()
+    save_run("rgb", doc, result.iter_items(), inputs=[predictions, data],
+             backends=[identity], models=[str(identity.get("model", ""))],
+             prompt_versions={"judge": jprompts.version},
+             no_record=no_record, runs_dir=runs_dir)
+
+
 @group.command(name="run")
-@click.option("--data", "data", multiple=True, type=click.Path(dir_okay=False),
+@click.option("--data", "data", multiple=True, type=input_file(),
               help="RGB data file(s), repeatable: en.json (noise, rejection), en_int.json "
                    "(integration), en_fact.json (counterfactual) [default: the built-in sample].")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default=None,
@@ -149,20 +239,18 @@ def _rates(text: str, option: str) -> tuple[float, ...]:
 @click.option("--limit", default=None, type=click.IntRange(1),
               help="Only the first N instances of each file (quick looks; noted in the "
                    "signature).")
-@click.option("--prompts", "prompts_path", default=None, type=click.Path(dir_okay=False),
+@click.option("--prompts", "prompts_path", default=None, type=input_file(),
               help="RGB's config/instruction.yaml [default: ragmeter's own prompts].")
 @click.option("--judge", is_flag=True, help="Also compute Rej*, ED* and CR* with a judge.")
-@click.option("--judge-prompts", default=None, type=click.Path(dir_okay=False),
+@click.option("--judge-prompts", default=None, type=input_file(),
               help="Judge prompts in RGB's layout (reject/fact templates) [default: "
                    "ragmeter's own few-shot prompts].")
 @click.option("--judge-model", default=None,
               help="Judge model on the same backend [default: the answering model].")
-@click.option("--judge-method", type=click.Choice(["auto", "text", "choice"]), default="auto",
-              show_default=True,
-              help="text: apply the original rules to the judge's reply; choice: score Yes/No "
-                   "(auto: choice for the local backend).")
-@click.option("--mode", type=click.Choice(["strict", "lenient"]), default="strict",
-              show_default=True, help="lenient: add the NOT-paper flexible labels and flips.")
+@_judge_method_option
+@click.option("--mode", type=click.Choice(["strict", "lenient", "refactor"]), default="strict",
+              show_default=True, help="lenient or refactor: add NOT-paper labels and the flips "
+                                      "against strict (docs/rgb.md).")
 @click.option("--out", "out_dir", default="ragmeter-out/rgb", show_default=True,
               type=click.Path(file_okay=False), help="Folder for results, items and the plot.")
 @click.option("--no-plot", is_flag=True, help="Do not draw the accuracy plot.")
@@ -212,17 +300,20 @@ def run(data: tuple[str, ...], lang: str | None, noise_rates: str, int_noise_rat
 
         limited = [_limited(d, config) for d in datasets]
         requests = generation_requests(plan_settings(limited, config), prompts, config)
-        con.print(estimate_requests(requests, backend, store).render())
-        if judge:
-            con.print("(judge calls are not counted: they depend on the answers.)")
-        return
-    judge_backend = None
-    if judge and judge_model:
-        from ragmeter.llm.registry import create_backend
+        con.print("answers: " + estimate_requests(requests, backend, store, runner).render())
+        if judge and jprompts is not None:
+            from ragmeter.suites.rgb.run import dry_run_judge_requests
 
-        judge_backend = create_backend(backend_kwargs.get("backend") or "local",
-                                       model=judge_model,
-                                       base_url=backend_kwargs.get("base_url"))
+            jb = _judge_backend(judge_model, backend, backend_kwargs)
+            jreq, placeholders = dry_run_judge_requests(datasets, prompts, config, backend,
+                                                        store, jprompts, jb)
+            con.print("judge: " + estimate_requests(jreq, jb, store, runner).render())
+            if placeholders:
+                con.print(f"({placeholders} judged answer(s) not generated yet: their judge "
+                          f"prompts are counted with a {max_tokens}-token answer, an upper "
+                          "bound.)")
+        return
+    judge_backend = _judge_backend(judge_model, backend, backend_kwargs) if judge else None
     result = run_rgb(datasets, prompts, backend, store, runner, config,
                      judge_prompts=jprompts, judge_backend=judge_backend)
     print_run(result, con)

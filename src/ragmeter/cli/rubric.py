@@ -8,7 +8,14 @@ from typing import Any
 import click
 
 from ragmeter.cli.backend_options import backend_options
-from ragmeter.cli.options import field_option, items_out_option, json_out_option, write_outputs
+from ragmeter.cli.options import (
+    field_option,
+    input_file,
+    items_out_option,
+    json_out_option,
+    output_file,
+    write_outputs,
+)
 from ragmeter.cli.report import record_options, save_result
 
 
@@ -18,7 +25,6 @@ def group() -> None:
 
 
 def print_table(result: Any, title: str) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     from ragmeter.reports.console import console, fmt
@@ -55,7 +61,6 @@ def print_table(result: Any, title: str) -> None:
     con.print(table)
     cov = result.coverage
     line = f"coverage: {cov['scored']}/{cov['total']} items graded"
-    line = escape(line)
     if cov["unscored"]:
         line += " (unscored: " + ", ".join(f"{k} {v}" for k, v in cov["reasons"].items()) + ")"
     con.print(line)
@@ -63,26 +68,26 @@ def print_table(result: Any, title: str) -> None:
         ci = (r.get("ci95") or {}).get("weighted_score")
         if ci:
             label = " ".join(str(r[c]) for c in result.by) or "all"
-            con.print(escape(f"95% CI [{label}]: weighted_score [{ci[0]:.4f}, {ci[1]:.4f}]"))
+            con.print(f"95% CI [{label}]: weighted_score [{ci[0]:.4f}, {ci[1]:.4f}]")
         st = r.get("stability")
         if st:
             label = " ".join(str(r[c]) for c in result.by) or "all"
             rng = st["weighted_score_range"]
             sci = st["weighted_score_all_repeats_ci95"]
-            con.print(escape(
+            con.print(
                 f"stability [{label}]: K={st['repeats']}, {st['items']} items; grade changed on "
                 f"{fmt(st['changed_share'], 3)} of items; mean spread {fmt(st['mean_spread'], 3)}"
                 f"; weighted_score per repeat {fmt(rng[0] if rng else None)}.."
                 f"{fmt(rng[1] if rng else None)}; over all repeats "
                 f"{fmt(st['weighted_score_all_repeats'])}"
-                + (f" [{sci[0]:.4f}, {sci[1]:.4f}]" if sci else "")))
+                + (f" [{sci[0]:.4f}, {sci[1]:.4f}]" if sci else ""))
     for note in result.notes:
         con.print(f"note: {note}")
     con.print(f"signature: {result.signature}", style="dim")
 
 
 @group.command(name="score")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=input_file())
 @click.option("--by", "by", multiple=True, metavar="COLUMN",
               help="One row per value of COLUMN (repeatable), e.g. --by lang. RAGaliq log "
                    "names give lang, model_name, embedder_name, reranker_name; any file gives "
@@ -114,7 +119,7 @@ def score(paths: tuple[str, ...], by: tuple[str, ...], json_out: str | None,
 
 
 _judge_options = [
-    click.option("--prompt-file", type=click.Path(dir_okay=False, exists=True), default=None,
+    click.option("--prompt-file", type=input_file(exists=True), default=None,
                  help="A judge template with {instruction}/{question}, {response}, "
                       "{reference_answer}/{reference}; RAGaliq's judge_prompt.txt reproduces "
                       "it exactly (temperature 0.001, max_tokens 512, strict [RESULT] parsing)."),
@@ -136,7 +141,7 @@ _judge_options = [
                  help="llm: a judge model through the backend options; overlap: ragmeter's "
                       "offline grader, no model (abstention -> 0, else reference recall cut "
                       "into 1..5; fitted on RAGaliq's judged runs, see docs/rubric.md)."),
-    click.option("--grader", "grader_file", default=None, type=click.Path(dir_okay=False),
+    click.option("--grader", "grader_file", default=None, type=input_file(),
                  help="Cut points for --strategy overlap [default: the shipped overlap_v1]."),
 ]
 
@@ -148,8 +153,8 @@ def judge_options(f: Any) -> Any:
 
 
 @group.command(name="judge")
-@click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+@click.argument("path", type=input_file())
+@click.option("--out", "out", required=True, type=output_file(),
               help="Write the graded rows (JSONL) here; feed it to rubric score.")
 @judge_options
 @field_option
@@ -186,9 +191,9 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
 
 
 @group.command(name="run")
-@click.option("--kb", "kb", required=True, type=click.Path(dir_okay=False),
+@click.option("--kb", "kb", required=True, type=input_file(),
               help="Knowledge base, one chunk per line (RAGaliq's orientation_<lang>.md).")
-@click.option("--questions", "questions", required=True, type=click.Path(dir_okay=False),
+@click.option("--questions", "questions", required=True, type=input_file(),
               help="Questions with reference answers (questions_<lang>.json); run once per "
                    "language.")
 @click.option("--lang", default=None, help="Language of the questions [default: from the "
@@ -218,7 +223,7 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
               help="At most this many chunks go to the reader (RAGaliq: 6).")
 @click.option("--limit", default=None, type=click.IntRange(1), help="First N questions only.")
 @click.option("--reader-max-tokens", default=128, show_default=True, type=click.IntRange(1))
-@click.option("--out", "out", default=None, type=click.Path(dir_okay=False),
+@click.option("--out", "out", default=None, type=output_file(),
               help="Write the graded rows (JSONL) here.")
 @judge_options
 @json_out_option
@@ -323,9 +328,9 @@ def print_agreement(result: Any, title: str) -> None:
 
 
 @group.command(name="validate")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=input_file())
 @click.option("--reference", "references", required=True, multiple=True,
-              type=click.Path(dir_okay=False),
+              type=input_file(),
               help="File(s) with the reference grades (repeatable), e.g. RAGaliq's "
                    "eval_res_*.json logs or a human-graded JSONL with a score column.")
 @click.option("--by", "by", multiple=True, metavar="COLUMN",
@@ -361,3 +366,95 @@ def validate(paths: tuple[str, ...], references: tuple[str, ...], by: tuple[str,
     print_agreement(result.detail, "Rubric judge agreement with reference grades")
     write_outputs(result, json_out, items_out)
     save_result(result, no_record=no_record, runs_dir=runs_dir)
+
+
+@group.command(name="build")
+@click.argument("knowledge_base", nargs=-1, type=input_file())
+@click.option("--out", "out", required=True, type=output_file(),
+              help="Write the kept questions here in RAGaliq's format (question, answer, "
+                   "context, <criterion>_score, <criterion>_eval): a .json list or JSON Lines. "
+                   "rubric run --questions reads it as it is.")
+@click.option("--chunking", type=click.Choice(["sections", "lines"]), default="sections",
+              show_default=True,
+              help="sections: Markdown heading sections of at most --chunk-size characters "
+                   "(RAGaliq's generation chunks); lines: one line one chunk (rubric run's "
+                   "retrieval chunks).")
+@click.option("--chunk-size", default=4000, show_default=True, type=click.IntRange(100),
+              help="Longest section chunk in characters; longer sections are cut at blank lines.")
+@click.option("--min-chunk-chars", default=50, show_default=True, type=click.IntRange(1),
+              help="Skip chunks shorter than this (headings alone).")
+@click.option("--sample", default=None, type=click.IntRange(1), metavar="N",
+              help="Generate from N chunks drawn with --seed [default: every chunk].")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of --sample.")
+@click.option("--min-groundedness", default=4, show_default=True, type=click.IntRange(1, 5),
+              help="Keep questions rated at least this for groundedness (the chunk answers "
+                   "it, one way).")
+@click.option("--min-relevance", default=4, show_default=True, type=click.IntRange(1, 5),
+              help="Keep questions rated at least this for relevance to the reader.")
+@click.option("--min-standalone", default=4, show_default=True, type=click.IntRange(1, 5),
+              help="Keep questions rated at least this for making sense without the chunk.")
+@click.option("--audience", default="a reader of this knowledge base", show_default=True,
+              help="Who asks the questions (used by the generation and relevance prompts), "
+                   "e.g. 'a new MSc student at Skoltech'.")
+@click.option("--no-dedupe", is_flag=True, help="Keep duplicate questions.")
+@click.option("--languages", default=None, metavar="LANG,LANG",
+              help="Translate the kept questions, answers and contexts into these languages "
+                   "(one <out>_<lang> file each, with source_q/source_a/source_c), checking "
+                   "every translation with language identification (one retry, then marked).")
+@click.option("--source-language", default="en", show_default=True,
+              help="Language of the knowledge base.")
+@click.option("--translate-knowledge-base", is_flag=True,
+              help="With --languages: also translate the knowledge base line by line into "
+                   "<kb>_<lang>.json ({idx, source, translation}) and <kb>_<lang>.md.")
+@click.option("--critique-only", "critique_path", default=None,
+              type=input_file(exists=True),
+              help="Re-rate the questions of this file (RAGaliq's questions_en.json) instead "
+                   "of generating, and print agreement with the ratings it holds.")
+@click.option("--generation-prompt-file", default=None,
+              type=input_file(exists=True),
+              help="A text template for generation with {context} (and {audience}).")
+@click.option("--critique-prompt-file", "critique_prompt_files", multiple=True,
+              metavar="CRITERION=PATH",
+              help="A text template for one critique with {question}, {context}, {answer}, "
+                   "{audience}; repeatable, e.g. groundedness=ground.txt.")
+@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(0, 100000),
+              help="Bootstrap resamples of the agreement CIs.")
+@json_out_option
+@items_out_option
+@record_options
+@backend_options
+def build(knowledge_base: tuple[str, ...], out: str, chunking: str, chunk_size: int,
+          min_chunk_chars: int, sample: int | None, seed: int, min_groundedness: int,
+          min_relevance: int, min_standalone: int, audience: str, no_dedupe: bool,
+          languages: str | None, source_language: str, translate_knowledge_base: bool,
+          critique_path: str | None, generation_prompt_file: str | None,
+          critique_prompt_files: tuple[str, ...], resamples: int, json_out: str | None,
+          items_out: str | None, no_record: bool, runs_dir: str | None,
+          **kwargs: Any) -> None:
+    """Build an evaluation set from a knowledge base (RAGaliq's question generation).
+
+    Chunks KNOWLEDGE_BASE (Markdown or text files), writes one factoid question and answer per
+    chunk with the model, rates each question 1-5 for groundedness, relevance and
+    standalone-ness, drops duplicates and questions below the thresholds, and writes the rest
+    in RAGaliq's format. Every call is stored: run it again to resume.
+
+    \b
+    Examples:
+      ragmeter rubric build kb.md --out questions_en.json --sample 20 --dry-run
+      ragmeter rubric build kb.md --out questions_en.json --languages de,fr \\
+          --backend openai --model gpt-4o-mini
+      ragmeter rubric build --critique-only questions_en.json --out rerated.json
+    """
+    from ragmeter.cli.rubric_build import build_from_cli
+
+    build_from_cli(dict(
+        knowledge_base=knowledge_base, out=out, chunking=chunking, chunk_size=chunk_size,
+        min_chunk_chars=min_chunk_chars, sample=sample, seed=seed,
+        min_groundedness=min_groundedness, min_relevance=min_relevance,
+        min_standalone=min_standalone, audience=audience, dedupe=not no_dedupe,
+        languages=languages, source_language=source_language,
+        translate_knowledge_base=translate_knowledge_base, critique_only=critique_path,
+        generation_prompt_file=generation_prompt_file,
+        critique_prompt_files=critique_prompt_files, resamples=resamples),
+        json_out=json_out, items_out=items_out, no_record=no_record, runs_dir=runs_dir,
+        backend_kwargs=kwargs)

@@ -9,12 +9,14 @@ import click
 from ragmeter.cli.backend_options import backend_options
 from ragmeter.cli.options import (
     field_option,
+    input_file,
     input_path,
     items_out_option,
     json_out_option,
+    output_file,
     write_outputs,
 )
-from ragmeter.cli.report import record_options, save_run
+from ragmeter.cli.report import record_options, save_result
 
 
 @click.group(name="trace")
@@ -41,7 +43,9 @@ def print_score(result: Any) -> None:
     from ragmeter.reports.console import console, coverage_line, fmt
 
     con = console()
-    table = Table(title="TRACe (RAGBench metrics)", title_justify="left")
+    writeup = "definitions:writeup" in (result.signature or "")
+    table = Table(title="TRACe (write-up variant)" if writeup else "TRACe (RAGBench metrics)",
+                  title_justify="left")
     for col in ("metric", "mean [95% CI]", "std", "n"):
         table.add_column(col, justify="left" if col == "metric" else "right")
     for metric, entry in result.summary.items():
@@ -107,9 +111,16 @@ def _parse_pred_columns(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--resamples", default=1000, show_default=True, type=click.IntRange(100, 100000),
               help="Bootstrap resamples for the 95% CIs.")
 @click.option("--seed", default=12345, show_default=True, type=int, help="Bootstrap seed.")
+@click.option("--definitions", type=click.Choice(["ragbench", "writeup"]), default="ragbench",
+              show_default=True,
+              help="ragbench: RAGBench's released definitions (exact); writeup: the "
+                   "GPT-labelling write-up's variant (relevance min(1, R/20), utilization "
+                   "U/R, adherence from fully_supported, plus their average), opt-in; see "
+                   "docs/trace.md.")
 @record_options
 def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[str, ...],
-          resamples: int, seed: int, no_record: bool, runs_dir: str | None) -> None:
+          resamples: int, seed: int, definitions: str, no_record: bool,
+          runs_dir: str | None) -> None:
     """Compute TRACe relevance, utilization, completeness and adherence from sentence labels.
 
     PATH (Parquet, JSONL, JSON or CSV) has RAGBench's label columns: documents_sentences,
@@ -120,21 +131,18 @@ def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[
     Example: ragmeter trace score hotpotqa/test-00000-of-00001.parquet --json m.json
     --items items.jsonl
     """
-    from ragmeter.io import parse_field_options
-    from ragmeter.suites.trace import ScoreConfig, score_file
+    import ragmeter.trace
 
-    config = ScoreConfig(n_resamples=resamples, seed=seed,
-                         field_map=parse_field_options(fields, component="trace"))
-    result = score_file(path, config)
-    print_score(result)
+    result = ragmeter.trace.score(path, resamples=resamples, seed=seed, fields=fields,
+                                  definitions=definitions)
+    print_score(result.detail)
     write_outputs(result, json_out, items_out)
-    save_run("trace", result.to_json(), result.iter_items(), inputs=[path],
-             no_record=no_record, runs_dir=runs_dir)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
 @group.command(name="validate")
 @input_path()
-@click.option("--pred", "pred_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--pred", "pred_path", type=input_file(), default=None,
               help="Predicted labels (JSONL/JSON/Parquet, e.g. from `ragmeter trace label`), "
                    "joined on their \"row\" field, else on \"id\".")
 @click.option("--pred-column", "pred_columns", multiple=True, metavar="METRIC=COLUMN",
@@ -165,41 +173,36 @@ def validate(path: str, pred_path: str | None, pred_columns: tuple[str, ...], ju
 
     Example: ragmeter trace validate hotpotqa.parquet --pred labels.jsonl --json v.json
     """
-    from ragmeter.io import parse_field_options, write_json
-    from ragmeter.suites.trace.validate import ValidateConfig, validate_file
+    import ragmeter.trace
 
-    config = ValidateConfig(pred_path=pred_path, pred_columns=_parse_pred_columns(pred_columns),
-                            judge_name=judge_name, baselines=not no_baselines,
-                            subset_only=pred_rows_only,
-                            n_resamples=resamples, seed=seed,
-                            field_map=parse_field_options(fields, component="trace"))
-    result = validate_file(path, config)
-    print_validation(result)
-    if json_out:
-        write_json(json_out, result.to_json())
-        click.echo(f"wrote {json_out}", err=True)
-    save_run("trace", result.to_json(), [], inputs=[p for p in (path, pred_path) if p],
-             no_record=no_record, runs_dir=runs_dir)
-
-
-
-_LABEL_COLUMNS = ("id", "question", "documents", "response", "documents_sentences",
-                  "response_sentences")
+    result = ragmeter.trace.validate(
+        path, pred=pred_path, pred_columns=_parse_pred_columns(pred_columns),
+        judge_name=judge_name, no_baselines=no_baselines, pred_rows_only=pred_rows_only,
+        resamples=resamples, seed=seed, fields=fields)
+    print_validation(result.detail)
+    write_outputs(result, json_out, None)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
 def _label_options(f: Any) -> Any:
     opts = [
-        click.option("--strategy", type=click.Choice(["auto", "json", "choice"]), default="auto",
-                     show_default=True,
-                     help="json: one labelling call per row (capable endpoints); choice: "
-                          "per-sentence yes/no choice scoring (the offline small model). "
-                          "auto: choice for --backend local, else json."),
-        click.option("--prompt-file", type=click.Path(dir_okay=False), default=None,
+        click.option("--strategy", type=click.Choice(["auto", "detector", "json", "choice"]),
+                     default="auto", show_default=True,
+                     help="detector: ragmeter's fitted detector, no generative model (fast, "
+                          "validated; see docs/trace.md); json: one labelling call per row "
+                          "(capable endpoints); choice: per-sentence yes/no choice scoring "
+                          "with the offline small model. auto: detector for --backend local "
+                          "(choice when --tasks is given), json for other backends."),
+        click.option("--detector", "detector", type=input_file(), default=None,
+                     help="Detector file from `ragmeter trace fit` [default: the shipped "
+                          "trace-detector-v1]."),
+        click.option("--prompt-file", type=input_file(), default=None,
                      help="Labelling prompt for --strategy json with {documents}, {question}, "
                           "{answer} fields, e.g. RAGBench's labeling_prompt.txt for exact "
                           "reproduction [default: ragmeter's own prompt]."),
-        click.option("--tasks", default="relevance,utilization,support", show_default=True,
-                     help="Choice strategy: which labels to produce (comma-separated)."),
+        click.option("--tasks", default=None,
+                     help="Choice strategy: which labels to produce (comma-separated) "
+                          "[default: relevance,utilization,support]."),
         click.option("--threshold", default=0.5, show_default=True,
                      type=click.FloatRange(0, 1), help="Choice strategy: p(yes) needed."),
         click.option("--evidence-sentences", default=6, show_default=True,
@@ -221,50 +224,45 @@ def _label_options(f: Any) -> Any:
     return f
 
 
-def _label(path: str, out: str, kw: dict[str, Any]) -> tuple[list[dict[str, Any]], str] | None:
-    """Shared by label and run; None on --dry-run."""
-    from ragmeter.cli.backend_options import runner_context
-    from ragmeter.io import parse_field_options, write_jsonl
-    from ragmeter.runner import estimate_requests
-    from ragmeter.suites.trace.data import iter_trace_rows, parse_source_row
-    from ragmeter.suites.trace.label import LabelConfig, label_sources, load_prompts, plan
+_API_LABEL_OPTIONS = ("strategy", "detector", "prompt_file", "tasks", "threshold",
+                      "evidence_sentences", "max_doc_sentences", "language", "limit",
+                      "max_tokens")
 
-    fm = parse_field_options(kw.get("fields") or (), component="trace")
-    sources = []
-    for row in iter_trace_rows(path, _LABEL_COLUMNS, field_map=fm):
-        sources.append(parse_source_row(row))
-        if kw.get("limit") and len(sources) >= kw["limit"]:
-            break
-    strategy = kw["strategy"]
-    if strategy == "auto":
-        strategy = "choice" if (kw.get("backend") or "local") == "local" else "json"
-    tasks = tuple(t.strip() for t in kw["tasks"].split(",") if t.strip())
-    config = LabelConfig(strategy=strategy, prompts=load_prompts(kw.get("prompt_file")),
-                         tasks=tasks if strategy == "choice" else
-                         ("relevance", "utilization", "support"),
-                         threshold=kw["threshold"], evidence_sentences=kw["evidence_sentences"],
-                         max_doc_sentences=kw.get("max_doc_sentences"),
-                         language=kw["language"], max_tokens=kw["max_tokens"])
-    backend, store, rconfig, dry_run = runner_context(description="trace label", **kw)
-    if dry_run:
-        _, requests, _ = plan(sources, config)
-        click.echo(estimate_requests(requests, backend, store).render())
-        return None
-    import time
 
-    t0 = time.monotonic()
-    rows = label_sources(sources, backend, store, rconfig, config)
-    seconds = time.monotonic() - t0
-    n = write_jsonl(out, rows)
-    bad = sum(1 for r in rows if r["status"] != "ok")
-    click.echo(f"wrote {n} label rows to {out} ({bad} unscored; {seconds:.1f} s, "
-               f"{seconds / max(n, 1):.2f} s per row; strategy {strategy})", err=True)
-    return rows, strategy
+def _label_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
+    """The API's keyword arguments from the CLI's label and backend flags."""
+    from ragmeter.backends import from_options
+
+    return {**{k: kw.get(k) for k in _API_LABEL_OPTIONS},
+            "backend": from_options(**kw), "store": kw.get("store"),
+            "replay": bool(kw.get("replay")), "dry_run": bool(kw.get("dry_run")),
+            "fields": kw.get("fields") or ()}
+
+
+def _after_label(result: Any, out: str) -> bool:
+    """Print a dry run (False) or write the labels to ``out`` and say how it went (True)."""
+    from ragmeter.io import write_jsonl
+    from ragmeter.judging import alarm_lines, card_line
+
+    if result.summary.get("dry_run"):
+        click.echo(result.dry_run_text)
+        return False
+    n = write_jsonl(out, result.iter_items())
+    label_summary = result.summary.get("label", result.summary)
+    cov = label_summary["coverage"]
+    click.echo(f"wrote {n} label rows to {out} ({cov['unscored']} unscored; "
+               f"{label_summary['seconds']:.1f} s, {label_summary['rows_per_s'] or 0:.1f} "
+               f"rows/s; strategy {label_summary['strategy']})", err=True)
+    for card in result.judges:
+        click.echo(f"judge: {card_line(card)}", err=True)
+    for line in alarm_lines(result.alarms):
+        click.echo(line, err=True)
+    return True
 
 
 @group.command(name="label")
-@click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--out", required=True, type=click.Path(dir_okay=False),
+@click.argument("path", type=input_file())
+@click.option("--out", required=True, type=output_file(),
               help="Labels file to write (JSON Lines, RAGBench's label columns).")
 @_label_options
 @field_option
@@ -280,12 +278,14 @@ def label(path: str, out: str, **kw: Any) -> None:
     Example: ragmeter trace label rows.jsonl --out labels.jsonl --backend openai --model
     gpt-4o-mini --prompt-file labeling_prompt.txt
     """
-    _label(path, out, kw)
+    import ragmeter.trace
+
+    _after_label(ragmeter.trace.label(path, **_label_kwargs(kw)), out)
 
 
 @group.command(name="run")
-@click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--out", required=True, type=click.Path(dir_okay=False),
+@click.argument("path", type=input_file())
+@click.option("--out", required=True, type=output_file(),
               help="Labels file to write (JSON Lines).")
 @json_out_option
 @_label_options
@@ -299,19 +299,47 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
     Example: ragmeter trace run hotpotqa/test-00000-of-00001.parquet --limit 30
     --out labels.jsonl --json validation.json
     """
-    from ragmeter.io import write_json
-    from ragmeter.suites.trace.validate import ValidateConfig, validate_file
+    import ragmeter.trace
 
-    done = _label(path, out, kw)
-    if done is None:
+    result = ragmeter.trace.run(path, **_label_kwargs(kw))
+    if not _after_label(result, out):
         return
-    rows, strategy = done
-    judge = rows[0]["judge"] if rows else "judge"
-    result = validate_file(path, ValidateConfig(pred_path=out, judge_name=f"{judge} ({strategy})",
-                                                subset_only=True))
-    print_validation(result)
-    if json_out:
-        write_json(json_out, result.to_json())
-        click.echo(f"wrote {json_out}", err=True)
-    save_run("trace", result.to_json(), rows, inputs=[path, out], no_record=no_record,
-             runs_dir=runs_dir, models=[str(judge)])
+    print_validation(result.detail)
+    write_outputs(result, json_out, None)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
+
+
+@group.command(name="fit")
+@click.argument("paths", nargs=-1, required=True, type=input_file())
+@click.option("--out", required=True, type=output_file(),
+              help="Detector file to write (JSON, a few kB).")
+@click.option("--name", default="trace-detector-v1", show_default=True,
+              help="Name recorded in the file and in the judge name of its labels.")
+@click.option("--threshold", default=None, type=click.FloatRange(0, 1),
+              help="p(unsupported) at which a response sentence is labelled unsupported "
+                   "[default: fitted so that the share labelled unsupported on the training "
+                   "rows equals the annotated share].")
+@click.option("--no-leave-one-out", is_flag=True,
+              help="Skip the leave-one-split-out scores recorded in the file's provenance.")
+@field_option
+def fit(paths: tuple[str, ...], out: str, name: str, threshold: float | None,
+        no_leave_one_out: bool, fields: tuple[str, ...]) -> None:
+    """Fit the TRACe detector on annotated splits (RAGBench's columns) and write its file.
+
+    Each PATH is one split (named by its folder for RAGBench's test-*.parquet files, else by
+    the file name). Refitting the same files gives the same file byte for byte. Use it with
+    `ragmeter trace label --strategy detector --detector FILE`.
+
+    Example: ragmeter trace fit covidqa/test-00000-of-00001.parquet
+    hotpotqa/test-00000-of-00001.parquet --out detector.json
+    """
+    import ragmeter.trace
+
+    result = ragmeter.trace.fit(list(paths), out=out, name=name, threshold=threshold,
+                                no_leave_one_out=no_leave_one_out, fields=fields)
+    for item in result.items:
+        click.echo(f"{item['split']} left out: " + ", ".join(
+            f"{k} {v}" for k, v in item.items() if k != "split"))
+    cov = result.coverage
+    click.echo(f"wrote {out} (fitted on {cov['scored']} rows of {len(paths)} split(s))",
+               err=True)

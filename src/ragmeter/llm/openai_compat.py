@@ -7,15 +7,20 @@ as the runner's concurrency.  The API key comes from the ``api_key`` argument, e
 never appears in the identity (the cache key), the store, logs, errors or reports.
 
 Choice scoring (``Request.choices``): the next-token distribution from ``logprobs`` /
-``top_logprobs`` when the server offers them (``choice_method="logprobs"``), else a constrained
-text answer at temperature 0 whose matched choice gets probability 1
-(``choice_method="constrained_text"``).  A server that answers without logprobs, or rejects the
-parameter, is remembered and asked for text from then on.
+``top_logprobs`` when the server offers them (``choice_method="logprobs"``).  A server that
+rejects the parameter (HTTP 400, nothing paid) is remembered and asked for a constrained text
+answer at temperature 0 whose matched choice gets probability 1
+(``choice_method="constrained_text"``).  A server that accepts the parameter but answers without
+logprobs has been paid for a reply that cannot be scored: that reply is returned with
+``choice_probs=None`` and ``choice_method="no_logprobs"`` (so the runner stores it, and stops
+the run with advice instead of paying for more such calls).  A successful reply whose answer
+matches none of the choices is returned with ``choice_probs=None`` too: every paid reply is
+handed back to be stored before it is interpreted.
 
 Failures raise :class:`~ragmeter.errors.BackendError` with a reason code and never retry here
 (the runner retries): ``timeout``, ``connection``, ``http_429`` (with ``retry_after``),
 ``http_5xx``, ``http_4xx`` (not retryable, except 408 and 409), ``bad_response`` (a malformed
-body; retryable), ``no_choice`` (the answer matched none of the choices; not retryable).
+body; retryable).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 
 from ragmeter.errors import BackendError, ConfigError
 from ragmeter.llm.base import Request, Response, Usage
+from ragmeter.redact import redact_text, redact_url
 
 __all__ = ["OpenAIBackend", "DEFAULT_BASE_URL", "parse_retry_after", "choice_probs_from_top"]
 
@@ -113,8 +119,9 @@ class OpenAIBackend:
                 "model for you. Fix: add --model NAME (e.g. --model gpt-4o-mini, or the name "
                 "your vLLM/llama.cpp server serves).")
         self.model = model
-        self.base_url = (base_url or os.environ.get("RAGMETER_BASE_URL") or
-                         DEFAULT_BASE_URL).rstrip("/")
+        url = (base_url or os.environ.get("RAGMETER_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self._url = url  # may hold credentials: used for requests only, never shown or stored
+        self.base_url = redact_url(url)
         self._api_key = (api_key or os.environ.get("RAGMETER_API_KEY") or
                          os.environ.get("OPENAI_API_KEY") or None)
         self.timeout_s = timeout_s
@@ -141,7 +148,7 @@ class OpenAIBackend:
             if self._api_key:
                 headers["Authorization"] = f"Bearer {self._api_key}"
             self._client = httpx.AsyncClient(
-                base_url=self.base_url, headers=headers,
+                base_url=self._url, headers=headers,
                 timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 30.0)),
                 limits=httpx.Limits(max_connections=self.max_connections,
                                     max_keepalive_connections=self.max_connections))
@@ -162,7 +169,9 @@ class OpenAIBackend:
     def _scrub(self, text: str) -> str:
         if self._api_key:
             text = text.replace(self._api_key, "***")
-        return text[:300]
+        if self._url != self.base_url:
+            text = text.replace(self._url, self.base_url)
+        return redact_text(text)[:300]
 
     async def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], float]:
         import httpx
@@ -292,19 +301,14 @@ class OpenAIBackend:
             else:
                 choice = self._first_choice(data)
                 top = self._top_logprobs(choice)
-                if top is None:
-                    self.logprobs_supported = False
-                else:
-                    self.logprobs_supported = True
-                    probs = choice_probs_from_top(top, request.choices)
-                    if probs is None:
-                        raise BackendError(
-                            "no_choice", f"none of {list(request.choices)} is among the top "
-                            f"{len(top)} next tokens ({[t for t, _ in top[:5]]})")
-                    return Response(text=self._text_of(choice), usage=self._usage(data),
-                                    latency_ms=latency, choice_probs=probs,
-                                    finish_reason=choice.get("finish_reason"),
-                                    choice_method="logprobs")
+                # A paid reply: returned (and so stored) even when it cannot be scored.
+                self.logprobs_supported = top is not None
+                return Response(text=self._text_of(choice), usage=self._usage(data),
+                                latency_ms=latency,
+                                choice_probs=(choice_probs_from_top(top, request.choices)
+                                              if top is not None else None),
+                                finish_reason=choice.get("finish_reason"),
+                                choice_method="logprobs" if top is not None else "no_logprobs")
         return await self._constrained_text(request)
 
     async def _constrained_text(self, request: Request) -> Response:
@@ -320,11 +324,9 @@ class OpenAIBackend:
         data, latency = await self._post(body)
         choice = self._first_choice(data)
         text = self._text_of(choice)
-        picked = _match_choice(text, request.choices)
-        if picked is None:
-            raise BackendError("no_choice", f"answer {text[:60]!r} names none of "
-                                            f"{list(request.choices)}")
+        picked = _match_choice(text, request.choices)  # None: stored, scored as unscored
         return Response(text=text, usage=self._usage(data), latency_ms=latency,
-                        choice_probs={c: float(c == picked) for c in request.choices},
+                        choice_probs=(None if picked is None else
+                                      {c: float(c == picked) for c in request.choices}),
                         finish_reason=choice.get("finish_reason"),
                         choice_method="constrained_text")

@@ -20,8 +20,8 @@ from typing import Any
 from ragmeter.errors import ConfigError, UnknownNameError
 from ragmeter.llm.base import Backend
 
-__all__ = ["BackendSpec", "DEFAULT_BACKEND", "register_backend", "backend_names",
-           "backend_spec", "create_backend"]
+__all__ = ["BackendSpec", "BackendRecipe", "DEFAULT_BACKEND", "register_backend",
+           "backend_names", "backend_spec", "backend_recipe", "create_backend"]
 
 DEFAULT_BACKEND = "local"
 
@@ -68,14 +68,27 @@ def backend_spec(name: str) -> BackendSpec:
         raise UnknownNameError("backend", name, _REGISTRY, component="models") from None
 
 
-def create_backend(name: str = DEFAULT_BACKEND, model: str | None = None,
-                   base_url: str | None = None, **opts: Any) -> Backend:
-    """Instantiate a backend by name.
-
-    ``model`` and ``base_url`` are passed on when given; other keyword options go to the
-    backend's constructor unchanged.  ``base_url`` for a backend that does not talk HTTP is a
-    :class:`~ragmeter.errors.ConfigError`.
+@dataclass(frozen=True)
+class BackendRecipe:
+    """How to build a backend, as plain picklable data: the ``"module:attr"`` target and its
+    keyword arguments.  :func:`create_backend` builds from one; the Ray engine ships one to each
+    worker, which builds its own backend once (the registry of the driver is not needed there).
     """
+
+    name: str
+    target: str
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    remote: bool = False
+
+    def build(self) -> Backend:
+        module_name, _, attr = self.target.partition(":")
+        factory = getattr(importlib.import_module(module_name), attr)
+        return factory(**dict(self.kwargs))  # type: ignore[no-any-return]
+
+
+def backend_recipe(name: str = DEFAULT_BACKEND, model: str | None = None,
+                   base_url: str | None = None, **opts: Any) -> BackendRecipe:
+    """The recipe :func:`create_backend` builds from (same arguments, same checks)."""
     spec = backend_spec(name)
     kwargs: dict[str, Any] = dict(opts)
     if base_url is not None:
@@ -87,9 +100,20 @@ def create_backend(name: str = DEFAULT_BACKEND, model: str | None = None,
     if not spec.remote:
         for remote_only in ("timeout_s", "max_connections", "api_key"):
             kwargs.pop(remote_only, None)
-    module_name, _, attr = spec.target.partition(":")
-    factory = getattr(importlib.import_module(module_name), attr)
-    return factory(model=model, **kwargs)  # type: ignore[no-any-return]
+    kwargs["model"] = model
+    return BackendRecipe(name=name, target=spec.target, kwargs=tuple(sorted(kwargs.items())),
+                         remote=spec.remote)
+
+
+def create_backend(name: str = DEFAULT_BACKEND, model: str | None = None,
+                   base_url: str | None = None, **opts: Any) -> Backend:
+    """Instantiate a backend by name.
+
+    ``model`` and ``base_url`` are passed on when given; other keyword options go to the
+    backend's constructor unchanged.  ``base_url`` for a backend that does not talk HTTP is a
+    :class:`~ragmeter.errors.ConfigError`.
+    """
+    return backend_recipe(name, model, base_url, **opts).build()
 
 
 def _register_builtins(entries: Mapping[str, tuple[str, str, bool]]) -> None:

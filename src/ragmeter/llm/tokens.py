@@ -105,7 +105,10 @@ def _local_counter(model: str | None) -> TokenCounter:
         return _approximate_counter(f"local model unavailable: {err}")
     status = runtime_status()
     if status["transformers"] and (location.kind == "hf" or status["gguf"]):
-        tokenizer = load_hf_tokenizer(str(location.directory), location.gguf_file)
+        from ragmeter.llm.local_cache import tokenizer_source
+
+        tokenizer = load_hf_tokenizer(*tokenizer_source(str(location.directory),
+                                                        location.gguf_file))
 
         def count(text: str) -> int:
             return len(tokenizer.encode(text, add_special_tokens=False))

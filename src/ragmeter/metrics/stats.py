@@ -22,8 +22,12 @@ __all__ = [
     "paired_permutation",
     "rmse",
     "auroc",
+    "rankdata",
+    "normal_cdf",
+    "normal_ppf",
     "wilson_interval",
     "cohen_kappa",
+    "cohen_kappa_ci",
 ]
 
 DEFAULT_RESAMPLES = 1000
@@ -163,8 +167,6 @@ def auroc(scores: Sequence[float] | np.ndarray, labels: Sequence[int | bool] | n
 
     ``labels`` are 1 for the positive class.  None when either class is absent.
     """
-    from scipy.stats import rankdata
-
     s = _arr(scores)
     y = np.asarray(labels, dtype=bool)
     if s.size != y.size:
@@ -178,14 +180,74 @@ def auroc(scores: Sequence[float] | np.ndarray, labels: Sequence[int | bool] | n
     return u / (n_pos * n_neg)
 
 
+def rankdata(values: Sequence[float] | np.ndarray, axis: int = -1) -> np.ndarray:
+    """Ranks from 1, ties given their average rank, along ``axis`` (``scipy.stats.rankdata``
+    with ``method="average"``, written in numpy so the core needs no scipy)."""
+    a = np.moveaxis(np.asarray(values, dtype=np.float64), axis, -1)
+    shape = a.shape
+    n = shape[-1] if shape else 1
+    flat = a.reshape(-1, n)
+    order = np.argsort(flat, axis=1, kind="mergesort")
+    ordered = np.take_along_axis(flat, order, axis=1)
+    starts = np.ones_like(ordered, dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    ends = np.ones_like(starts)
+    ends[:, :-1] = starts[:, 1:]
+    idx = np.broadcast_to(np.arange(n), ordered.shape)
+    first = np.maximum.accumulate(np.where(starts, idx, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, idx, n - 1)[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty_like(ordered)
+    np.put_along_axis(ranks, order, (first + last) / 2.0 + 1.0, axis=1)
+    return np.moveaxis(ranks.reshape(shape), -1, axis)
+
+
+def normal_cdf(x: float) -> float:
+    """Standard normal distribution function, from ``math.erfc`` (exact to float rounding)."""
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+def normal_ppf(p: float) -> float:
+    """Inverse of :func:`normal_cdf` (``scipy.stats.norm.ppf``) for 0 < p < 1.
+
+    Acklam's rational approximation (relative error 1.15e-9), then one Halley step on
+    ``normal_cdf`` that brings it to float precision (|error| < 1e-14 on the tested points).
+    """
+    if not 0.0 < p < 1.0:
+        if p in (0.0, 1.0):
+            return -math.inf if p == 0.0 else math.inf
+        raise ValueError(f"normal_ppf needs 0 <= p <= 1, got {p}")
+    if p > 0.5:  # 1 - p is exact here; the lower tail keeps full relative precision
+        return -normal_ppf(1.0 - p)
+    a = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+         1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00)
+    b = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+         6.680131188771972e+01, -1.328068155288572e+01)
+    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+         -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00)
+    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+         3.754408661907416e+00)
+    low = 0.02425
+    if p < low or p > 1 - low:
+        q = math.sqrt(-2 * math.log(p if p < low else 1 - p))
+        x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
+            ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
+        x = x if p < low else -x
+    else:
+        q = p - 0.5
+        r = q * q
+        x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q / \
+            (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
+    e = normal_cdf(x) - p  # Halley refinement
+    u = e * math.sqrt(2 * math.pi) * math.exp(x * x / 2)
+    return x - u / (1 + x * u / 2)
+
+
 def wilson_interval(successes: int, trials: int, confidence: float = 0.95,
                     ) -> tuple[float, float] | None:
     """Wilson score interval for a binomial proportion (Wilson 1927); None for 0 trials."""
     if trials <= 0:
         return None
-    from scipy.stats import norm
-
-    z = float(norm.ppf(1 - (1 - confidence) / 2))
+    z = normal_ppf(1 - (1 - confidence) / 2)
     phat = successes / trials
     denom = 1 + z * z / trials
     centre = (phat + z * z / (2 * trials)) / denom
@@ -212,3 +274,25 @@ def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float | None:
     if pe >= 1.0:
         return 1.0 if po >= 1.0 else 0.0
     return (po - pe) / (1 - pe)
+
+
+def cohen_kappa_ci(a: Sequence[str], b: Sequence[str], *, confidence: float = 0.95,
+                   n_resamples: int = 2000, seed: int = DEFAULT_SEED,
+                   ) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of Cohen's kappa, resampling items (pairs) with
+    replacement; None for no items."""
+    if len(a) != len(b):
+        raise ValueError("cohen_kappa_ci needs two label sequences of equal length")
+    n = len(a)
+    if n == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(n_resamples):
+        idx = rng.integers(0, n, size=n)
+        k = cohen_kappa([a[i] for i in idx], [b[i] for i in idx])
+        if k is not None:
+            values.append(k)
+    alpha = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(np.asarray(values), [alpha, 1.0 - alpha])
+    return (float(lo), float(hi))

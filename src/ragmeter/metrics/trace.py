@@ -40,6 +40,13 @@ __all__ = [
     "adherence",
     "unsupported_keys",
     "trace_scores",
+    "WRITEUP_VERSION",
+    "WriteupScores",
+    "writeup_relevance",
+    "writeup_utilization",
+    "writeup_completeness",
+    "writeup_adherence",
+    "writeup_scores",
     "Estimate",
     "rmse_estimate",
     "auroc_estimate",
@@ -118,6 +125,68 @@ def trace_scores(labels: TraceLabels) -> TraceScores:
     )
 
 
+# ------------------------------------------------------- the GPT-labelling write-up variant
+# ``../shared/writeups/003_9c59e4f3d0cbdd28.txt`` ("GPT Labeling Approach - Main Metrics
+# Calculation"), section "Code Implementation": its _compute_context_relevance,
+# _compute_context_utilization, _compute_completeness and _compute_adherence, and its
+# "Average Score" of the four.  Opt-in (``trace score --definitions writeup``); RAGBench's
+# definitions above stay the default.
+
+WRITEUP_VERSION = "writeup-003-1"
+WRITEUP_RELEVANCE_DENOMINATOR = 20  # "normalized by 20 (arbitrary baseline)", the write-up
+
+
+@dataclass(frozen=True)
+class WriteupScores:
+    relevance: float
+    utilization: float
+    completeness: float
+    adherence: float
+    average: float
+
+
+def writeup_relevance(relevant_keys: Sequence[str]) -> float:
+    """``min(1, len(R) / 20)``; 0.0 when ``R`` is empty (the document count is not used)."""
+    if not relevant_keys:
+        return 0.0
+    return min(1.0, len(relevant_keys) / WRITEUP_RELEVANCE_DENOMINATOR)
+
+
+def writeup_utilization(relevant_keys: Sequence[str], utilized_keys: Sequence[str]) -> float:
+    """``min(1, len(U) / len(R))``; 0.0 when ``R`` is empty."""
+    if not relevant_keys:
+        return 0.0
+    return min(1.0, len(utilized_keys) / len(relevant_keys))
+
+
+def writeup_completeness(relevant_keys: Sequence[str], utilized_keys: Sequence[str]) -> float:
+    """``|set(R) & set(U)| / |set(R)|`` (sets, not list lengths); when ``R`` is empty, 1.0 if
+    ``U`` is empty too, else 0.0."""
+    r, u = set(relevant_keys), set(utilized_keys)
+    if not r:
+        return 1.0 if not u else 0.0
+    return len(r & u) / len(r)
+
+
+def writeup_adherence(fully_supported: Sequence[bool | None]) -> float:
+    """1.0 when every response sentence has ``fully_supported`` true (a null or missing
+    verdict counts as not supported, ``s.get("fully_supported", False)``), else 0.0; 1.0 for
+    no sentences."""
+    if not fully_supported:
+        return 1.0
+    return 1.0 if all(v is True for v in fully_supported) else 0.0
+
+
+def writeup_scores(relevant_keys: Sequence[str], utilized_keys: Sequence[str],
+                   fully_supported: Sequence[bool | None]) -> WriteupScores:
+    """The write-up's four metrics and their plain average."""
+    rel = writeup_relevance(relevant_keys)
+    util = writeup_utilization(relevant_keys, utilized_keys)
+    comp = writeup_completeness(relevant_keys, utilized_keys)
+    adh = writeup_adherence(fully_supported)
+    return WriteupScores(rel, util, comp, adh, (rel + util + comp + adh) / 4)
+
+
 # ------------------------------------------------------------------ validation statistics
 
 
@@ -167,8 +236,6 @@ def auroc_estimate(scores: Sequence[float], positives: Sequence[bool], *,
     value = stats.auroc(s, y)
     if value is None:
         return Estimate(None, None, None, int(s.size))
-    from scipy.stats import rankdata
-
     rng = np.random.default_rng(seed)
     n = s.size
     found: list[float] = []
@@ -180,7 +247,7 @@ def auroc_estimate(scores: Sequence[float], positives: Sequence[bool], *,
         ys = y[idx]
         n_pos = ys.sum(axis=1)
         n_neg = n - n_pos
-        ranks = rankdata(s[idx], axis=1)
+        ranks = stats.rankdata(s[idx], axis=1)
         u = (ranks * ys).sum(axis=1) - n_pos * (n_pos + 1) / 2.0
         ok = (n_pos > 0) & (n_neg > 0)
         found.extend((u[ok] / (n_pos[ok] * n_neg[ok])).tolist())

@@ -5,19 +5,27 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 __all__ = ["console", "coverage_line", "fmt", "print_multilingual"]
 
 
-def console() -> Console:
-    """A console for tables: the terminal's width, or 140 columns when output is redirected
-    (rich would otherwise squeeze tables into 80)."""
+def console(*, stderr: bool = False) -> Console:
+    """The one console ragmeter prints through: the terminal's width, or 140 columns when
+    output is redirected (rich would otherwise squeeze tables into 80).
+
+    Markup is off: no string is ever parsed as rich markup, so user data (a system named
+    ``[/bold]``, an evaluator, a ``--by`` value, an install hint ``ragmeter[local]``) prints
+    as written and can never crash the console.  Style goes through ``style=`` arguments.
+    """
     import os
     import sys
 
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 140
-    return Console(highlight=False, soft_wrap=False, width=width)
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() or os.environ.get("COLUMNS") else 140
+    return Console(highlight=False, soft_wrap=False, width=width, markup=False,
+                   emoji=False, stderr=stderr)
 
 
 def fmt(value: Any, digits: int = 4) -> str:
@@ -36,7 +44,15 @@ def coverage_line(cov: dict[str, Any], unit: str = "rows") -> str:
 
 
 def _with_ci(result: Any, system: str, key: str, digits: int = 4) -> str:
-    value = fmt(result.metrics[system].get(key), digits)
+    """The value, ``±`` its sample std, the count when it covers fewer rows than ``n`` (e.g.
+    semantic scores), and the CI on a second line."""
+    m = result.metrics[system]
+    value = fmt(m.get(key), digits)
+    std = m.get(f"{key}_std")
+    if m.get(key) is not None and isinstance(std, float):
+        value += f" ±{std:.{min(digits, 4)}f}"
+    if f"{key}_n" in m:
+        value += f" ({m[f'{key}_n']}/{m.get('n')})"
     ci = result.ci.get(system, {}).get(key) if result.ci else None
     if ci:
         d = min(digits, 3)
@@ -83,3 +99,27 @@ def print_multilingual(result: Any) -> None:
     for note in result.notes:
         con.print(f"note: {note}")
     con.print(f"signature: {result.signature}", style="dim")
+
+
+def print_groups(groups: Any, keys: tuple[str, ...] = ("em", "f1", "rlc_ok", "cost",
+                                                       "semantic_score")) -> None:
+    """One table of per-group results (``--by``): group, system, the metrics with their CI
+    when computed, n and coverage."""
+    con = console()
+    table = Table(title=f"By {groups['by']}", title_justify="left")
+    for c in ("group", "system", *keys, "n", "coverage"):
+        table.add_column(c, justify="left" if c in ("group", "system") else "right")
+    for value, part in groups["values"].items():
+        cov = part.get("coverage", {})
+        for system, m in part["metrics"].items():
+            cis = part.get("ci95", {}).get(system, {})
+            cells = []
+            for k in keys:
+                cell = fmt(m.get(k), 2 if k == "cost" else 4)
+                ci = cis.get(k)
+                if ci:
+                    cell += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+                cells.append(cell)
+            table.add_row(escape(value or "(empty)"), escape(system), *cells, fmt(m.get("n")),
+                          f"{cov.get('scored', '?')}/{cov.get('rows', '?')}")
+    con.print(table)

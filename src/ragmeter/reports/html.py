@@ -26,7 +26,8 @@ from ragmeter._version import __version__
 from ragmeter.reports._html import Markup, cell, esc, generic, kv_table, note, number, table
 from ragmeter.results import RunRecord
 
-__all__ = ["render_report", "write_report", "MAX_ITEMS_SHOWN", "MAX_TEXT_CHARS"]
+__all__ = ["render_report", "write_report", "render_run", "render_comparison", "REPORT_CSS",
+           "MAX_ITEMS_SHOWN", "MAX_TEXT_CHARS"]
 
 MAX_ITEMS_SHOWN = 400  # per run; unscored first, the rest stay in the record file
 MAX_TEXT_CHARS = 3000  # per field of an item
@@ -265,12 +266,32 @@ def _family_body(record: RunRecord) -> Markup:
     return generic(record.result)
 
 
+def _judging(record: RunRecord) -> Markup:
+    """The degenerate-judge alarms (flagged) and the judge cards of a judged run: every judged
+    number carries its judge's validation, or says plainly that it is unvalidated."""
+    from ragmeter.judging import card_line
+
+    parts = []
+    for alarm in record.result.get("alarms") or []:
+        if isinstance(alarm, Mapping):
+            parts.append(note(f"⚠ FLAGGED — degenerate judge: {alarm.get('message', '')}",
+                              "warn"))
+    for card in record.result.get("judges") or []:
+        if isinstance(card, Mapping):
+            parts.append(note(f"judge: {card_line(card)}",
+                              "" if card.get("validated") else "warn"))
+    return Markup("".join(str(p) for p in parts))
+
+
 def _run(record: RunRecord, index: int) -> Markup:
+    """One run: the headline numbers first (alarms, judge cards, results with CIs, coverage),
+    then where they came from (provenance, notes), then the items."""
     notes = "".join(note(f"note: {n}") for n in record.notes)
     return Markup(
         f'<article class="run" id="run-{index}"><h3>{esc(record.family)} · '
-        f'{esc(_short_id(record))}</h3>{_provenance(record)}{notes}'
+        f'{esc(_short_id(record))}</h3>{_judging(record)}'
         f'<h4>Results</h4>{_family_body(record)}{_coverage(record)}'
+        f'<h4>Provenance</h4>{_provenance(record)}{notes}'
         f'{_items(record, index)}</article>')
 
 
@@ -322,6 +343,22 @@ def _comparison(records: Sequence[RunRecord], first_index: int) -> Markup:
     if plot is not None:
         parts.append(plot(records))
     return Markup("".join(parts))
+
+
+REPORT_CSS = _CSS  # the report's stylesheet (the web app serves it as well)
+
+
+def render_run(record: RunRecord, index: int = 1) -> Markup:
+    """One run's article of the report (provenance, results, coverage, items); escaped markup.
+
+    ``index`` numbers the article's ids and filter names (unique per page).
+    """
+    return _run(record, index)
+
+
+def render_comparison(records: Sequence[RunRecord], first_index: int = 1) -> Markup:
+    """The report's comparison of several runs of one family (paired tests, aggregates)."""
+    return _comparison(records, first_index)
 
 
 def render_report(records: Sequence[RunRecord], *, title: str = "ragmeter report") -> str:

@@ -136,12 +136,34 @@ def _pct(v: Any) -> Any:
     return None if v is None else _fixed(100.0 * v, 1)
 
 
-def _rate_table(title: str, rows_by_ds: Mapping[str, Mapping[str, Any]]) -> Markup:
+def _pct_cell(value: Any, stat: Any) -> Any:
+    """A rate in %, and below it its Wilson 95% interval (%) and n when the run stored them."""
+    shown = _pct(value)
+    if not isinstance(stat, Mapping) or stat.get("n") is None:
+        return shown
+    out = str(cell(shown if shown is not None else None, 1))
+    ci = stat.get("ci95")
+    if ci:
+        out += "<br>" + str(cell([100.0 * ci[0], 100.0 * ci[1]], 1))
+    out += f'<br><span class="ci">n={esc(str(stat["n"]))}</span>'
+    return Markup(out)
+
+
+def _stat(cells: Any, tab: str, ds: str, col: str) -> Any:
+    return ((cells or {}).get(tab) or {}).get(ds, {}).get(col)
+
+
+def _rate_table(title: str, rows_by_ds: Mapping[str, Mapping[str, Any]],
+                cells: Any = None, tab: str = "") -> Markup:
     rates = sorted({float(r) for row in rows_by_ds.values() for r in row})
     rows = []
     for ds, row in rows_by_ds.items():
-        by_rate = {float(r): v for r, v in row.items()}
-        rows.append([ds, *[_pct(by_rate.get(r)) for r in rates]])
+        by_rate = {float(k): (k, v) for k, v in row.items()}
+        out_row: list[Any] = [ds]
+        for r in rates:
+            key, value = by_rate.get(r, (None, None))
+            out_row.append(_pct_cell(value, _stat(cells, tab, ds, str(key))))
+        rows.append(out_row)
     return table(["data", *[f"{r:g}" for r in rates]], rows, caption=title)
 
 
@@ -169,22 +191,28 @@ def rgb(doc: Mapping[str, Any]) -> Markup:
     if doc.get("model"):
         parts.append(kv_table([("model", doc.get("model")), ("prompts", doc.get("prompts")),
                                ("judge", doc.get("judge"))]))
+    cells = t.get("cells")
+    if cells:
+        parts.append(note("Each cell: the rate (%), its Wilson 95% interval (%) and n."))
     if t.get("noise_robustness"):
         parts.append(_rate_table("Noise robustness: accuracy (%) by noise rate",
-                                 t["noise_robustness"]))
+                                 t["noise_robustness"], cells, "noise_robustness"))
     if t.get("rejection"):
         parts.append(table(["data", "Rej", "Rej*"],
-                           [[ds, _pct(r.get("rej")), _pct(r.get("rej_judged"))]
+                           [[ds, _pct_cell(r.get("rej"), _stat(cells, "rejection", ds, "rej")),
+                             _pct_cell(r.get("rej_judged"),
+                                       _stat(cells, "rejection", ds, "rej_judged"))]
                             for ds, r in t["rejection"].items()],
                            caption="Negative rejection (noise 1.0): rejection rate (%)"))
     if t.get("integration"):
         parts.append(_rate_table("Information integration: accuracy (%) by noise rate",
-                                 t["integration"]))
+                                 t["integration"], cells, "integration"))
     if t.get("counterfactual"):
         keys = (("acc", "Acc"), ("acc_doc", "Acc_doc"), ("ed", "ED"), ("ed_judged", "ED*"),
                 ("cr", "CR"), ("cr_judged", "CR*"))
         parts.append(table(["data", *[h for _, h in keys]],
-                           [[ds, *[_pct(r.get(k)) for k, _ in keys]]
+                           [[ds, *[_pct_cell(r.get(k), _stat(cells, "counterfactual", ds, k))
+                                   for k, _ in keys]]
                             for ds, r in t["counterfactual"].items()],
                            caption="Counterfactual robustness (%)"))
     if t.get("lenient"):
@@ -195,6 +223,17 @@ def rgb(doc: Mapping[str, Any]) -> Markup:
                              (r.get("flips") or {}).get("right_to_wrong")]
                             for n, r in t["lenient"].items()],
                            caption="Lenient labels (NOT the paper's metric; not comparable)"))
+    if t.get("refactor"):
+        parts.append(table(["setting", "paper rate", "strict", "refactor rate", "refactor",
+                            "gained", "lost"],
+                           [[name, r["paper"], _pct(r["strict_value"]), r["refactor"],
+                             _pct(r["refactor_value"]), r["gained"], r["lost"]]
+                            for name, row in t["refactor"].items() for r in row["rates"]],
+                           caption="Refactor labels (write-up 000; NOT the paper's metric): "
+                                   "gained = counted by the refactor only, lost = by strict "
+                                   "only"))
+    for alarm in doc.get("alarms") or []:
+        parts.append(note(f"WARNING: {alarm.get('message', alarm)}"))
     if doc.get("settings"):
         keep = ("setting", "role", "accuracy", "n", "coverage")
         parts.append("<details><summary>settings</summary>" + str(table(

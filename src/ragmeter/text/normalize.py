@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["normalize_text", "normalize_many", "KEEP_CHARS"]
+__all__ = ["normalize_text", "normalize_many", "normalize_squad", "NORMALIZERS", "KEEP_CHARS"]
 
 # The whitelist of the original: digits, a-z, Latin-1 supplement and Latin Extended-A/B,
 # Cyrillic, Hebrew, Arabic (+ presentation forms A and B), Thai, Hangul Jamo and syllables,
@@ -83,3 +83,20 @@ def normalize_many(texts: list[str]) -> list[str]:
     out = np.where(keep, cps, np.uint32(0x20))[keep | start_of_run]
     text = out.tobytes().decode("utf-32-le", "surrogatepass")
     return [part.strip(" ") for part in text.split(_SEP)]
+
+
+_SQUAD_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_SQUAD_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_squad(text: str) -> str:
+    """SQuAD v1.1's ``normalize_answer`` (its official evaluate-v1.1.py): lower case, remove
+    ASCII punctuation, remove the articles a/an/the, collapse whitespace.  Unlike LBRAG's
+    normalization it keeps every script's characters and drops articles."""
+    text = "".join(ch for ch in text.lower() if ch not in _SQUAD_PUNCT)
+    text = _SQUAD_ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+# name -> one-text normalizer; "lbrag" is the default and the only one with a batched form.
+NORMALIZERS = {"lbrag": normalize_text, "squad": normalize_squad}

@@ -131,3 +131,22 @@ def test_any_truncation_gives_labels_or_a_reason(cut):
     assert isinstance(p, (ParsedLabels, ParseFailure))
     if isinstance(p, ParsedLabels):
         assert set(p.relevant_keys) <= set(DOC_KEYS)
+
+
+def test_unknown_and_repeated_response_sentence_entries_are_dropped_and_counted():
+    """Support entries for a response key that was not shown ("z"), a second entry for "a"
+    and a non-object item are each dropped and counted in dropped_keys (issue 15)."""
+    data = json.loads(TEXT)
+    info = data["sentence_support_information"]
+    data["sentence_support_information"] = [
+        *info,
+        {"response_sentence_key": "z", "explanation": "", "supporting_sentence_keys": [],
+         "fully_supported": True},
+        {**info[0], "fully_supported": False},  # a repeat of "a": the first verdict wins
+        "not an object",
+    ]
+    p = ok(json.dumps(data))
+    assert p.dropped_keys == 3
+    assert [s["response_sentence_key"] for s in p.support] == ["a", "b"]
+    assert p.support[0]["fully_supported"] is True
+    assert ok(TEXT).dropped_keys == 0

@@ -141,3 +141,28 @@ def test_bad_input_is_one_line_exit_2(run_cli, tmp_path, row, field):
     assert code == 2
     assert f'line 1 of {f}: field "{field}"' in err and "Fix:" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_pred_rows_only_counts_rows_with_a_scored_prediction(tmp_path, run_cli):
+    """Issue 15: with --pred-rows-only the note's row count is the n every judge uses; rows
+    whose prediction is unscored are left out for the baselines too."""
+    path = shared("ragbench", "emanual", "test-00000-of-00001.parquet")
+    cols = ["id", "documents_sentences", "all_relevant_sentence_keys",
+            "all_utilized_sentence_keys", "unsupported_response_sentence_keys"]
+    rows = pq.read_table(path, columns=cols).to_pylist()[:20]
+    pred = tmp_path / "labels.jsonl"
+    with pred.open("w") as fh:
+        for i, r in enumerate(rows, 1):
+            if i % 5 == 0:  # 4 of 20 unscored
+                r = {"id": r["id"], "status": "unscored", "reason": "no_json"}
+            fh.write(json.dumps({**r, "row": i}) + "\n")
+    out = tmp_path / "v.json"
+    code, stdout, stderr = run_cli("trace", "validate", path, "--pred", pred, "--json", out,
+                                   "--pred-rows-only", "--resamples", "200", "--no-record")
+    assert code == 0, stderr
+    data = json.loads(out.read_text())
+    assert data["judges"]["judge"]["relevance_rmse"]["n"] == 16
+    assert data["judges"]["gpt-3.5 (released)"]["relevance_rmse"]["n"] == 16
+    assert data["coverage"]["judge"]["unscored_predictions"] == 4
+    note = next(n for n in data["notes"] if "every judge" in n)
+    assert "on the 16 rows" in note and "4 row(s)" in note

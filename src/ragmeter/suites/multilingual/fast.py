@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import InputError
-from ragmeter.io import detect_format
+from ragmeter.io import detect_format, has_pyarrow
 
 __all__ = ["accumulate_columnar"]
 
@@ -76,6 +76,8 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
         return None
     if fmt not in ("jsonl", "parquet") or not path.is_file() or path.stat().st_size == 0:
         return None
+    if not has_pyarrow():  # the row path reads JSON Lines, and names the extra for Parquet
+        return None
     import pyarrow as pa
 
     fm = config.field_map
@@ -125,7 +127,7 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
             except InputError:
                 raise FastPathUnsupported("row error") from None
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError,
-            UnicodeDecodeError):
+            UnicodeError):  # UnicodeEncodeError: a file name that is not UTF-8
         raise FastPathUnsupported("arrow could not read the file") from None
     if number == 0:
         raise FastPathUnsupported("no rows")

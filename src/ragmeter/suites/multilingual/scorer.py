@@ -32,11 +32,12 @@ from ragmeter.io import (
     seq_of_dicts,
 )
 from ragmeter.metrics import stats
+from ragmeter.metrics.cost import cnbe_many
 from ragmeter.metrics.language import RLC_OK_THRESHOLD, LidRlc, rlc_batch
 from ragmeter.metrics.qa import f1_from_normalized
 from ragmeter.records import Signature
 from ragmeter.text.languages import CHAR_TOKEN_LANGUAGES, canonical_language, is_known_language
-from ragmeter.text.normalize import normalize_many
+from ragmeter.text.normalize import NORMALIZERS, normalize_many
 
 __all__ = ["MultilingualConfig", "MultilingualResult", "score_file", "score_rows", "METRIC_KEYS"]
 
@@ -60,9 +61,10 @@ class MultilingualConfig:
     seed: int = stats.DEFAULT_SEED
     field_map: FieldMap = field(default_factory=FieldMap)
     keep_text: bool = False  # keep question/gold/prediction for --items and run records
+    normalize: str = "lbrag"  # answer normalization: "lbrag" (default) or "squad" (v1.1)
 
     def signature(self) -> Signature:
-        settings: dict[str, Any] = {"norm": "lbrag", "f1": "char:ja,zh,zh_cn,zh_tw",
+        settings: dict[str, Any] = {"norm": self.normalize, "f1": "char:ja,zh,zh_cn,zh_tw",
                                     "rlc": f"script>={RLC_OK_THRESHOLD}",
                                     "baseline": self.baseline or "none"}
         if self.ci or self.paired:
@@ -154,6 +156,7 @@ class MultilingualResult:
                     item["rlc_lid"] = cols.rlc_lid[i]
                 if cols.texts:
                     question, gold, pred = cols.texts[i]
+                    gold = list(gold) if isinstance(gold, tuple) else gold
                     if question and question.strip():
                         item["question"] = question
                     item["gold_answer"] = gold
@@ -184,7 +187,7 @@ class _Parsed:
     sample_id: str
     lang: str
     system: str
-    gold: str
+    gold: str | tuple[str, ...]  # several golds: the score is the max over them (SQuAD)
     pred: str | None
     cost: float | None
     semantic: float | None
@@ -210,6 +213,17 @@ def _row_cost(row: Row) -> float | None:
     return total
 
 
+def _gold(row: Row, value: Any) -> str | tuple[str, ...]:
+    """One gold answer, or a list of them (scored as the max over the golds, as SQuAD)."""
+    if not isinstance(value, (list, tuple)):
+        return as_text(row, "gold_answer", value, component=COMPONENT)
+    golds = tuple(as_text(row, "gold_answer", g, component=COMPONENT) for g in value)
+    if not golds:
+        raise row.error("is an empty list.", component=COMPONENT, field="gold_answer",
+                        fix="give at least one gold answer.")
+    return golds[0] if len(golds) == 1 else golds
+
+
 def _parse_row(row: Row, fm: FieldMap, lang_ok: dict[str, bool]) -> _Parsed:
     values = {name: require(row, name, component=COMPONENT, field_map=fm) for name in REQUIRED}
     lang_raw = as_text(row, "sample_lang", values["sample_lang"], component=COMPONENT)
@@ -230,7 +244,7 @@ def _parse_row(row: Row, fm: FieldMap, lang_ok: dict[str, bool]) -> _Parsed:
         sample_id=as_text(row, "sample_id", values["sample_id"], component=COMPONENT),
         lang=lang,
         system=as_text(row, "system", values["system"], component=COMPONENT),
-        gold=as_text(row, "gold_answer", values["gold_answer"], component=COMPONENT),
+        gold=_gold(row, values["gold_answer"]),
         pred=pred,
         cost=_row_cost(row),
         semantic=semantic,
@@ -261,8 +275,9 @@ class _Accumulator:
     """Collects per-row values by system; shared by the row path and the columnar path."""
 
     def __init__(self, path: str, unit: str, lid: LidRlc | None = None,
-                 keep_text: bool = False) -> None:
+                 keep_text: bool = False, normalize: str = "lbrag") -> None:
         self.path = path
+        self.normalize = normalize
         self.keep_text = keep_text
         self.unit = unit
         self.lid = lid
@@ -278,7 +293,8 @@ class _Accumulator:
         return cols
 
     def add(self, systems: list[str], sample_ids: list[str], langs: list[str],
-            golds: list[str], preds: list[str | None], costs: list[float | None],
+            golds: Sequence[str | tuple[str, ...]], preds: list[str | None],
+            costs: list[float | None],
             semantics: list[float | None], numbers: Sequence[int],
             questions: list[str | None] | None = None) -> None:
         """Score one batch of rows (all sequences of equal length)."""
@@ -301,10 +317,7 @@ class _Accumulator:
             n = len(keep)
             if not n:
                 return
-        norm_p = normalize_many(preds)  # type: ignore[arg-type]
-        norm_g = normalize_many(golds)
-        em = [1.0 if pn == gn else 0.0 for pn, gn in zip(norm_p, norm_g, strict=True)]
-        f1 = [_f1_fast(pn, gn, lang) for pn, gn, lang in zip(norm_p, norm_g, langs, strict=True)]
+        em, f1 = self._match(preds, golds, langs)  # type: ignore[arg-type]
         rlc = rlc_batch(preds, langs).tolist()  # type: ignore[arg-type]
         cost = [ABSENT if c is None else c for c in costs]
         sem = [ABSENT if x is None else x for x in semantics]
@@ -335,6 +348,25 @@ class _Accumulator:
                 cols.rlc_lid.extend([lid[i] for i in idx])
             if self.keep_text:
                 cols.texts.extend([(questions[i], golds[i], preds[i]) for i in idx])  # type: ignore[misc]
+
+    def _match(self, preds: list[str], golds: Sequence[str | tuple[str, ...]],
+               langs: list[str]) -> tuple[list[float], list[float]]:
+        """EM and F1 per row; with several golds, the max over them (SQuAD's rule)."""
+        if self.normalize == "lbrag" and all(isinstance(g, str) for g in golds):
+            norm_p = normalize_many(preds)
+            norm_g = normalize_many(golds)  # type: ignore[arg-type]
+            em = [1.0 if pn == gn else 0.0 for pn, gn in zip(norm_p, norm_g, strict=True)]
+            f1 = [_f1_fast(pn, gn, lang)
+                  for pn, gn, lang in zip(norm_p, norm_g, langs, strict=True)]
+            return em, f1
+        norm = NORMALIZERS[self.normalize]
+        em, f1 = [], []
+        for pred, gold, lang in zip(preds, golds, langs, strict=True):
+            pn = norm(pred)
+            gns = [norm(g) for g in ((gold,) if isinstance(gold, str) else gold)]
+            em.append(max(1.0 if pn == gn else 0.0 for gn in gns))
+            f1.append(max(_f1_fast(pn, gn, lang) for gn in gns))
+        return em, f1
 
     def _add_unscored(self, systems: list[str], sample_ids: list[str], langs: list[str],
                       preds: list[str | None], numbers: Sequence[int]) -> None:
@@ -395,12 +427,12 @@ def _score_row_path(rows: Iterable[Row], config: MultilingualConfig, path: str,
 
     for row in rows:
         if acc is None:
-            acc = _Accumulator(path, row.unit, lid, config.keep_text)
+            acc = _Accumulator(path, row.unit, lid, config.keep_text, config.normalize)
         batch.append(_parse_row(row, config.field_map, lang_ok))
         if len(batch) >= BATCH:
             flush()
     if acc is None:
-        acc = _Accumulator(path, "row", lid, config.keep_text)
+        acc = _Accumulator(path, "row", lid, config.keep_text, config.normalize)
     if batch:
         flush()
     return acc
@@ -426,7 +458,7 @@ def score_file(path: str | Path, config: MultilingualConfig) -> MultilingualResu
     anything unusual re-runs on the row path, which reports problems with their exact place.
     Both paths give identical numbers (tested).
     """
-    if not config.rlc_lid:
+    if not config.rlc_lid and config.normalize == "lbrag":
         from ragmeter.suites.multilingual.fast import accumulate_columnar
 
         try:
@@ -456,8 +488,7 @@ def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str, p
         f1 = np.frombuffer(cols.f1, dtype=np.float64) if len(cols.f1) else np.zeros(0)
         cost = np.frombuffer(cols.cost, dtype=np.float64) if len(cols.cost) else np.zeros(0)
         base_aligned = np.frombuffer(base_f1, dtype=np.float64)[np.where(pos < 0, 0, pos)]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            value = np.where(cost == 0, 0.0, (f1 - base_aligned) / np.where(cost == 0, 1.0, cost))
+        value = cnbe_many(f1, base_aligned, cost)
         vals: list[float | None] = value.tolist()
         for i in np.flatnonzero(np.isnan(cost) | (pos < 0)).tolist():
             vals[i] = None  # no cost, or no baseline row

@@ -40,6 +40,7 @@ class RgbInstance:
     negative: tuple[str, ...]
     positive_wrong: tuple[str, ...] | None
     place: str  # "line 17" for messages
+    fakeanswer: str | None = None  # _fact files: the counterfactual answer (--mode refactor)
 
     @property
     def key(self) -> str:
@@ -114,6 +115,15 @@ def _check_answer(row: Row, value: Any) -> Any:
     return value
 
 
+def _fakeanswer(value: Any) -> str | None:
+    """``fakeanswer`` of _fact files (a string; a list is joined), used only by --mode refactor."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value)
+    return str(value)
+
+
 def _parse(row: Row, kind: str) -> RgbInstance:
     ident = _require(row, "id", component=COMPONENT)
     if not isinstance(ident, (int, str)) or isinstance(ident, bool):
@@ -148,7 +158,8 @@ def _parse(row: Row, kind: str) -> RgbInstance:
                 fix="give one counterfactual document per positive document.")
     return RgbInstance(id=ident, query=query, answer=answer, positive=positive,
                        negative=negative, positive_wrong=positive_wrong,
-                       place=f"{row.unit} {row.number}")
+                       place=f"{row.unit} {row.number}",
+                       fakeanswer=_fakeanswer(row.data.get("fakeanswer")))
 
 
 def load_dataset(path: str | Path, *, kind: str | None = None,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 __all__ = ["DEMO_MAX_TOKENS", "SAMPLE_FILES", "run_demo"]
 
@@ -44,9 +45,10 @@ def run_demo(out_dir: Path, console: Console, *, backend: Any = None,
     start = time.monotonic()
     datasets = [load_dataset(sample_path(name)) for name in SAMPLE_FILES]
     n = sum(len(d.instances) for d in datasets)
-    console.print(f"[bold]ragmeter demo[/bold]: RGB (Chen et al., AAAI 2024) on the built-in "
-                  f"sample ({n} questions in {len(datasets)} files), offline default model, "
-                  "greedy decoding")
+    console.print(Text.assemble(
+        ("ragmeter demo", "bold"), f": RGB (Chen et al., AAAI 2024) on the built-in "
+        f"sample ({n} questions in {len(datasets)} files), offline default model, "
+        "greedy decoding"))
     backend = backend or create_backend("local")
     store = Store(store_path)
     runner = RunnerConfig(concurrency=1, progress=sys.stderr.isatty(),

@@ -17,37 +17,37 @@ makes its item ``unscored`` with the runner's reason, counted in the coverage of
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter.errors import ConfigError
 from ragmeter.llm.base import Backend, Request
-from ragmeter.metrics import qa_rgb
 from ragmeter.records import Coverage, ItemResult, Signature
 from ragmeter.runner import Outcome, RunnerConfig, run_requests
 from ragmeter.store import Store
 from ragmeter.suites.rgb.build import BuildConfig, build_rows
 from ragmeter.suites.rgb.data import COMPONENT, RgbDataset
-from ragmeter.suites.rgb.judge import (
+from ragmeter.suites.rgb.judged import (
     JUDGE_METHODS,
-    judge_record,
-    judge_request,
-    parse_fact,
-    parse_reject,
+    JudgeTask,
+    judge_requests,
+    judge_signature,
+    judge_tasks,
+    wilson,
 )
 from ragmeter.suites.rgb.prompts import JudgePrompts, RgbPrompts
 from ragmeter.suites.rgb.scoring import (
     METRIC_VERSION,
     Prediction,
     RgbScore,
+    mode_label,
     score_predictions,
     signature_for,
 )
 
 __all__ = ["RgbRunConfig", "Setting", "RgbRunResult", "plan_settings", "generation_requests",
-           "run_rgb"]
+           "run_rgb", "judge_tasks_for", "judge_info_for", "dry_run_judge_requests"]
 
 PAPER_NOISE_RATES = (0.0, 0.2, 0.4, 0.6, 0.8)
 PAPER_INT_NOISE_RATES = (0.0, 0.2, 0.4)
@@ -67,13 +67,13 @@ class RgbRunConfig:
     max_tokens: int = 256
     mode: str = "strict"
     judge: bool = False
-    judge_method: str = "auto"  # auto: choice for the local backend, text otherwise
+    judge_method: str = "auto"  # see suites/rgb/judged.py: resolve_method
     limit: int | None = None  # only the first N instances of each file
 
     def __post_init__(self) -> None:
-        if self.judge_method not in (*JUDGE_METHODS, "auto"):
+        if self.judge_method not in JUDGE_METHODS:
             raise ConfigError(f"rgb: unknown judge method {self.judge_method!r}. "
-                              "Fix: use auto, text or choice.")
+                              f"Fix: use one of {', '.join(JUDGE_METHODS)}.")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"rgb: --limit must be at least 1, got {self.limit}.")
 
@@ -153,6 +153,7 @@ class RgbRunResult:
     judge_info: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
     judge_items: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict, repr=False)
+    alarms: list[dict[str, Any]] = field(default_factory=list)
 
     def coverage(self) -> Coverage:
         items: list[ItemResult] = []
@@ -180,6 +181,7 @@ class RgbRunResult:
                           **({"judged": self.judged[s.name]} if s.name in self.judged else {})}
                          for s, sc in self.scores],
             "notes": self.notes,
+            **({"alarms": self.alarms} if self.alarms else {}),
         }
 
     def iter_items(self) -> Iterator[dict[str, Any]]:
@@ -233,129 +235,181 @@ def run_rgb(datasets: Sequence[RgbDataset], prompts: RgbPrompts, backend: Backen
     judged: dict[str, dict[str, Any]] = {}
     judge_items: dict[str, dict[str, dict[str, Any]]] = {}
     judge_info = None
+    alarms: list[dict[str, Any]] = []
     if config.judge:
         jb = judge_backend or backend
-        method = config.judge_method
-        if method == "auto":
-            method = "choice" if jb.name == "local" else "text"
         jp = judge_prompts
         if jp is None:
             from ragmeter.suites.rgb.prompts import load_judge_prompts
             jp = load_judge_prompts(None)
-        jmodel = str(jb.identity().get("model", jb.name))
-        judge_info = {"backend": jb.name, "model": jmodel, "method": method,
-                      "prompts": jp.version}
-        judged, judge_items = _judge(scores, jp, jb, store, runner, method)
+        rates = judge_tasks(judge_tasks_for(scores), jp, jb, store, runner,
+                            config.judge_method)
+        judge_info = judge_info_for(jb, jp, rates.methods)
+        judged, judge_items, alarms = rates.rates, rates.items, rates.alarms
     tables = _tables(scores, judged, config)
     settings_sig: dict[str, Any] = {
         "model": f"{backend.name}:{model}", "prompts": prompts.version,
         "temp": config.temperature, "max_tokens": config.max_tokens,
         "passages": config.passage_num, "seed": config.seed,
-        "labels": "strict" if config.mode == "strict" else "lenient(not-paper)",
+        "labels": mode_label(config.mode),
         "limit": config.limit,
     }
     if judge_info:
-        settings_sig["judge"] = (f"{judge_info['backend']}:{judge_info['model']}"
-                                 f"|judge-method:{judge_info['method']}"
-                                 f"|judge-prompts:{judge_info['prompts']}")
+        settings_sig["judge"] = judge_signature(judge_info)
     signature = Signature.make(COMPONENT, METRIC_VERSION, settings_sig).render()
     notes = []
-    if config.mode == "lenient":
-        notes.append("lenient labels are NOT the paper's metric and are not comparable with "
-                     "published RGB numbers; the strict numbers are the paper's.")
+    if config.mode != "strict":
+        notes.append(f"{config.mode} labels are NOT the paper's metric and are not comparable "
+                     "with published RGB numbers; the strict numbers are the paper's.")
     if config.limit:
         notes.append(f"only the first {config.limit} instance(s) of each file were run.")
     return RgbRunResult(scores=scores, judged=judged, tables=tables, signature=signature,
                         model=identity, config=config, prompts_version=prompts.version,
-                        judge_info=judge_info, notes=notes, judge_items=judge_items)
+                        judge_info=judge_info, notes=notes, judge_items=judge_items,
+                        alarms=alarms)
 
 
-def _judge(scores: list[tuple[Setting, RgbScore]], jp: JudgePrompts, backend: Backend,
-           store: Store | None, runner: RunnerConfig, method: str,
-           ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, dict[str, Any]]]]:
+def judge_tasks_for(scores: Sequence[tuple[Setting, RgbScore]]) -> list[JudgeTask]:
     """Rej* on the noise-1.0 predictions of default data, ED*/CR* on Acc_doc predictions."""
-    todo: list[tuple[Setting, RgbScore, str]] = []
+    out: list[JudgeTask] = []
     for s, sc in scores:
         if s.role == "rejection":
-            todo.append((s, sc, "reject"))
+            out.append(JudgeTask(s.name, "reject", s.dataset, sc))
         elif s.role == "fact_doc":
-            todo.append((s, sc, "fact"))
-    requests: list[Request] = []
-    for s, sc, kind in todo:
-        queries = {i.key: i.query for i in s.dataset.instances}
-        template = jp.reject if kind == "reject" else jp.fact
-        for it in sc.items:
-            if it["status"] == "ok":
-                requests.append(judge_request(f"judge/{s.name}/{it['id']}", template,
-                                              queries[str(it["id"])], it["prediction"], method))
-    jrunner = dataclasses.replace(runner, description="judge calls")
-    outcomes = {o.request.id: o for o in run_requests(requests, backend, store, jrunner)}
-    judged: dict[str, dict[str, Any]] = {}
-    items: dict[str, dict[str, dict[str, Any]]] = {}
-    for s, sc, kind in todo:
-        flags: list[bool] = []
-        labels: list[tuple[int, ...]] = []
-        per: dict[str, dict[str, Any]] = {}
-        reasons: dict[str, int] = {}
-        for it in sc.items:
-            key = str(it["id"])
-            if it["status"] != "ok":
-                reasons["no_generation"] = reasons.get("no_generation", 0) + 1
-                continue
-            o = outcomes[f"judge/{s.name}/{it['id']}"]
-            if not o.ok or o.response is None:
-                reasons[o.reason or "call_failed"] = reasons.get(o.reason or "call_failed", 0) + 1
-                per[key] = {"status": "unscored", "reason": o.reason, "detail": o.detail}
-                continue
-            flag = (parse_reject if kind == "reject" else parse_fact)(o.response, method)
-            flags.append(flag)
-            labels.append(tuple(it["labels"]))
-            per[key] = judge_record(o.response, flag, method)
-        total = len(sc.items)
-        cov = {"total": total, "scored": len(flags), "unscored": total - len(flags),
-               "reasons": dict(sorted(reasons.items()))}
-        if kind == "reject":
-            judged[s.name] = {"reject_rate_judged": qa_rgb.judge_reject_rate(flags),
-                              "rejected": sum(flags), "n": len(flags), "coverage": cov}
-        else:
-            judged[s.name] = {"ed_judged": qa_rgb.judge_reject_rate(flags),
-                              "cr_judged": qa_rgb.judged_correct_rate(flags, labels),
-                              "detected": sum(flags), "n": len(flags), "coverage": cov}
-        items[s.name] = per
-    return judged, items
+            out.append(JudgeTask(s.name, "fact", s.dataset, sc))
+    return out
+
+
+def judge_info_for(backend: Backend, prompts: JudgePrompts, methods: dict[str, str]
+                   ) -> dict[str, Any]:
+    """The judge's identity for results and signatures; ``method`` names each task's method
+    when they differ (``reject:detector,fact:choice``)."""
+    used = sorted(set(methods.values()))
+    method = used[0] if len(used) == 1 else ",".join(f"{k}:{v}"
+                                                     for k, v in sorted(methods.items()))
+    return {"backend": backend.name, "model": str(backend.identity().get("model", backend.name)),
+            "method": method or "none", "prompts": prompts.version}
+
+
+def dry_run_judge_requests(datasets: Sequence[RgbDataset], prompts: RgbPrompts,
+                           config: RgbRunConfig, backend: Backend, store: Store | None,
+                           judge_prompts: JudgePrompts, judge_backend: Backend,
+                           ) -> tuple[list[Request], int]:
+    """The judge calls a run would make, for ``--dry-run``: ``(requests, placeholders)``.
+
+    Each judge prompt holds the answer it judges: an answer already in the store is used as
+    it is; one not generated yet is stood in by a placeholder of ``max_tokens`` tokens (4
+    characters each), so the prompt tokens are an upper bound.  ``placeholders`` counts them.
+    """
+    datasets = [_limited(d, config) for d in datasets]
+    settings = [s for s in plan_settings(datasets, config)
+                if s.role in ("rejection", "fact_doc")]
+    gen = generation_requests(settings, prompts, config)
+    identity = backend.identity()
+    keys = {r.id: r.cache_key(identity) for r in gen}
+    stored = store.get_many(keys.values()) if store is not None else {}
+    placeholder = "x" * (4 * config.max_tokens)
+    missing = 0
+    scores: list[tuple[Setting, RgbScore]] = []
+    for s in settings:
+        preds: dict[str, Prediction] = {}
+        for inst in _instances(s, config):
+            hit = stored.get(keys[f"{s.name}/{inst.id}"])
+            if hit is None:
+                missing += 1
+            preds[inst.key] = Prediction(hit.text if hit is not None else placeholder)
+        scores.append((s, score_predictions(s.dataset, preds, s.build)))
+    requests = judge_requests(judge_tasks_for(scores), judge_prompts, config.judge_method,
+                              judge_backend.name)
+    return requests, missing
+
+
+def _cell(hits: int | None, n: int | None) -> dict[str, Any]:
+    """n and the Wilson 95% interval of one table cell (issue 15: RGB tables)."""
+    if hits is None or n is None:
+        return {"n": n, "ci95": None}
+    return {"n": n, "ci95": wilson(hits, n)}
 
 
 def _tables(scores: list[tuple[Setting, RgbScore]], judged: dict[str, dict[str, Any]],
             config: RgbRunConfig) -> dict[str, Any]:
-    """The paper's tables as plain data (read by the console and HTML reports)."""
+    """The paper's tables as plain data (read by the console and HTML reports).
+
+    ``cells`` holds, for every value of every table, its n and Wilson 95% interval, in the
+    same layout (``cells[table][data][column]``).
+    """
     noise: dict[str, dict[str, Any]] = {}
     rejection: dict[str, dict[str, Any]] = {}
     integration: dict[str, dict[str, Any]] = {}
     fact: dict[str, dict[str, Any]] = {}
     lenient: dict[str, dict[str, Any]] = {}
+    refactor: dict[str, dict[str, Any]] = {}
+    cells: dict[str, dict[str, dict[str, Any]]] = {
+        "noise_robustness": {}, "rejection": {}, "integration": {}, "counterfactual": {}}
+
+    def put(tab: str, ds: str, col: str, hits: int | None, n: int | None) -> None:
+        cells[tab].setdefault(ds, {})[col] = _cell(hits, n)
+
     for s, sc in scores:
         ds = s.dataset.name
         acc = sc.metrics["accuracy"]
+        tt, n = sc.metrics["tt"], sc.metrics["n"]
+        j = judged.get(s.name, {})
         if s.role == "noise":
             noise.setdefault(ds, {})[str(s.build.noise_rate)] = acc
+            put("noise_robustness", ds, str(s.build.noise_rate), tt, n)
         elif s.role == "rejection":
-            row = {"rej": acc, "rej_judged": judged.get(s.name, {}).get("reject_rate_judged")}
-            rejection[ds] = row
+            rejection[ds] = {"rej": acc, "rej_judged": j.get("reject_rate_judged")}
+            put("rejection", ds, "rej", tt, n)
+            if j:
+                put("rejection", ds, "rej_judged", j["rejected"], j["n"])
         elif s.role == "integration":
             integration.setdefault(ds, {})[str(s.build.noise_rate)] = acc
+            put("integration", ds, str(s.build.noise_rate), tt, n)
         elif s.role == "fact_doc":
             row = fact.setdefault(ds, {})
             row.update({"acc_doc": acc, "ed": sc.metrics.get("fact_check_rate"),
                         "cr": sc.metrics.get("correct_rate")})
-            j = judged.get(s.name, {})
             row.update({"ed_judged": j.get("ed_judged"), "cr_judged": j.get("cr_judged")})
+            put("counterfactual", ds, "acc_doc", tt, n)
+            put("counterfactual", ds, "ed", sc.metrics.get("fact_tt"), n)
+            put("counterfactual", ds, "cr", sc.metrics.get("correct_tt"),
+                sc.metrics.get("fact_tt"))
+            if j:
+                put("counterfactual", ds, "ed_judged", j["detected"], j["n"])
+                put("counterfactual", ds, "cr_judged", j["cr_correct"], j["detected"])
         elif s.role == "fact_nodoc":
             fact.setdefault(ds, {})["acc"] = acc
+            put("counterfactual", ds, "acc", tt, n)
         if sc.lenient is not None:
             lenient[s.name] = {"accuracy": sc.lenient["accuracy"],
                                "strict_accuracy": acc, "flips": sc.lenient["flips"]}
+        if sc.refactor is not None:
+            refactor[s.name] = refactor_row(s.role, sc)
     out: dict[str, Any] = {"noise_robustness": noise, "rejection": rejection,
-                           "integration": integration, "counterfactual": fact}
+                           "integration": integration, "counterfactual": fact, "cells": cells}
     if config.mode == "lenient":
         out["lenient"] = lenient
+    if config.mode == "refactor":
+        out["refactor"] = refactor
     return out
+
+
+def refactor_row(role: str, sc: RgbScore) -> dict[str, Any]:
+    """One setting of the refactor table: the paper's rate, the refactor's, and the flips."""
+    rf = sc.refactor or {}
+    m = sc.metrics
+    if role == "rejection":
+        pairs = [("Rej", "rejection_rate", m.get("accuracy"), rf.get("rejection_rate"))]
+    elif role == "fact_doc":
+        pairs = [("ED", "error_detection_rate", m.get("fact_check_rate"),
+                  rf.get("error_detection_rate")),
+                 ("CR", "error_correction_rate", m.get("correct_rate"),
+                  rf.get("error_correction_rate"))]
+    else:
+        pairs = [("accuracy", "accuracy", m.get("accuracy"), rf.get("accuracy"))]
+    flips = rf.get("flips") or {}
+    return {"n": rf.get("n"), "rates": [
+        {"paper": paper, "refactor": name, "strict_value": sv, "refactor_value": rv,
+         "gained": (flips.get(name) or {}).get("gained", 0),
+         "lost": (flips.get(name) or {}).get("lost", 0)} for paper, name, sv, rv in pairs]}

@@ -20,12 +20,13 @@ from ragmeter.metrics import qa_rgb
 from ragmeter.records import Coverage, ItemResult, Signature
 from ragmeter.suites.rgb.build import BuildConfig
 from ragmeter.suites.rgb.data import COMPONENT, RgbDataset
+from ragmeter.suites.rgb.refactor import RefactorTally
 
 __all__ = ["METRIC_VERSION", "Prediction", "RgbScore", "read_predictions", "score_predictions",
            "signature_for"]
 
 METRIC_VERSION = "rgb-evalue@65ec39e"
-MODES = ("strict", "lenient")
+MODES = ("strict", "lenient", "refactor")
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class RgbScore:
     signature: str
     items: list[dict[str, Any]] = field(repr=False)
     lenient: dict[str, Any] | None = None
+    refactor: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -63,6 +65,8 @@ class RgbScore:
         }
         if self.lenient is not None:
             out["lenient"] = self.lenient
+        if self.refactor is not None:
+            out["refactor"] = self.refactor
         if self.notes:
             out["notes"] = self.notes
         return out
@@ -83,12 +87,18 @@ def signature_for(dataset: RgbDataset, config: BuildConfig, *, mode: str = "stri
     settings: dict[str, Any] = {
         "data": dataset.name, "kind": dataset.kind, "lang": dataset.lang,
         "noise": config.noise_rate, "passages": config.passage_num, "seed": config.seed,
-        "labels": "strict" if mode == "strict" else "lenient(not-paper)",
+        "labels": mode_label(mode),
         "prompts": prompts, "model": model, "judge": judge,
     }
     if dataset.kind == "fact":
         settings["correct"] = config.correct_rate
     return Signature.make(COMPONENT, METRIC_VERSION, settings).render()
+
+
+def mode_label(mode: str) -> str:
+    """How a mode shows in signatures: the extra labels are never the paper's."""
+    return {"strict": "strict", "lenient": "lenient(not-paper)",
+            "refactor": "refactor(not-paper)"}.get(mode, mode)
 
 
 def read_predictions(path: str | Path) -> dict[str, Prediction]:
@@ -124,7 +134,7 @@ def score_predictions(dataset: RgbDataset, predictions: Mapping[str, Prediction]
     """
     if mode not in MODES:
         raise InputError(f"unknown mode {mode!r}.", component=COMPONENT,
-                         fix="use --mode strict or --mode lenient.")
+                         fix="use --mode strict, lenient or refactor.")
     zh = "zh" in dataset.lang
     items: list[dict[str, Any]] = []
     results: list[ItemResult] = []
@@ -133,6 +143,7 @@ def score_predictions(dataset: RgbDataset, predictions: Mapping[str, Prediction]
     len_labels: list[tuple[int, ...]] = []
     len_facts: list[int] = []
     flips = {"wrong_to_right": 0, "right_to_wrong": 0}
+    refactor = RefactorTally(dataset.kind, config.noise_rate) if mode == "refactor" else None
     for inst in dataset.instances:
         pred = predictions.get(inst.key)
         if pred is None:
@@ -161,6 +172,8 @@ def score_predictions(dataset: RgbDataset, predictions: Mapping[str, Prediction]
                 flips["wrong_to_right"] += 1
             elif correct and not le_correct:
                 flips["right_to_wrong"] += 1
+        if refactor is not None:
+            item["refactor"] = refactor.add(pred.text, inst, lab, correct)
         items.append(item)
         results.append(ItemResult(id=inst.key, values={"correct": int(correct)}))
     metrics = _rates(dataset.kind, labels_ok, facts_ok, config.noise_rate)
@@ -178,7 +191,8 @@ def score_predictions(dataset: RgbDataset, predictions: Mapping[str, Prediction]
         dataset=dataset.name, kind=dataset.kind, lang=dataset.lang, config=config, mode=mode,
         metrics=metrics, coverage=Coverage.of(results),
         signature=signature or signature_for(dataset, config, mode=mode), items=items,
-        lenient=lenient, notes=notes)
+        lenient=lenient, refactor=refactor.summary() if refactor is not None else None,
+        notes=notes)
 
 
 def _rates(kind: str, labels: list[tuple[int, ...]], facts: list[int],

@@ -10,7 +10,8 @@ from rich.table import Table
 from ragmeter.reports.console import console as make_console
 from ragmeter.reports.console import fmt
 
-__all__ = ["print_score", "coverage_line"]
+__all__ = ["print_score", "coverage_line", "print_refactor", "print_judged",
+           "print_judge_cards"]
 
 
 def coverage_line(cov: Any) -> str:
@@ -47,9 +48,19 @@ def print_score(result: Any, con: Console | None = None) -> None:
     con.print(f"signature: {result.signature}", style="dim")
 
 
-def _rate_cell(value: Any) -> str:
-    """Rates as percentages, like the paper's tables."""
-    return "—" if value is None else f"{100 * value:.1f}"
+def _rate_cell(value: Any, stat: Any = None) -> str:
+    """Rates as percentages, like the paper's tables; with ``stat`` (``{"n", "ci95"}``) a second
+    line holds the Wilson 95% interval (in %) and n."""
+    text = "—" if value is None else f"{100 * value:.1f}"
+    if isinstance(stat, dict) and stat.get("n") is not None:
+        ci = stat.get("ci95")
+        text += "\n" + (f"[{100 * ci[0]:.0f}, {100 * ci[1]:.0f}] " if ci else "") + \
+            f"n={stat['n']}"
+    return text
+
+
+def _stat(tables: dict[str, Any], table: str, ds: str, col: str) -> Any:
+    return ((tables.get("cells") or {}).get(table) or {}).get(ds, {}).get(col)
 
 
 def _setting_coverage(result: Any) -> dict[str, str]:
@@ -72,7 +83,9 @@ def print_run(result: Any, con: Console | None = None) -> None:
         for r in rates:
             table.add_column(f"{r:g}", justify="right")
         for ds, row in t["noise_robustness"].items():
-            table.add_row(ds, *[_rate_cell(row.get(str(r))) for r in rates])
+            table.add_row(ds, *[_rate_cell(row.get(str(r)),
+                                           _stat(t, "noise_robustness", ds, str(r)))
+                                for r in rates])
         con.print(table)
     if t["rejection"]:
         table = Table(title="Negative rejection (noise 1.0): rejection rate (%)", min_width=54,
@@ -81,7 +94,9 @@ def print_run(result: Any, con: Console | None = None) -> None:
             table.add_column(c, justify="left" if c == "data" else "right")
         for s in by_role.get("rejection", []):
             row = t["rejection"][s.dataset.name]
-            table.add_row(s.dataset.name, _rate_cell(row["rej"]), _rate_cell(row["rej_judged"]),
+            ds = s.dataset.name
+            table.add_row(ds, _rate_cell(row["rej"], _stat(t, "rejection", ds, "rej")),
+                          _rate_cell(row["rej_judged"], _stat(t, "rejection", ds, "rej_judged")),
                           cov[s.name])
         con.print(table)
     if t["integration"]:
@@ -92,7 +107,8 @@ def print_run(result: Any, con: Console | None = None) -> None:
         for r in rates:
             table.add_column(f"{r:g}", justify="right")
         for ds, row in t["integration"].items():
-            table.add_row(ds, *[_rate_cell(row.get(str(r))) for r in rates])
+            table.add_row(ds, *[_rate_cell(row.get(str(r)), _stat(t, "integration", ds, str(r)))
+                                for r in rates])
         con.print(table)
     if t["counterfactual"]:
         table = Table(title="Counterfactual robustness (%)", min_width=33, title_justify="left")
@@ -102,8 +118,11 @@ def print_run(result: Any, con: Console | None = None) -> None:
         for _, head in cols:
             table.add_column(head, justify="right")
         for ds, row in t["counterfactual"].items():
-            table.add_row(ds, *[_rate_cell(row.get(k)) for k, _ in cols])
+            table.add_row(ds, *[_rate_cell(row.get(k), _stat(t, "counterfactual", ds, k))
+                                for k, _ in cols])
         con.print(table)
+    if t.get("cells"):
+        con.print("cells: rate (%), then its Wilson 95% interval (%) and n")
     if "lenient" in t:
         table = Table(title="Lenient labels (NOT the paper's metric; not comparable)", min_width=59,
                       title_justify="left")
@@ -113,6 +132,8 @@ def print_run(result: Any, con: Console | None = None) -> None:
             table.add_row(name, _rate_cell(row["strict_accuracy"]), _rate_cell(row["accuracy"]),
                           str(row["flips"]["wrong_to_right"]), str(row["flips"]["right_to_wrong"]))
         con.print(table)
+    if "refactor" in t:
+        print_refactor(t["refactor"], con)
     total = result.coverage()
     con.print(coverage_line(total))
     for s, sc in result.scores:
@@ -127,6 +148,64 @@ def print_run(result: Any, con: Console | None = None) -> None:
         ji = result.judge_info
         con.print(f"judge: {ji['backend']}:{ji['model']}, method {ji['method']}, prompts "
                   f"{ji['prompts']}")
+        print_judge_cards(result.judged, con)
+    for alarm in getattr(result, "alarms", []):
+        con.print(f"WARNING: {alarm.get('message', alarm)}", style="bold red")
     for note in result.notes:
         con.print(f"note: {note}")
+    con.print(f"signature: {result.signature}", style="dim")
+
+
+def print_refactor(rows: dict[str, Any], con: Console) -> None:
+    """The refactor's rates beside the paper's, per setting, with the flips."""
+    table = Table(title="Refactor labels (write-up 000; NOT the paper's metric)", min_width=56,
+                  title_justify="left")
+    for c in ("setting", "paper rate", "strict", "refactor rate", "refactor", "gained", "lost"):
+        table.add_column(c, justify="left" if c in ("setting", "paper rate", "refactor rate")
+                         else "right")
+    for name, row in rows.items():
+        for r in row["rates"]:
+            table.add_row(name, r["paper"], _rate_cell(r["strict_value"]), r["refactor"],
+                          _rate_cell(r["refactor_value"]), str(r["gained"]), str(r["lost"]))
+    con.print(table)
+    con.print("gained: items the refactor counts and strict does not; lost: the reverse")
+
+
+def print_judge_cards(judged: dict[str, Any], con: Console) -> None:
+    """Each task's judge and whether it is validated (issue 12: a card beside every number)."""
+    seen: set[str] = set()
+    for row in judged.values():
+        card = row.get("card")
+        if card and card.get("judge") not in seen:
+            seen.add(card["judge"])
+            v = card.get("validation")
+            if v:
+                con.print(f"judge card: {card['judge']}: {v.get('metric')} {v.get('value'):.3f} "
+                          f"[{v['ci'][0]:.3f}, {v['ci'][1]:.3f}], {v.get('data')}")
+            else:
+                con.print(f"judge card: {card['judge']}: unvalidated")
+
+
+def print_judged(result: Any, con: Console | None = None) -> None:
+    """``rgb judge``: the judged rates with n and Wilson 95% intervals, coverage, judge."""
+    con = con or make_console()
+    table = Table(title=f"RGB judged rates on {result.dataset} ({result.kind}, {result.lang}) (%)",
+                  title_justify="left", min_width=50)
+    for c in ("rate", "value", "95% CI", "n", "judged", "method"):
+        table.add_column(c, justify="left" if c in ("rate", "method") else "right")
+    row = result.rates
+    ci = row.get("ci95") or {}
+    keys = (("reject_rate_judged", "Rej*", "n"),) if result.kind == "reject" else (
+        ("ed_judged", "ED*", "n"), ("cr_judged", "CR*", "detected"))
+    for key, label, n_key in keys:
+        bounds = ci.get(key)
+        interval = f"[{100 * bounds[0]:.1f}, {100 * bounds[1]:.1f}]" if bounds else "—"
+        table.add_row(label, _rate_cell(row.get(key)),
+                      interval, str(row.get(n_key)), f"{row['coverage']['scored']}/"
+                      f"{row['coverage']['total']}", row.get("method", ""))
+    con.print(table)
+    print_judge_cards({"x": row}, con)
+    if row.get("alarm"):
+        con.print(f"WARNING: {row['alarm'].get('message')}", style="bold red")
+    con.print(coverage_line(result.score.coverage))
     con.print(f"signature: {result.signature}", style="dim")

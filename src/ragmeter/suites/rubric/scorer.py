@@ -200,8 +200,8 @@ def _iter_items(sources: Sequence[Any], config: RubricConfig) -> Iterable[Graded
             yield GradedItem(id=str(item_id), group=tuple(group), repeat=repeat, grade=grade,
                              reason=reason, detail=detail, expected_grade=exp,
                              grade_probs=probs, judge=str(judge) if judge else None,
-                             language_consistency=float(lcs) if isinstance(lcs, (int, float))
-                             and _is_number(lcs) else None)
+                             language_consistency=float(lcs) if lcs is not None and _is_number(lcs)
+                             else None)
 
 
 _HEADLINE = ("weighted_score", "mean_grade", "median_grade", "percentage",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import InputError
-from ragmeter.io import FieldMap, Row, as_text, detect_format, is_blank, iter_rows
+from ragmeter.io import FieldMap, Row, as_text, detect_format, is_blank, is_path, iter_rows
 
 __all__ = [
     "COMPONENT",
@@ -45,14 +45,19 @@ BASELINE_COLUMNS: dict[str, tuple[str, str]] = {
 }
 
 
-def iter_trace_rows(path: str | Path, columns: Sequence[str] | None = None, *,
+def iter_trace_rows(path: Any, columns: Sequence[str] | None = None, *,
                     field_map: FieldMap | None = None) -> Iterator[Row]:
-    """Rows of ``path``; for Parquet only ``columns`` (those present) are read."""
-    p = Path(path)
+    """Rows of ``path`` (a file, or in-memory data: a list of dicts, a DataFrame or an Arrow
+    table); for a Parquet file only ``columns`` (those present) are read."""
     fm = field_map or FieldMap()
+    if not is_path(path):
+        yield from iter_rows(path, component=COMPONENT, field_map=fm)
+        return
+    p = Path(path)
     if columns is not None and p.exists() and p.is_file() and detect_format(p) == "parquet":
-        import pyarrow.parquet as pq
+        from ragmeter.io import import_parquet
 
+        pq = import_parquet()
         try:
             pf = pq.ParquetFile(p)
         except Exception as exc:  # pyarrow raises several unrelated types for bad files
@@ -135,6 +140,8 @@ class LabelRow:
     unsupported_keys: tuple[str, ...] | None
     unscored: tuple[str, str] | None = None  # (reason, detail)
     adherence_probability: float | None = None
+    # per response sentence, from sentence_support_information (None: the field is absent)
+    fully_supported: tuple[bool | None, ...] | None = None
 
 
 def _documents_sentences(row: Row) -> list[list[tuple[str, str]]]:
@@ -175,11 +182,8 @@ def parse_label_row(row: Row) -> LabelRow:
     raw_unsup = row.data.get("unsupported_response_sentence_keys")
     info = row.data.get("sentence_support_information")
     unsupported: tuple[str, ...] | None = None
-    if raw_unsup is not None:
-        unsupported = _keys(row, "unsupported_response_sentence_keys", raw_unsup)
-    elif info is not None:
-        from ragmeter.metrics.trace import unsupported_keys
-
+    pairs: list[tuple[str, Any]] | None = None
+    if info is not None:
         pairs = []
         for k, item in enumerate(_as_list(row, "sentence_support_information", info)):
             if not isinstance(item, dict) or "response_sentence_key" not in item:
@@ -187,7 +191,16 @@ def parse_label_row(row: Row) -> LabelRow:
                                 field="sentence_support_information",
                                 fix="give objects with response_sentence_key and "
                                     "fully_supported.")
-            pairs.append((str(item["response_sentence_key"]), item.get("fully_supported")))
+            full: Any = item.get("fully_supported")
+            if full is not None and hasattr(full, "item"):  # numpy bool from Parquet/pandas
+                full = full.item()
+            pairs.append((str(item["response_sentence_key"]),
+                          full if isinstance(full, bool) else None))
+    if raw_unsup is not None:
+        unsupported = _keys(row, "unsupported_response_sentence_keys", raw_unsup)
+    elif pairs is not None:
+        from ragmeter.metrics.trace import unsupported_keys
+
         unsupported = unsupported_keys(pairs)
     if relevant is None and utilized is None and unsupported is None:
         return LabelRow(rid, row.number, n, None, None, None, unscored=(
@@ -199,7 +212,8 @@ def parse_label_row(row: Row) -> LabelRow:
     prob_f = float(prob) if isinstance(prob, (int, float)) and not isinstance(prob, bool) \
         else None
     return LabelRow(rid, row.number, n, relevant, utilized, unsupported,
-                    adherence_probability=prob_f)
+                    adherence_probability=prob_f,
+                    fully_supported=None if pairs is None else tuple(f for _, f in pairs))
 
 
 @dataclass(frozen=True)
@@ -253,3 +267,18 @@ def parse_source_row(row: Row) -> SourceRow:
             documents = tuple(items)
     return SourceRow(row_id(row), row.number, question, documents, response, docs_sent,
                      resp_sent)
+
+
+SOURCE_COLUMNS = ("id", "question", "documents", "response", "documents_sentences",
+                  "response_sentences")
+
+
+def read_sources(path: Any, *, field_map: FieldMap | None = None,
+                 limit: int | None = None) -> list[SourceRow]:
+    """The (question, documents, response) rows of ``path``, the first ``limit`` only."""
+    sources: list[SourceRow] = []
+    for row in iter_trace_rows(path, SOURCE_COLUMNS, field_map=field_map):
+        sources.append(parse_source_row(row))
+        if limit and len(sources) >= limit:
+            break
+    return sources

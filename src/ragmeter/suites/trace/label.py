@@ -6,6 +6,9 @@ given) and parse/assemble (pure):
 - ``json``: one call per row with a labelling prompt (ragmeter's own by default; RAGBench's
   with ``--prompt-file labeling_prompt.txt``), its reply parsed by
   :func:`~ragmeter.suites.trace.parse.parse_labels`.  For capable endpoints.
+- ``detector``: no generative model at all: ragmeter's fitted lexical detector
+  (:mod:`ragmeter.suites.trace.detector`, the shipped coefficients or ``--detector FILE``)
+  labels every sentence; no call is made, so nothing goes through the runner.
 - ``choice``: for the offline small model, which cannot write JSON.  Yes/no choice scoring per
   sentence: "is document sentence X relevant to the question?", "did the response use X?",
   "is response sentence Y supported by the evidence?".  The evidence of Y is the
@@ -43,7 +46,7 @@ __all__ = ["TracePrompts", "load_prompts", "LabelConfig", "Prepared", "prepare",
            "build_requests", "assemble", "TASKS", "STRATEGIES"]
 
 TASKS = ("relevance", "utilization", "support")
-STRATEGIES = ("json", "choice")
+STRATEGIES = ("json", "choice", "detector")
 YES_NO = ("yes", "no")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -96,17 +99,21 @@ class LabelConfig:
     max_doc_sentences: int | None = None  # per document; None = all
     language: str = "en"
     max_tokens: int = 2048
+    detector: str | None = None  # detector file for strategy "detector"; None = shipped
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
-            raise ConfigError(f"trace: unknown strategy {self.strategy!r}; use json or choice.")
+            raise ConfigError(f"trace: unknown strategy {self.strategy!r}; use "
+                              f"{', '.join(STRATEGIES)}.")
         bad = [t for t in self.tasks if t not in TASKS]
         if bad or not self.tasks:
             raise ConfigError(f"trace: --tasks must be some of {', '.join(TASKS)}; got "
                               f"{', '.join(self.tasks) or 'none'}.")
-        if self.strategy == "json" and tuple(self.tasks) != TASKS:
+        if self.strategy != "choice" and tuple(self.tasks) != TASKS:
             raise ConfigError("trace: --tasks applies to --strategy choice only; the JSON "
-                              "labelling labels everything in one call.")
+                              "labelling and the detector label everything.")
+        if self.detector is not None and self.strategy != "detector":
+            raise ConfigError("trace: --detector applies to --strategy detector only.")
 
     def prompts_or_default(self) -> TracePrompts:
         return self.prompts or load_prompts()
@@ -159,7 +166,9 @@ def _user(text: str) -> list[dict[str, str]]:
 
 
 def build_requests(p: Prepared, config: LabelConfig) -> list[Request]:
-    """The requests of one row (pure)."""
+    """The requests of one row (pure); none for the detector."""
+    if config.strategy == "detector":
+        return []
     prompts = config.prompts_or_default()
     rid = f"{p.source.row}"
     if config.strategy == "json":
@@ -190,10 +199,11 @@ def build_requests(p: Prepared, config: LabelConfig) -> list[Request]:
     return out
 
 
-def _base(p: Prepared, config: LabelConfig, judge: str) -> dict[str, Any]:
-    prompts = config.prompts_or_default()
+def _base(p: Prepared, config: LabelConfig, judge: str,
+          prompt_version: str | None = None) -> dict[str, Any]:
+    version = prompt_version or config.prompts_or_default().version
     return {"row": p.source.row, "id": p.source.id, "strategy": config.strategy,
-            "judge": judge, "prompt_version": prompts.version,
+            "judge": judge, "prompt_version": version,
             "documents_sentences": [[list(pair) for pair in doc]
                                     for doc in p.documents_sentences],
             "response_sentences": [list(pair) for pair in p.response_sentences]}
@@ -277,11 +287,31 @@ def plan(sources: Sequence[SourceRow], config: LabelConfig,
     return prepared, requests, spans
 
 
+def detector_rows(sources: Sequence[SourceRow], config: LabelConfig,
+                  detector: Any = None) -> list[dict[str, Any]]:
+    """Label every row with the fitted detector (no model call); ``detector`` overrides the
+    one named by ``config.detector``."""
+    from ragmeter.suites.trace.detector import load_detector
+
+    det = detector if detector is not None else load_detector(config.detector)
+    out = []
+    for s in sources:
+        p = prepare(s, config)
+        base = _base(p, config, det.identity, prompt_version=f"detector:{det.version}")
+        out.append({**base, "status": "ok", **det.label(p.source.question,
+                                                        p.documents_sentences,
+                                                        p.response_sentences)})
+    return out
+
+
 def label_sources(sources: Sequence[SourceRow], backend: Any, store: Any, runner_config: Any,
                   config: LabelConfig) -> list[dict[str, Any]]:
-    """Label every row: one batch of requests through the runner, then assemble per row."""
+    """Label every row: one batch of requests through the runner, then assemble per row
+    (the detector strategy makes no request and needs no backend)."""
     from ragmeter.runner import run_requests
 
+    if config.strategy == "detector":
+        return detector_rows(sources, config)
     prepared, requests, spans = plan(sources, config)
     outcomes = run_requests(requests, backend, store, runner_config)
     judge = judge_name(backend)

@@ -1,5 +1,8 @@
 """``trace score``: the four TRACe metrics per row from sentence labels, and their aggregates.
 
+With ``definitions="writeup"`` (opt-in) the metrics are those of the GPT-labelling write-up
+(:func:`ragmeter.metrics.trace.writeup_scores`) plus their ``average``.
+
 Per row: relevance, utilization, completeness and adherence computed by
 :mod:`ragmeter.metrics.trace` from ``documents_sentences``, ``all_relevant_sentence_keys``,
 ``all_utilized_sentence_keys`` and ``unsupported_response_sentence_keys`` (or, for labels
@@ -12,19 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ragmeter.io import FieldMap, Row
 from ragmeter.metrics import stats
 from ragmeter.metrics.trace import (
     METRIC_VERSION,
+    WRITEUP_VERSION,
     TraceLabels,
     adherence,
     completeness,
     relevance,
     trace_scores,
     utilization,
+    writeup_scores,
 )
 from ragmeter.records import Signature
 from ragmeter.suites.trace.data import (
@@ -39,6 +43,8 @@ __all__ = ["TRACE_METRICS", "ScoreConfig", "ScoreResult", "ScoredRow", "score_ro
            "score_file", "score_label_rows"]
 
 TRACE_METRICS = ("relevance", "utilization", "completeness", "adherence")
+WRITEUP_METRICS = (*TRACE_METRICS, "average")
+DEFINITIONS = ("ragbench", "writeup")
 SCORE_COLUMNS = ("id", "status", "reason", "detail", "adherence_probability", *LABEL_FIELDS)
 
 
@@ -48,12 +54,27 @@ class ScoreConfig:
     n_resamples: int = stats.DEFAULT_RESAMPLES
     seed: int = stats.DEFAULT_SEED
     field_map: FieldMap = field(default_factory=FieldMap)
+    definitions: str = "ragbench"  # or "writeup" (opt-in, see module docstring)
+
+    def __post_init__(self) -> None:
+        if self.definitions not in DEFINITIONS:
+            from ragmeter.errors import UnknownNameError
+
+            raise UnknownNameError("TRACe definitions", self.definitions, DEFINITIONS,
+                                   component=COMPONENT)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return WRITEUP_METRICS if self.definitions == "writeup" else TRACE_METRICS
 
     def signature(self) -> Signature:
         settings: dict[str, Any] = {"keys": "ragbench"}
+        if self.definitions != "ragbench":
+            settings["definitions"] = self.definitions
         if self.ci:
             settings["bootstrap"] = f"{self.n_resamples}@seed{self.seed}"
-        return Signature.make(COMPONENT, METRIC_VERSION, settings)
+        version = WRITEUP_VERSION if self.definitions == "writeup" else METRIC_VERSION
+        return Signature.make(COMPONENT, version, settings)
 
 
 @dataclass(frozen=True)
@@ -69,6 +90,7 @@ class ScoredRow:
     adherence_probability: float | None = None
     reason: str | None = None
     detail: str | None = None
+    average: float | None = None  # the write-up variant only
 
     @property
     def ok(self) -> bool:
@@ -81,6 +103,8 @@ class ScoredRow:
         item: dict[str, Any] = {"id": self.id, "row": self.row, "status": "ok",
                                 "relevance": self.relevance, "utilization": self.utilization,
                                 "completeness": self.completeness, "adherence": self.adherence}
+        if self.average is not None:
+            item["average"] = self.average
         if self.adherence_probability is not None:
             item["adherence_probability"] = self.adherence_probability
         return item
@@ -107,8 +131,29 @@ def score_label_row(label: LabelRow) -> ScoredRow:
         adherence_probability=label.adherence_probability)
 
 
-def score_label_rows(labels: Iterable[LabelRow]) -> list[ScoredRow]:
-    return [score_label_row(lb) for lb in labels]
+def score_label_row_writeup(label: LabelRow) -> ScoredRow:
+    """Score one parsed row with the write-up's definitions (pure).  Adherence needs
+    ``sentence_support_information`` (its ``fully_supported`` values); without it the row's
+    adherence and average are not labelled."""
+    if label.unscored is not None:
+        return ScoredRow(label.id, label.row, reason=label.unscored[0],
+                         detail=label.unscored[1])
+    rel, util, full = label.relevant_keys, label.utilized_keys, label.fully_supported
+    if rel is None or util is None:
+        return ScoredRow(label.id, label.row, reason="missing_labels",
+                         detail="the write-up's metrics need both relevant and utilized keys")
+    s = writeup_scores(rel, util, full or ())
+    if full is None:
+        return ScoredRow(label.id, label.row, s.relevance, s.utilization, s.completeness,
+                         None, label.adherence_probability)
+    return ScoredRow(label.id, label.row, s.relevance, s.utilization, s.completeness,
+                     s.adherence == 1.0, label.adherence_probability, average=s.average)
+
+
+def score_label_rows(labels: Iterable[LabelRow], definitions: str = "ragbench"
+                     ) -> list[ScoredRow]:
+    one = score_label_row_writeup if definitions == "writeup" else score_label_row
+    return [one(lb) for lb in labels]
 
 
 @dataclass
@@ -137,7 +182,7 @@ def aggregate(rows: list[ScoredRow], config: ScoreConfig) -> dict[str, dict[str,
     """Mean, sample std, n and (optionally) a bootstrap 95% CI of each metric over scored rows."""
     summary: dict[str, dict[str, Any]] = {}
     scored = [r for r in rows if r.ok]
-    for metric in TRACE_METRICS:
+    for metric in config.metrics:
         values = [float(getattr(r, metric)) for r in scored if getattr(r, metric) is not None]
         entry: dict[str, Any] = {"mean": stats.mean(values), "std": stats.sample_std(values),
                                  "n": len(values), "not_labelled": len(scored) - len(values)}
@@ -159,10 +204,14 @@ def coverage_of(rows: list[ScoredRow]) -> dict[str, Any]:
 
 
 def score_rows(rows: Iterable[Row], config: ScoreConfig, source: str = "input") -> ScoreResult:
-    scored = score_label_rows(parse_label_row(r) for r in rows)
+    scored = score_label_rows((parse_label_row(r) for r in rows), config.definitions)
     notes: list[str] = []
     n_ok = sum(1 for r in scored if r.ok)
-    for metric in TRACE_METRICS:
+    if config.definitions == "writeup":
+        notes.append("definitions: the GPT-labelling write-up's (relevance min(1, R/20), "
+                     "utilization U/R, set completeness, adherence from fully_supported, "
+                     "average of the four), not RAGBench's; see docs/trace.md.")
+    for metric in config.metrics:
         missing = sum(1 for r in scored if r.ok and getattr(r, metric) is None)
         if missing:
             notes.append(f"{metric}: {missing} of {n_ok} scored rows have no labels for it "
@@ -171,7 +220,9 @@ def score_rows(rows: Iterable[Row], config: ScoreConfig, source: str = "input") 
                        config.signature().render(), notes, source)
 
 
-def score_file(path: str | Path, config: ScoreConfig) -> ScoreResult:
-    """Score a labels file (Parquet, JSONL, JSON or CSV)."""
+def score_file(path: Any, config: ScoreConfig) -> ScoreResult:
+    """Score a labels file (Parquet, JSONL, JSON or CSV) or in-memory label rows."""
+    from ragmeter.io import source_label
+
     rows = iter_trace_rows(path, SCORE_COLUMNS, field_map=config.field_map)
-    return score_rows(rows, config, source=str(path))
+    return score_rows(rows, config, source=source_label(path))

@@ -22,11 +22,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import InputError, UnknownNameError
-from ragmeter.io import FieldMap, Row, is_blank
+from ragmeter.io import FieldMap, Row, is_blank, source_label
 from ragmeter.metrics import stats
 from ragmeter.metrics.trace import METRIC_VERSION, Estimate, auroc_estimate, rmse_estimate
 from ragmeter.records import Signature
@@ -53,7 +52,7 @@ UTILIZATION_NOTE = (
 
 @dataclass(frozen=True)
 class ValidateConfig:
-    pred_path: str | None = None
+    pred_path: Any = None  # a labels file, or in-memory label rows (list of dicts, DataFrame)
     pred_columns: Mapping[str, str] = field(default_factory=dict)  # metric -> column
     judge_name: str = "judge"
     baselines: bool = True
@@ -136,7 +135,7 @@ def _pred_from_scored(s: ScoredRow) -> dict[str, float | None]:
             "completeness": s.completeness}
 
 
-def _read_pred_file(path: str, config: ValidateConfig) -> tuple[dict[str, ScoredRow],
+def _read_pred_file(path: Any, config: ValidateConfig) -> tuple[dict[str, ScoredRow],
                                                                  dict[str, ScoredRow], int]:
     """Scored predictions keyed by source row number (``row`` field) and by ``id``."""
     by_row: dict[str, ScoredRow] = {}
@@ -153,7 +152,7 @@ def _read_pred_file(path: str, config: ValidateConfig) -> tuple[dict[str, Scored
     return by_row, by_id, n
 
 
-def validate_file(reference: str | Path, config: ValidateConfig) -> ValidateResult:
+def validate_file(reference: Any, config: ValidateConfig) -> ValidateResult:
     """Validate predictions against the annotated ``reference`` file (see module docstring)."""
     for metric in config.pred_columns:
         if metric not in PRED_METRICS:
@@ -172,7 +171,8 @@ def validate_file(reference: str | Path, config: ValidateConfig) -> ValidateResu
                        row.number, row.unit, row.path))
     judges: dict[str, dict[str, Estimate]] = {}
     coverage: dict[str, dict[str, int]] = {}
-    if config.pred_path:
+    pred_label = None if config.pred_path is None else source_label(config.pred_path)
+    if config.pred_path is not None:
         by_row, by_id, n_pred = _read_pred_file(config.pred_path, config)
         if by_row:
             lookup = [by_row.get(str(t.row)) for t in truth]
@@ -183,28 +183,38 @@ def validate_file(reference: str | Path, config: ValidateConfig) -> ValidateResu
                 raise InputError(
                     f"the reference has duplicate ids (first {dup!r}) and the predictions "
                     "have no \"row\" field to join on.", component=COMPONENT,
-                    path=config.pred_path, field="row",
+                    path=pred_label, field="row",
                     fix="give each prediction the 1-based row number of its reference row "
                         "in a \"row\" field (`trace label` writes it).")
             lookup = [by_id.get(t.id) for t in truth]
+        n_pred_rows = sum(1 for s in lookup if s is not None)
         if config.subset_only:
-            keep = [i for i, s in enumerate(lookup) if s is not None]
+            # rows whose prediction is scored: an unscored prediction has no values, so
+            # keeping its row would evaluate the baselines on rows the judge is not
+            keep = [i for i, s in enumerate(lookup) if s is not None and s.ok]
+            unscored_here = n_pred_rows - len(keep)
             truth = [truth[i] for i in keep]
             raw = [raw[i] for i in keep]
             lookup = [lookup[i] for i in keep]
-            notes.append(f"every judge is evaluated on the {len(keep)} rows that have a "
-                         "prediction, so the numbers are comparable.")
+            note = (f"every judge is evaluated on the {len(keep)} rows that have a scored "
+                    "prediction, so the numbers are comparable")
+            if unscored_here:
+                note += (f" ({unscored_here} row(s) whose prediction is unscored are left "
+                         "out; see coverage)")
+            notes.append(note + ".")
         preds = [_pred_from_scored(s) if s is not None else {} for s in lookup]
-        matched = sum(1 for s in lookup if s is not None)
-        unscored = sum(1 for s in lookup if s is not None and not s.ok)
+        matched = n_pred_rows
+        unscored = n_pred_rows - sum(1 for s in lookup if s is not None and s.ok)
         coverage[config.judge_name] = {"predictions": n_pred, "matched_rows": matched,
                                        "unscored_predictions": unscored,
-                                       "rows_without_prediction": len(truth) - matched}
+                                       "rows_without_prediction":
+                                           len(truth) - sum(1 for s in lookup if s is not None)}
         judges[config.judge_name] = _estimates(truth, preds, config)
         if matched == 0:
-            notes.append(f"no prediction in {config.pred_path} matches a reference row.")
+            notes.append(f"no prediction in {pred_label} matches a reference row.")
     if config.pred_columns:
-        name = config.judge_name if not config.pred_path else f"{config.judge_name} (columns)"
+        name = config.judge_name if config.pred_path is None \
+            else f"{config.judge_name} (columns)"
         preds = [{m: _number(r.data.get(c)) for m, c in config.pred_columns.items()}
                  for r in raw]
         judges[name] = _estimates(truth, preds, config)
@@ -218,13 +228,13 @@ def validate_file(reference: str | Path, config: ValidateConfig) -> ValidateResu
             judges[judge] = _estimates(truth, preds, config)
     if not judges:
         raise InputError("has nothing to validate: no --pred, no --pred-column and no "
-                         "baseline columns.", component=COMPONENT, path=reference,
+                         "baseline columns.", component=COMPONENT, path=source_label(reference),
                          fix="give --pred LABELS.jsonl (from `ragmeter trace label`) or "
                              "--pred-column adherence=COLUMN.")
     if any("utilization_rmse" in est for est in judges.values()):
         notes.append(UTILIZATION_NOTE)
     scored_ref = sum(1 for t in truth if t.ok)
     return ValidateResult(len(truth), scored_ref, judges, coverage,
-                          config.signature(config.judge_name if (config.pred_path or
-                                                                 config.pred_columns)
-                                           else None).render(), notes, str(reference))
+                          config.signature(config.judge_name if (config.pred_path is not None
+                                                                 or config.pred_columns)
+                                           else None).render(), notes, source_label(reference))

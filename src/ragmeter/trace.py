@@ -1,0 +1,276 @@
+"""TRACe (RAGBench) from Python: ``score``, ``validate``, ``label``, ``run`` and ``fit``.
+
+::
+
+    import ragmeter
+    labels = ragmeter.trace.label(df)                 # the fitted detector, no model
+    ragmeter.trace.score(labels.items).summary["metrics"]["adherence"]
+    ragmeter.trace.run("hotpotqa/test-00000-of-00001.parquet").summary["judges"]
+
+``data`` is a path (Parquet, JSONL, JSON, CSV), a list of dicts, a pandas DataFrame or a
+pyarrow Table.  Options are the CLI flags in snake_case with the same defaults;
+``ragmeter trace ...`` calls exactly these functions.  Judged verbs (``label``, ``run``) take
+``backend=`` (:func:`ragmeter.backends.local` or ``.openai(...)``) and ``store=``; the
+default strategy with the local backend is the fitted detector, which calls no model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragmeter._api import async_variant, dry_run_result, field_map, input_record, model_context
+from ragmeter.result import Result
+
+__all__ = ["score", "validate", "label", "run", "fit", "alabel", "arun"]
+
+COMPONENT = "trace"
+Fields = Mapping[str, str] | Iterable[str] | None
+
+
+def score(data: Any, *, resamples: int = 1000, seed: int = 12345, fields: Fields = None,
+          definitions: str = "ragbench") -> Result:
+    """Relevance, utilization, completeness and adherence from sentence labels (RAGBench's
+    columns, e.g. a RAGBench split or :func:`label`'s items), with bootstrap 95% CIs.
+
+    ``definitions="writeup"``: the GPT-labelling write-up's variant and its average (opt-in;
+    RAGBench's definitions are the default and reproduce the released scores exactly).
+    """
+    from ragmeter.suites.trace import ScoreConfig, score_file
+
+    config = ScoreConfig(n_resamples=resamples, seed=seed,
+                         field_map=field_map(fields, COMPONENT), definitions=definitions)
+    detail = score_file(data, config)
+    return Result(COMPONENT, "score", detail.to_json(), items=detail.iter_items,
+                  detail=detail, inputs=[input_record(data, detail.coverage.get("rows"))])
+
+
+def validate(data: Any, *, pred: Any = None, pred_columns: Mapping[str, str] | None = None,
+             judge_name: str = "judge", no_baselines: bool = False,
+             pred_rows_only: bool = False, resamples: int = 1000, seed: int = 12345,
+             fields: Fields = None) -> Result:
+    """A judge's labels (``pred``: a labels file or rows, joined on ``row`` else ``id``)
+    and/or prediction columns of ``data`` (``pred_columns={"adherence": "my_score"}``)
+    against ``data``'s annotations: hallucination AUROC and relevance, utilization and
+    completeness RMSE with bootstrap 95% CIs, beside the released baselines."""
+    from ragmeter.suites.trace.validate import ValidateConfig, validate_file
+
+    config = ValidateConfig(pred_path=pred, pred_columns=dict(pred_columns or {}),
+                            judge_name=judge_name, baselines=not no_baselines,
+                            subset_only=pred_rows_only, n_resamples=resamples, seed=seed,
+                            field_map=field_map(fields, COMPONENT))
+    detail = validate_file(data, config)
+    inputs = [input_record(data, detail.rows)]
+    if pred is not None:
+        inputs.append(input_record(pred))
+    return Result(COMPONENT, "validate", detail.to_json(), items=[], detail=detail,
+                  inputs=inputs)
+
+
+def _detector_card(path: str | None) -> dict[str, Any]:
+    """The detector's judge card: its leave-one-split-out AUROC from its file."""
+    from ragmeter.judging import judge_card
+    from ragmeter.suites.trace.detector import load_detector
+
+    det = load_detector(path)
+    loso = det.raw.get("provenance", {}).get("leave_one_split_out") or {}
+    values: dict[str, float] = {
+        s: float(v["hallucination_auroc"]) for s, v in loso.items()
+        if isinstance(v, Mapping) and isinstance(v.get("hallucination_auroc"), (int, float))}
+    validation = None
+    if values:
+        validation = {
+            "metric": "hallucination AUROC (mean over held-out splits)",
+            "value": round(sum(values.values()) / len(values), 4),
+            "per_split": values,
+            "data": f"{len(values)} annotated splits, leave-one-split-out "
+                    "(benchmarks/bench_detector.py has CIs)"}
+    return judge_card(f"{det.identity} (detector)", validation)
+
+
+def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
+          prompt_file: str | None = None, tasks: str | Sequence[str] | None = None,
+          threshold: float = 0.5, evidence_sentences: int = 6,
+          max_doc_sentences: int | None = None, language: str = "en",
+          limit: int | None = None, max_tokens: int = 2048, backend: Any = None,
+          store: Any = None, replay: bool = False, dry_run: bool = False,
+          progress: bool | None = None, fields: Fields = None) -> Result:
+    """RAGBench's label columns for (question, documents, response) rows.
+
+    ``strategy``: ``detector`` (ragmeter's fitted detector, no model; ``detector`` names
+    your own file from :func:`fit`), ``json`` (one labelling call per row), ``choice``
+    (yes/no choice scoring per sentence with the small local model) or ``auto`` (detector
+    for the local backend, choice when ``tasks`` is given, json for other backends).
+    The result's items are the label rows (``trace label --out`` writes them).
+    """
+    from ragmeter.backends import resolve
+    from ragmeter.judging import check_degenerate, judge_card
+    from ragmeter.suites.trace.data import read_sources
+    from ragmeter.suites.trace.label import (
+        TASKS,
+        LabelConfig,
+        detector_rows,
+        judge_name,
+        label_sources,
+        load_prompts,
+        plan,
+    )
+
+    sources = read_sources(data, field_map=field_map(fields, COMPONENT), limit=limit)
+    task_list = TASKS if not tasks else tuple(
+        t.strip() for t in (tasks.split(",") if isinstance(tasks, str) else tasks) if t.strip())
+    choice = resolve(backend)
+    if strategy == "auto":
+        if choice.name == "local":
+            strategy = "choice" if tasks else "detector"
+        else:
+            strategy = "json"
+    config = LabelConfig(strategy=strategy, prompts=load_prompts(prompt_file),
+                         tasks=task_list, threshold=threshold,
+                         evidence_sentences=evidence_sentences,
+                         max_doc_sentences=max_doc_sentences, language=language,
+                         max_tokens=max_tokens, detector=detector)
+    t0 = time.monotonic()
+    backends: list[Any] = []
+    if strategy == "detector":
+        if dry_run:
+            result = Result(COMPONENT, "label", {
+                "family": COMPONENT, "dry_run": True, "strategy": strategy, "requests": 0,
+                "coverage": {"rows": len(sources), "scored": 0, "unscored": len(sources),
+                             "reasons": {"dry_run": 1}}}, items=[])
+            result.dry_run_text = (  # type: ignore[attr-defined]
+                f"{len(sources)} rows; the detector makes no model call.")
+            return result
+        rows = detector_rows(sources, config)
+        card = _detector_card(detector)
+        judge = rows[0]["judge"] if rows else card["judge"]
+    else:
+        backend_obj, the_store, rconfig = model_context(
+            choice, store, replay=replay, progress=progress, description="trace label")
+        if dry_run:
+            from ragmeter.runner import estimate_requests
+
+            _, requests, _ = plan(sources, config)
+            return dry_run_result(COMPONENT, "label", estimate_requests(
+                requests, backend_obj, the_store), strategy=strategy)
+        rows = label_sources(sources, backend_obj, the_store, rconfig, config)
+        judge = judge_name(backend_obj)
+        card = judge_card(f"{judge}:{strategy}:{config.prompts_or_default().version}")
+        backends.append(backend_obj.identity())
+    seconds = time.monotonic() - t0
+    ok = [r for r in rows if r["status"] == "ok"]
+    reasons: dict[str, int] = {}
+    for r in rows:
+        if r["status"] != "ok":
+            reasons[str(r.get("reason"))] = reasons.get(str(r.get("reason")), 0) + 1
+    alarm = None
+    if ok and ok[0].get("adherence_score") is not None:
+        probs = [1.0 - float(r["adherence_probability"]) for r in ok
+                 if r.get("adherence_probability") is not None]
+        alarm = check_degenerate([r.get("adherence_score") for r in ok], judge=card["judge"],
+                                 what="adherence", probabilities=probs or None)
+    summary = {"family": COMPONENT, "verb": "label", "strategy": strategy, "judge": judge,
+               "seconds": round(seconds, 3), "rows_per_s": round(len(rows) / seconds, 1)
+               if seconds > 0 else None,
+               "coverage": {"rows": len(rows), "scored": len(ok),
+                            "unscored": len(rows) - len(ok), "reasons": reasons}}
+    return Result(COMPONENT, "label", summary, items=rows,
+                  inputs=[input_record(data, len(sources))], backends=backends,
+                  models=[str(judge)], judges=[card], alarms=[alarm] if alarm else [])
+
+
+def run(data: Any, *, strategy: str = "auto", detector: str | None = None,
+        prompt_file: str | None = None, tasks: str | Sequence[str] | None = None,
+        threshold: float = 0.5, evidence_sentences: int = 6,
+        max_doc_sentences: int | None = None, language: str = "en", limit: int | None = None,
+        max_tokens: int = 2048, backend: Any = None, store: Any = None, replay: bool = False,
+        dry_run: bool = False, progress: bool | None = None, resamples: int = 1000,
+        seed: int = 12345, fields: Fields = None) -> Result:
+    """Label an annotated split with a judge (as :func:`label`) and validate the labels
+    against its annotations beside the released baselines, on the same rows.  The summary
+    is the validation (``trace run --json``); the items are the label rows."""
+    labelled = label(data, strategy=strategy, detector=detector, prompt_file=prompt_file,
+                     tasks=tasks, threshold=threshold, evidence_sentences=evidence_sentences,
+                     max_doc_sentences=max_doc_sentences, language=language, limit=limit,
+                     max_tokens=max_tokens, backend=backend, store=store, replay=replay,
+                     dry_run=dry_run, progress=progress, fields=fields)
+    if labelled.summary.get("dry_run"):
+        return labelled
+    rows = labelled.items
+    name = f"{labelled.summary['judge']} ({labelled.summary['strategy']})"
+    checked = validate(data, pred=rows, judge_name=name, pred_rows_only=True,
+                       resamples=resamples, seed=seed, fields=fields)
+    summary = {**checked.summary, "label": {k: labelled.summary[k] for k in (
+        "strategy", "judge", "seconds", "rows_per_s", "coverage")}}
+    return Result(COMPONENT, "run", summary, items=rows, detail=checked.detail,
+                  inputs=labelled.inputs, backends=labelled.backends,
+                  models=labelled.models, judges=labelled.judges, alarms=labelled.alarms)
+
+
+def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector-v1",
+        threshold: float | None = None, no_leave_one_out: bool = False,
+        fields: Fields = None) -> Result:
+    """Fit the TRACe detector on annotated rows (RAGBench's columns).
+
+    ``data``: one path, a list of paths (one split each, named by :func:`split_name`), a
+    mapping ``{split name: path or rows}``, or in-memory rows (one split).  The summary is
+    the detector file's content; ``out`` also writes it (byte-identical for identical data).
+    The items are the leave-one-split-out scores, one per split.
+    """
+    from ragmeter.io import is_path, write_text
+    from ragmeter.suites.trace.detector import (
+        detector_json,
+        file_sha256,
+        fit_detector,
+        read_annotated,
+        split_name,
+    )
+
+    fm = field_map(fields, COMPONENT)
+    named: dict[str, Any]
+    if isinstance(data, Mapping) and not {"question", "response"} & set(map(str, data)):
+        named = {str(k): v for k, v in data.items()}
+    elif is_path(data):
+        named = {split_name(data): data}
+    elif isinstance(data, (list, tuple)) and data and all(is_path(d) for d in data):
+        named = {}
+        for d in data:
+            if split_name(d) in named:
+                from ragmeter.errors import InputError
+
+                raise InputError(f"names split {split_name(d)!r} a second time.",
+                                 component=COMPONENT, path=d,
+                                 fix="give each split once (RAGBench's test-*.parquet files "
+                                     "are named by their folder, others by the file name).")
+            named[split_name(d)] = d
+    else:
+        named = {"data": data}
+    splits: dict[str, tuple[Any, dict[str, Any]]] = {}
+    inputs = []
+    for split, source in named.items():
+        rows, n = read_annotated(source, fm)
+        entry: dict[str, Any] = {"rows": n, "trainable_rows": len(rows)}
+        if is_path(source):
+            entry = {"file": Path(source).name, **entry, "sha256": file_sha256(source)}
+        splits[split] = (rows, entry)
+        inputs.append(input_record(source, n))
+    content = fit_detector(splits, name=name, threshold=threshold,
+                           leave_one_out=not no_leave_one_out)
+    if out is not None:
+        write_text(out, detector_json(content))
+    items = [{"split": s, **v} for s, v in
+             content["provenance"]["leave_one_split_out"].items()]
+    rows_total = sum(t["trainable_rows"] for t in content["provenance"]["training"])
+    summary = {**content, "coverage": {"rows": sum(t["rows"] for t in
+                                                   content["provenance"]["training"]),
+                                       "scored": rows_total,
+                                       "unscored": sum(t["rows"] for t in
+                                                       content["provenance"]["training"])
+                                       - rows_total, "reasons": {}}}
+    return Result(COMPONENT, "fit", summary, items=items, inputs=inputs)
+
+
+alabel = async_variant(label)
+arun = async_variant(run)

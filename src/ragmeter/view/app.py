@@ -1,0 +1,346 @@
+"""The Starlette application of ``ragmeter view``: pages, the launch form and the progress stream.
+
+Pages are Jinja2 templates (autoescaped) around fragments built by the HTML report's own
+functions (:func:`ragmeter.reports.html.render_run`, :func:`render_comparison`), so a run's page
+shows what ``ragmeter report`` writes for it.  Run records are read through
+:mod:`ragmeter.results` only; run ids from the URL are looked up among the listed runs, never
+used as paths.  Launches go through :mod:`ragmeter.view.jobs`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from ragmeter.errors import ConfigError, UserError
+from ragmeter.view.jobs import (
+    LANGUAGES,
+    JobManager,
+    RgbLaunch,
+    backend_choices,
+    estimate_rgb,
+    list_data_files,
+    resolve_data,
+)
+from ragmeter.view.listing import RunIndex
+from ragmeter.view.security import Security, SecurityMiddleware
+
+__all__ = ["ViewSettings", "create_app"]
+
+PAGE_SIZE = 100
+MAX_FORM_BYTES = 64 * 1024
+MAX_COMPARE = 8
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
+_HERE = Path(__file__).parent
+
+
+@dataclass
+class ViewSettings:
+    """What the app serves: the runs dir, the store, the data folders, its security."""
+
+    runs_dir: str | None = None
+    store_path: str | None = None
+    data_dirs: list[Path] = field(default_factory=list)
+    security: Security = field(default_factory=Security)
+    list_ttl_s: float = 5.0
+
+
+def _templates() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_HERE / "templates")),
+                             autoescape=True)
+    env.filters["num"] = _num
+    return env
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    from ragmeter.reports._html import number
+
+    return number(value, digits)
+
+
+def _safe(fragment: Any) -> Any:
+    """Markup the report built (already escaped) as Jinja markup."""
+    import markupsafe
+
+    return markupsafe.Markup(str(fragment))
+
+
+def create_app(settings: ViewSettings) -> Any:
+    """The ASGI app (Starlette, wrapped in :class:`SecurityMiddleware`)."""
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+    from starlette.routing import Route
+
+    env = _templates()
+    sec = settings.security
+    index = RunIndex(settings.runs_dir, ttl_s=settings.list_ttl_s)
+    jobs = JobManager(store_path=settings.store_path, runs_dir=settings.runs_dir,
+                      on_finished=index.invalidate)
+
+    def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        context.setdefault("title", "ragmeter view")
+        html = env.get_template(name).render(csrf=sec.csrf, running=jobs.running(), **context)
+        return HTMLResponse(html, status_code=status)
+
+    def error(message: str, status: int = 400) -> HTMLResponse:
+        return page("error.html", status=status, title="error", message=message)
+
+    def load(run_id: str) -> Any:
+        from ragmeter.results import load_run
+
+        if not _RUN_ID.match(run_id) or run_id.endswith(".json") or run_id not in index.ids():
+            index.invalidate()  # a run written since the last listing
+            if run_id not in index.ids() or not _RUN_ID.match(run_id):
+                raise ConfigError(f"view: no stored run {run_id!r}.")
+        return load_run(run_id, runs_dir_override=settings.runs_dir)
+
+    async def form_of(request: Request) -> dict[str, str]:
+        body = await request.body()
+        if len(body) > MAX_FORM_BYTES:
+            raise ConfigError("view: form too large.")
+        form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+        origin = request.headers.get("origin")
+        own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+        if (origin and origin != own) or not sec.csrf_ok(form.get("csrf")):
+            raise PermissionError("view: the form's CSRF token or origin is wrong; reload the "
+                                  "page and submit again.")
+        return form
+
+    # ------------------------------------------------------------------ pages
+
+    def runs_page(request: Request) -> HTMLResponse:
+        rows = index.rows()
+        families = sorted({r.family for r in rows})
+        family = request.query_params.get("family") or ""
+        if family:
+            rows = [r for r in rows if r.family == family]
+        try:
+            number = max(1, int(request.query_params.get("page") or 1))
+        except ValueError:
+            number = 1
+        pages = max(1, -(-len(rows) // PAGE_SIZE))
+        number = min(number, pages)
+        shown = rows[(number - 1) * PAGE_SIZE:number * PAGE_SIZE]
+        return page("runs.html", title="ragmeter runs", rows=shown, total=len(rows),
+                    families=families, family=family, page=number, pages=pages)
+
+    def run_page(request: Request) -> HTMLResponse:
+        from ragmeter.reports.html import render_run
+
+        try:
+            record = load(request.path_params["run_id"])
+        except UserError as err:
+            return error(str(err), 404)
+        return page("run.html", title=f"{record.family} · {record.run_id}",
+                    body=_safe(render_run(record, 1)), records=[record])
+
+    def compare_page(request: Request) -> HTMLResponse:
+        from ragmeter.reports.html import render_comparison
+
+        ids = list(dict.fromkeys(request.query_params.getlist("run")))
+        if len(ids) < 2:
+            return error("Pick two or more runs to compare (tick them in the run list).")
+        if len(ids) > MAX_COMPARE:
+            return error(f"Compare at most {MAX_COMPARE} runs at once.")
+        try:
+            records = [load(i) for i in ids]
+        except UserError as err:
+            return error(str(err), 404)
+        by_family: dict[str, list[Any]] = {}
+        for r in records:
+            by_family.setdefault(r.family, []).append(r)
+        parts, singles = [], []
+        for fam, group in by_family.items():
+            if len(group) > 1:
+                parts.append(f"<h2>{_escape(fam)}</h2>{render_comparison(group, 1)}")
+            else:
+                singles.append(group[0])
+        return page("run.html", title=f"comparison of {len(records)} runs",
+                    body=_safe("".join(parts)), records=records, singles=singles)
+
+    # ------------------------------------------------------------------ launch
+
+    def launch_page(request: Request) -> HTMLResponse:
+        return page("launch.html", title="launch rgb run", form=_default_form(),
+                    **_launch_context(settings))
+
+    async def launch_estimate(request: Request) -> Response:
+        form: dict[str, str] = {}
+        try:
+            form = await form_of(request)
+            launch = _launch_from_form(form, settings.data_dirs)
+            estimate = await run_in_threadpool(estimate_rgb, launch, settings.store_path)
+        except PermissionError as err:
+            return error(str(err), 403)
+        except UserError as err:
+            return page("launch.html", status=400, title="launch rgb run", message=str(err),
+                        form=_form_echo(form),
+                        **_launch_context(settings))
+        return page("launch.html", title="launch rgb run", form=form, estimate=estimate,
+                    command=" ".join(launch.command()), **_launch_context(settings))
+
+    async def launch_start(request: Request) -> Response:
+        try:
+            form = await form_of(request)
+            launch = _launch_from_form(form, settings.data_dirs)
+            job = jobs.start(launch)
+        except PermissionError as err:
+            return error(str(err), 403)
+        except UserError as err:
+            return error(str(err))
+        return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+
+    def job_page(request: Request) -> HTMLResponse:
+        job = jobs.jobs.get(request.path_params["job_id"])
+        if job is None:
+            return error("No such job (jobs live as long as the server).", 404)
+        return page("job.html", title=f"job {job.id}", job=job, state=job.snapshot(),
+                    command=" ".join(job.launch.command()))
+
+    async def job_action(request: Request) -> Response:
+        job_id, action = request.path_params["job_id"], request.path_params["action"]
+        try:
+            await form_of(request)
+        except PermissionError as err:
+            return error(str(err), 403)
+        job = jobs.jobs.get(job_id)
+        if job is None:
+            return error("No such job.", 404)
+        if action == "cancel":
+            jobs.cancel(job_id)
+            return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+        if action == "resume":
+            try:
+                new = jobs.start(job.launch)
+            except UserError as err:
+                return error(str(err))
+            return RedirectResponse(f"/jobs/{new.id}", status_code=303)
+        return error("Unknown action.", 404)
+
+    async def job_events(request: Request) -> Response:
+        job = jobs.jobs.get(request.path_params["job_id"])
+        if job is None:
+            return Response("no such job", status_code=404)
+
+        async def stream() -> AsyncIterator[str]:
+            seen, idle = -1, 0.0
+            while True:
+                if job.version != seen:
+                    seen = job.version
+                    yield f"data: {json.dumps(job.snapshot())}\n\n"
+                    idle = 0.0
+                    if job.status in ("done", "failed", "cancelled"):
+                        yield "event: end\ndata: {}\n\n"
+                        return
+                elif idle > 15:
+                    yield ": keep-alive\n\n"
+                    idle = 0.0
+                await asyncio.sleep(0.2)
+                idle += 0.2
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"X-Accel-Buffering": "no"})
+
+    def static(request: Request) -> Response:
+        from ragmeter.reports.html import REPORT_CSS
+
+        name = request.path_params["name"]
+        if name == "view.css":
+            css = REPORT_CSS + (_HERE / "static" / "view.css").read_text(encoding="utf-8")
+            return Response(css, media_type="text/css")
+        if name == "view.js":
+            return Response((_HERE / "static" / "view.js").read_text(encoding="utf-8"),
+                            media_type="text/javascript")
+        return Response("not found", status_code=404)
+
+    routes = [
+        Route("/", runs_page), Route("/runs/{run_id}", run_page), Route("/compare", compare_page),
+        Route("/launch", launch_page),
+        Route("/launch/estimate", launch_estimate, methods=["POST"]),
+        Route("/launch/start", launch_start, methods=["POST"]),
+        Route("/jobs/{job_id}", job_page), Route("/jobs/{job_id}/events", job_events),
+        Route("/jobs/{job_id}/{action}", job_action, methods=["POST"]),
+        Route("/static/{name}", static),
+    ]
+    app = Starlette(routes=routes)
+    app.state.jobs = jobs
+    app.state.index = index
+    return SecurityMiddleware(app, sec)
+
+
+def _escape(text: str) -> str:
+    from ragmeter.reports._html import esc
+
+    return esc(text)
+
+
+def _default_form() -> dict[str, str]:
+    return {"backend": "local", "language": "en", "data": "", "noise_rates": "0,0.4,0.8",
+            "passage_num": "5", "limit": "", "temperature": "0.7", "max_tokens": "256",
+            "concurrency": "8", "price_prompt": "", "price_completion": ""}
+
+
+def _form_echo(form: Mapping[str, str]) -> dict[str, str]:
+    out = _default_form()
+    out.update({k: v for k, v in form.items() if k in out})
+    return out
+
+
+def _launch_context(settings: ViewSettings) -> dict[str, Any]:
+    return {"backends": backend_choices(), "languages": list(LANGUAGES),
+            "data_files": list_data_files(settings.data_dirs)}
+
+
+def _opt_float(form: Mapping[str, str], name: str, label: str) -> float | None:
+    text = (form.get(name) or "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"view: {label} {text!r} is not a number.") from None
+    if not value >= 0:
+        raise ConfigError(f"view: {label} must be 0 or more.")
+    return value
+
+
+def _int(form: Mapping[str, str], name: str, label: str, default: int | None) -> int | None:
+    text = (form.get(name) or "").strip()
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"view: {label} {text!r} is not a whole number.") from None
+
+
+def _launch_from_form(form: Mapping[str, str], data_dirs: list[Path]) -> RgbLaunch:
+    """Validate the launch form (every field is checked; data only from data folders)."""
+    from ragmeter.cli.rgb import _rates
+
+    choices = {c.value for c in backend_choices()}
+    backend = form.get("backend") or "local"
+    if backend not in choices:
+        raise ConfigError(f"view: unknown backend {backend!r}. Fix: pick one from the list.")
+    data = form.get("data") or ""
+    files = (resolve_data(data, data_dirs),) if data else ()
+    return RgbLaunch(
+        backend=backend, language=form.get("language") or "en", data=files,
+        noise_rates=_rates(form.get("noise_rates") or "0", "noise rates"),
+        passage_num=_int(form, "passage_num", "passage count", 5) or 5,
+        limit=_int(form, "limit", "sample size", None),
+        temperature=_opt_float(form, "temperature", "temperature") or 0.0,
+        max_tokens=_int(form, "max_tokens", "max tokens", 256) or 256,
+        concurrency=_int(form, "concurrency", "concurrency", 8) or 8,
+        price_prompt=_opt_float(form, "price_prompt", "prompt price"),
+        price_completion=_opt_float(form, "price_completion", "completion price"))

@@ -1,0 +1,195 @@
+"""The run list of the web app: one row per stored run record, with its headline numbers.
+
+Rows come from :func:`ragmeter.results.list_runs` only (never from the files themselves), kept
+for a few seconds so that paging and filtering a large store do not re-read it; a job finishing
+in the app refreshes it at once.  Headline numbers are read from each record's stored result
+(the family's ``to_json()``): nothing is recomputed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragmeter.results import RunRecord, list_runs
+
+__all__ = ["Headline", "RunRow", "RunIndex", "headlines", "flags"]
+
+MAX_HEADLINES = 4
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One number of a run: label, value, 95% interval when stored."""
+
+    label: str
+    value: float | None
+    ci: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run_id: str
+    family: str
+    kind: str
+    created_at: str
+    data: str
+    models: str
+    items_total: int
+    items_unscored: int
+    headlines: list[Headline] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+
+    @property
+    def coverage(self) -> float | None:
+        if not self.items_total:
+            return None
+        return (self.items_total - self.items_unscored) / self.items_total
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+        return None
+    return float(v)
+
+
+def _ci(v: Any) -> tuple[float, float] | None:
+    if isinstance(v, (list, tuple)) and len(v) == 2:
+        lo, hi = _num(v[0]), _num(v[1])
+        if lo is not None and hi is not None:
+            return (lo, hi)
+    return None
+
+
+def _rgb(doc: Mapping[str, Any]) -> list[Headline]:
+    tables = doc.get("tables")
+    out: list[Headline] = []
+    if isinstance(tables, Mapping):
+        for ds, rates in (tables.get("noise_robustness") or {}).items():
+            for rate, acc in list(rates.items())[:2]:
+                out.append(Headline(f"{ds} acc@{rate}", _num(acc)))
+        for ds, row in (tables.get("rejection") or {}).items():
+            out.append(Headline(f"{ds} Rej", _num(row.get("rej"))))
+        for ds, row in (tables.get("counterfactual") or {}).items():
+            out.append(Headline(f"{ds} Acc_doc", _num(row.get("acc_doc"))))
+    metrics = doc.get("metrics")
+    if not out and isinstance(metrics, Mapping):  # rgb score
+        out.append(Headline("accuracy", _num(metrics.get("accuracy"))))
+    return out
+
+
+def _multilingual(doc: Mapping[str, Any]) -> list[Headline]:
+    metrics = doc.get("metrics") or {}
+    ci = doc.get("ci95") or {}
+    return [Headline(f"{system} F1", _num(m.get("f1")), _ci((ci.get(system) or {}).get("f1")))
+            for system, m in metrics.items() if isinstance(m, Mapping)]
+
+
+def _trace(doc: Mapping[str, Any]) -> list[Headline]:
+    out: list[Headline] = []
+    for name, m in (doc.get("metrics") or {}).items():
+        if isinstance(m, Mapping):
+            out.append(Headline(name, _num(m.get("mean")), _ci(m.get("ci95"))))
+    for judge, vals in (doc.get("judges") or {}).items():
+        for name, v in (vals or {}).items():
+            if isinstance(v, Mapping):
+                out.append(Headline(f"{judge} {name}", _num(v.get("value")), _ci(v.get("ci95"))))
+    return out
+
+
+def _rubric(doc: Mapping[str, Any]) -> list[Headline]:
+    out: list[Headline] = []
+    by = doc.get("by") or []
+    for g in doc.get("groups") or []:
+        if isinstance(g, Mapping):
+            label = " / ".join(str(g.get(k)) for k in by) or "all"
+            out.append(Headline(f"{label} weighted", _num(g.get("weighted_score")),
+                                _ci((g.get("ci95") or {}).get("weighted_score"))))
+    return out
+
+
+def _generic(doc: Mapping[str, Any]) -> list[Headline]:
+    from ragmeter.reports.compare import flat_numbers
+
+    skip = ("coverage.", "config.", "n", "rows")
+    return [Headline(k, float(v)) for k, v in flat_numbers(doc).items()
+            if not k.startswith(skip) and not k.endswith((".n", ".total", ".rows"))]
+
+
+_FAMILY_HEADLINES = {"rgb": _rgb, "multilingual": _multilingual, "trace": _trace,
+                     "rubric": _rubric}
+
+
+def headlines(record: RunRecord) -> list[Headline]:
+    """Up to four headline numbers of a run, read from its stored result."""
+    doc = record.result if isinstance(record.result, Mapping) else {}
+    pick = _FAMILY_HEADLINES.get(record.family, _generic)
+    try:
+        found = pick(doc)
+    except (AttributeError, TypeError, ValueError):  # a result of another shape: fall back
+        found = _generic(doc)
+    return [h for h in found if h.value is not None][:MAX_HEADLINES]
+
+
+def flags(record: RunRecord) -> list[str]:
+    """Short warnings shown beside a run: judge alarms, truncation, newer schema, notes."""
+    out: list[str] = []
+    doc = record.result if isinstance(record.result, Mapping) else {}
+    notes = [str(n) for n in (doc.get("notes") or []) if isinstance(n, str)] + record.notes
+    kinds = [a.get("kind") if isinstance(a, Mapping) else str(a) for a in doc.get("alarms") or []]
+    if "degenerate_judge" in kinds or any("degenerate" in n.lower() for n in notes):
+        out.append("degenerate judge")
+    out += [f"alarm: {k}" for k in dict.fromkeys(kinds) if k and k != "degenerate_judge"]
+    if any("lenient" in n.lower() and "not" in n.lower() for n in notes):
+        out.append("lenient (not paper)")
+    if record.items_truncated:
+        out.append("items sampled")
+    if record.items_total and record.items_unscored:
+        out.append(f"{record.items_unscored} unscored")
+    return out
+
+
+def _row(record: RunRecord) -> RunRow:
+    doc = record.result if isinstance(record.result, Mapping) else {}
+    data = ", ".join(Path(i.path).name for i in record.inputs[:3])
+    if len(record.inputs) > 3:
+        data += f" (+{len(record.inputs) - 3})"
+    models = ", ".join(record.models) or str(doc.get("model") or "")
+    judge = doc.get("judge")
+    if isinstance(judge, Mapping) and judge.get("model"):
+        models += f" · judge {judge.get('model')}"
+    return RunRow(run_id=record.run_id, family=record.family, kind=str(doc.get("kind") or ""),
+                  created_at=record.created_at.replace("T", " ").replace("+00:00", " UTC"),
+                  data=data, models=models, items_total=record.items_total,
+                  items_unscored=record.items_unscored, headlines=headlines(record),
+                  flags=flags(record))
+
+
+class RunIndex:
+    """The rows of every stored run, newest first, re-read at most every ``ttl_s`` seconds."""
+
+    def __init__(self, runs_dir: str | Path | None = None, ttl_s: float = 5.0) -> None:
+        self.runs_dir = runs_dir
+        self.ttl_s = ttl_s
+        self._rows: list[RunRow] = []
+        self._stamp = -1e9
+        self._lock = threading.Lock()
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._stamp = -1e9
+
+    def rows(self) -> list[RunRow]:
+        with self._lock:
+            if time.monotonic() - self._stamp > self.ttl_s:
+                records = list_runs(runs_dir_override=self.runs_dir)
+                self._rows = [_row(r) for r in reversed(records)]
+                self._stamp = time.monotonic()
+            return self._rows
+
+    def ids(self) -> set[str]:
+        return {r.run_id for r in self.rows()}

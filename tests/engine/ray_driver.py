@@ -1,0 +1,35 @@
+"""A driver process for the Ray tests: ``python -m tests.engine.ray_driver ADDRESS URL STORE N``
+runs N requests through the runner with ``--engine ray`` on the cluster at ADDRESS against the
+scripted server at URL, storing into STORE, then prints ``done``.  The driver-kill test
+SIGKILLs it mid-run and runs the same requests again in-process."""
+
+from __future__ import annotations
+
+import sys
+
+from ragmeter.engine import RayOptions, make_engine
+from ragmeter.llm.base import Request
+from ragmeter.llm.registry import backend_recipe
+from ragmeter.runner import RunnerConfig, run_requests
+from ragmeter.store import Store
+
+
+def requests(n: int) -> list[Request]:
+    """``n`` distinct requests, some with choices to score (logprobs), some plain text."""
+    return [Request.chat(f"q{i}", [{"role": "user", "content": f"question {i}"}],
+                         params={"temperature": 0},
+                         choices=("yes", "no", "maybe") if i % 3 == 0 else None)
+            for i in range(n)]
+
+
+def main(argv: list[str]) -> None:
+    address, url, store_path, n = argv[0], argv[1], argv[2], int(argv[3])
+    recipe = backend_recipe("openai", model="scripted", base_url=url)
+    engine = make_engine("ray", recipe, RayOptions(address=address, workers=2, batch_size=2))
+    run_requests(requests(n), recipe.build(), Store(store_path),
+                 RunnerConfig(progress=False, engine=engine, backoff_base_s=0.01))
+    print("done", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

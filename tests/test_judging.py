@@ -1,0 +1,58 @@
+"""The degenerate-judge alarm and judge cards (issue 12, items 5 and 7): pure functions, then
+their display in the HTML report."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragmeter.judging import card_line, check_degenerate, judge_card
+from ragmeter.reports.html import render_report
+from ragmeter.results import build_record
+
+
+def test_alarm_trips_on_a_judge_that_always_says_no() -> None:
+    alarm = check_degenerate(["No"] * 49 + ["Yes"], judge="local:smol", what="Rej*")
+    assert alarm is not None and alarm["verdict"] == "No" and alarm["share"] == 0.98
+    assert "49 of 50" in alarm["message"] and "local:smol" in alarm["message"]
+
+
+@pytest.mark.parametrize("verdicts", [
+    ["No"] * 47 + ["Yes"] * 3,           # 94% < 95%
+    [0, 1, 2, 3, 4, 5] * 5,              # grades spread out
+    ["No"] * 4,                          # too few items to judge the judge
+])
+def test_alarm_stays_quiet(verdicts: list) -> None:
+    assert check_degenerate(verdicts, judge="j", what="x") is None
+
+
+def test_unscored_items_do_not_count() -> None:
+    assert check_degenerate(["No"] * 10 + [None] * 90, judge="j", what="x") is not None
+    assert check_degenerate([None] * 100, judge="j", what="x") is None
+
+
+def test_probabilities_that_do_not_separate() -> None:
+    flat = [0.51, 0.52, 0.53, 0.52, 0.51, 0.54, 0.52, 0.53]
+    varied = [0.05, 0.9, 0.4, 0.7, 0.2, 0.95, 0.6, 0.1]
+    verdicts = ["yes", "no"] * 4  # the verdicts alone look varied
+    alarm = check_degenerate(verdicts, judge="j", what="support", probabilities=flat)
+    assert alarm is not None and alarm["spread"] < 0.05
+    assert check_degenerate(verdicts, judge="j", what="x", probabilities=varied) is None
+
+
+def test_card_lines() -> None:
+    card = judge_card({"backend": "detector", "version": "v1"},
+                      {"metric": "hallucination AUROC", "value": 0.71, "ci": [0.66, 0.76],
+                       "data": "RAGBench, 4 splits, leave-one-out"})
+    assert card_line(card) == ("detector:v1: hallucination AUROC 0.710 [0.660, 0.760], "
+                               "RAGBench, 4 splits, leave-one-out")
+    assert "unvalidated" in card_line(judge_card("local:SmolLM2"))
+
+
+def test_report_flags_alarms_and_shows_cards_before_provenance() -> None:
+    summary = {"family": "multilingual", "coverage": {"rows": 5, "scored": 5, "unscored": 0},
+               "alarms": [check_degenerate(["No"] * 5, judge="local:smol", what="Rej*")],
+               "judges": [judge_card("local:smol")]}
+    html = render_report([build_record("multilingual", summary, [])])
+    assert "FLAGGED — degenerate judge" in html and "Rej*" in html
+    assert "local:smol: unvalidated" in html
+    assert html.index("FLAGGED") < html.index("<h4>Results</h4>") < html.index("Provenance")
