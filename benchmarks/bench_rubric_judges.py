@@ -24,8 +24,8 @@ from pathlib import Path
 
 from ragmeter.metrics.rubric import agreement
 from ragmeter.metrics.rubric_overlap import is_abstention
-from ragmeter.suites.rubric.offline import OverlapGrader, fit_files, overlap_rows
 from ragmeter.suites.rubric.judge import read_answers
+from ragmeter.suites.rubric.offline import OverlapGrader, fit_files, overlap_rows
 from ragmeter.suites.rubric.validate import ValidateConfig, validate_files
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ragaliq" / "logs" / "eval"
