@@ -374,24 +374,76 @@ class _Run:
                 + response.usage.completion_tokens * (cfg.price_completion_per_mtok or 0.0)
             ) / 1e6
 
-    def from_engine(self, engine: Engine, todo: dict[str, Request]) -> dict[str, Outcome]:
-        """Hand the misses to ``engine``; store each result as it streams back."""
+    async def from_engine(self, engine: Engine, todo: dict[str, Request]) -> dict[str, Outcome]:
+        """Hand the misses to ``engine``; store each result as it streams back.
+
+        With a store, the keys are claimed first, as on the local path: a key that another live
+        run holds is not sent; it is taken from the store once that run answers it, or sent in a
+        later round once its claim lapses."""
         results: dict[str, Outcome] = {}
-        for key, outcome in engine.run(todo, self.config, self.identity):
-            if key in results or key not in todo:
-                continue  # a batch retried after its results had arrived
-            self.stats.calls += max(1, outcome.attempts)
-            self.stats.retries += max(0, outcome.attempts - 1)
-            if outcome.ok:
-                assert outcome.response is not None
-                self.accept(key, todo[key], outcome.response)
-            results[key] = outcome
-            self.count(outcome)
+        pending = dict(todo)
+        while pending:
+            send = self._claim_for_engine(pending, results)
+            pending = {k: r for k, r in pending.items() if k not in send and k not in results}
+            if send:
+                self._stream_engine(engine, send, results)
+            elif pending:  # all held by other live runs: wait for their answers or a lapse
+                await asyncio.sleep(self.config.claim_poll_s * random.uniform(0.8, 1.2))
         missing = [k for k in todo if k not in results]
         if missing:
             raise RuntimeError(f"runner: engine {engine.name} returned no result for "
                                f"{len(missing)} of {len(todo)} requests")
         return results
+
+    def _claim_for_engine(self, pending: dict[str, Request],
+                          results: dict[str, Outcome]) -> dict[str, Request]:
+        """The pending requests this run may send (all of them without a store); claims each
+        in the store, and takes the answers other runs stored meanwhile into ``results``."""
+        if self.store is None:
+            return dict(pending)
+        send = {}
+        for key, request in pending.items():
+            got = self.store.claim(key, self.owner, self.config.lease_s)
+            if got is True:
+                send[key] = request
+            elif isinstance(got, Response):  # answered by another process meanwhile
+                results[key] = Outcome(request, "ok", response=got, cached=True, key=key)
+                self.stats.cached += 1
+                self.count(results[key])
+        return send
+
+    def _stream_engine(self, engine: Engine, send: dict[str, Request],
+                       results: dict[str, Outcome]) -> None:
+        """Run ``send`` on the engine; store each result as it arrives (claims renewed from a
+        thread meanwhile); raise the run's stop error (e.g. no logprobs) as soon as it is set."""
+        renewing = (_ClaimRenewer(self.store, self.owner, self.config.lease_s)
+                    if self.store is not None else None)
+        stream = iter(engine.run(send, self.config, self.identity))
+        try:
+            for key, outcome in stream:
+                if key in results or key not in send:
+                    continue  # a batch retried after its results had arrived
+                self.stats.calls += max(1, outcome.attempts)
+                self.stats.retries += max(0, outcome.attempts - 1)
+                if outcome.ok:
+                    assert outcome.response is not None
+                    self.accept(key, send[key], outcome.response)  # persisted before use
+                    if _unusable_choices(send[key], outcome.response) and self.stop is None:
+                        self.stop = self._no_logprobs_error()
+                if self.store is not None:
+                    self.store.release(key, self.owner)
+                results[key] = outcome
+                self.count(outcome)
+                if self.stop is not None:
+                    break
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()  # stops the engine's work when the run ends early
+            if renewing is not None:
+                renewing.stop()
+        if self.stop is not None:
+            raise self.stop
 
     def count(self, outcome: Outcome) -> None:
         if outcome.ok:
@@ -504,13 +556,6 @@ class _Run:
                 todo.setdefault(k, r)
         self.progress = _Progress(self.config, len(todo), self.stats)
         results: dict[str, Outcome] = {}
-        if self.config.engine is not None:
-            try:
-                results = self.from_engine(self.config.engine, todo)
-            finally:
-                self.progress.close()
-            return self.assemble(requests, keys, stored, results, start)
-
         claims = self.store is not None and bool(todo)
         if claims:
             import uuid
@@ -518,6 +563,15 @@ class _Run:
             from ragmeter.store import process_owner
 
             self.owner = f"{process_owner()}:{uuid.uuid4().hex[:8]}"
+        if self.config.engine is not None:
+            try:
+                results = await self.from_engine(self.config.engine, todo)
+            finally:
+                self.progress.close()
+                if claims:
+                    assert self.store is not None
+                    self.store.release_all(self.owner)
+            return self.assemble(requests, keys, stored, results, start)
         renewer = asyncio.ensure_future(self._renew_claims()) if claims else None
 
         async def one(key: str, request: Request) -> None:
@@ -570,6 +624,27 @@ class _Run:
                     cached=first.ok, attempts=0, key=k))
         self.stats.wall_s = time.monotonic() - start
         return out
+
+
+class _ClaimRenewer:
+    """Renews an owner's claims every ``lease_s / 3`` seconds from a thread, while an engine's
+    results are consumed synchronously (the event loop cannot run the renewing task then)."""
+
+    def __init__(self, store: Store, owner: str, lease_s: float) -> None:
+        import threading
+
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._loop, args=(store, owner, lease_s),
+                                       name="ragmeter-claims", daemon=True)
+        self.thread.start()
+
+    def _loop(self, store: Store, owner: str, lease_s: float) -> None:
+        while not self.done.wait(lease_s / 3):
+            store.renew_claims(owner, lease_s)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join()
 
 
 def _unusable_choices(request: Request, response: Response) -> bool:

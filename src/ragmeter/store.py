@@ -295,7 +295,8 @@ class Store:
                     return Response.from_dict(json.loads(row[0]))
                 held = self._db.execute("SELECT owner, expires_at FROM claims WHERE key = ?",
                                         (key,)).fetchone()
-                mine = held is None or held[0] == owner or held[1] < now
+                mine = (held is None or held[0] == owner or held[1] < now
+                        or not _owner_alive(held[0].rsplit(":", 1)[0]))  # host:pid:run
                 if mine:
                     self._db.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?)",
                                      (key, owner, now + lease_s))

@@ -157,3 +157,18 @@ def test_backend_values_carry_the_engine_and_never_the_key() -> None:
         return
     engine = value.runner_config().engine
     assert (engine.name, engine.options.workers, engine.options.batch_size) == ("ray", 3, 5)
+
+
+def test_a_worker_that_cannot_build_its_backend_reports_one_line() -> None:
+    """On a node without the model (here: a target that does not exist) the actor does not die
+    silently: its first batch raises the line the driver turns into a ConfigError."""
+    from ragmeter.engine.ray_engine import BackendWorker, _one_line
+    from ragmeter.llm.registry import BackendRecipe
+
+    recipe = BackendRecipe(name="local", target="ragmeter.llm.base:NoSuchBackend")
+    worker = BackendWorker(recipe, RunnerConfig(progress=False))
+    with pytest.raises(RuntimeError, match="cannot build backend 'local': AttributeError") as err:
+        worker({"key": ["k"], "request": ["{}"]})
+    ray_text = f"Traceback (most recent call last):\n  File x\nRuntimeError: {err.value}\n\nmore"
+    assert _one_line(RuntimeError(ray_text)).startswith("ragmeter worker on ")
+    assert _one_line(RuntimeError("The actor died.\nmore")) == "The actor died."

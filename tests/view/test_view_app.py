@@ -187,3 +187,56 @@ def test_judge_card_and_degenerate_alarm_are_shown(tmp_path: Path) -> None:
             assert "judge-x" in page and "unvalidated" in page
     finally:
         server.stop()
+
+
+def test_view_command_serves_and_prints_its_url(tmp_path: Path, _isolated_home) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    write_records(_isolated_home / "runs")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "ragmeter", "view", "--port", "0",
+                             "--token", "tok-1"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert "serving on http://127.0.0.1:" in line, line
+        url = line.split("serving on ", 1)[1].split()[0]
+        assert url.endswith("/?token=tok-1")
+        base = url.split("?")[0]
+        assert httpx.get(base, timeout=60).status_code == 401
+        r = httpx.get(base, headers={"Authorization": "Bearer tok-1"}, timeout=60)
+        assert r.status_code == 200 and "multilingual" in r.text
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_a_token_is_generated_for_any_other_address() -> None:
+    from ragmeter.view.security import Security
+
+    sec, generated = Security.for_bind("0.0.0.0", 8000, None)
+    assert generated and sec.token and len(sec.token) >= 24
+    sec, generated = Security.for_bind("127.0.0.1", 8000, None)
+    assert not generated and sec.token is None
+    sec, generated = Security.for_bind("192.168.1.5", 8000, "given")
+    assert not generated and sec.token == "given"
+    assert sec.allowed_hosts() == {"192.168.1.5", "192.168.1.5:8000"}
+
+
+def test_data_files_only_from_the_configured_folders(tmp_path: Path) -> None:
+    from ragmeter.view.jobs import list_data_files, resolve_data
+
+    folder = tmp_path / "data"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "en.json").write_text("{}\n")
+    (tmp_path / "outside.json").write_text("{}\n")
+    (folder / "link.json").symlink_to(tmp_path / "outside.json")
+    assert list_data_files([folder]) == ["sub/en.json"]  # the link points outside
+    assert resolve_data("sub/en.json", [folder]) == str((folder / "sub" / "en.json").resolve())
+    for bad in ("../outside.json", str(tmp_path / "outside.json"), "link.json", "missing.json"):
+        with pytest.raises(ConfigError, match="not in a configured data folder"):
+            resolve_data(bad, [folder])

@@ -91,16 +91,21 @@ def test_launch_rgb_run_with_live_progress_and_inert_answers(app, page, scripted
     page.select_option("#backend", "endpoint:scripted")
     page.fill("#noise_rates", "0,0.4")
     page.fill("input[name=concurrency]", "2")
+    page.fill("input[name=price_prompt]", "2.5")
+    page.fill("input[name=price_completion]", "10")
     page.locator("#estimate-button").click()
     assert page.locator("#est-calls").count(), page.locator("main").inner_text()
     calls = int(page.locator("#est-calls").inner_text())
     assert 10 < calls <= int(page.locator("#est-requests").inner_text())
+    assert re.fullmatch(r"\$0\.\d{4}", page.locator("#est-money").inner_text().strip())
     assert "sk-secret" not in page.content()
     _shot(page, "launch")
     page.locator("#start-button").click()
     page.wait_for_url(re.compile("/jobs/"))
     from playwright.sync_api import expect
 
+    expect(page.locator("[data-k=done]")).not_to_have_text(re.compile(r"^[0-4]$"))
+    _shot(page, "job-running")  # usually mid-run (best effort: it may have finished)
     expect(page.locator("[data-k=status]")).to_have_text("done", timeout=30_000)
     updates = int(page.locator("#job").get_attribute("data-updates") or 0)
     assert updates >= 3, updates  # several pushes arrived while it ran
@@ -123,6 +128,7 @@ def test_launch_rgb_run_with_live_progress_and_inert_answers(app, page, scripted
     run_id = page.url.rsplit("/", 1)[-1]
     page.goto(server.url + "/")
     assert page.locator(f'tr[data-run="{run_id}"]').is_visible()
+    _shot(page, "runs-after-launch")
     assert page.evaluate("window.__xss") is None
 
 

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["RayEngine", "BackendWorker", "import_ray"]
 
 INSTALL = "pip install 'ragmeter[ray]'"
+WORKER_ERROR = "ragmeter worker on"  # marks the one line the driver shows of a worker failure
 
 
 def import_ray() -> Any:
@@ -59,14 +60,25 @@ class BackendWorker:
     """One actor of the pool: a backend built once, batches of requests completed per call."""
 
     def __init__(self, recipe: BackendRecipe, config: RunnerConfig) -> None:
-        self.backend = recipe.build()
-        self.identity = canonical_json(self.backend.identity())
         self.config = config
         self.loop = asyncio.new_event_loop()  # one loop per actor: pooled connections live on
+        try:
+            self.backend = recipe.build()
+            self.identity = canonical_json(self.backend.identity())
+            self.error = ""
+        except Exception as exc:  # noqa: BLE001 - reported by __call__ as one line (below)
+            import socket
+
+            # Raised here, Ray would only say that the actor died; raised from __call__, the
+            # message reaches the driver, which shows this line (e.g. a node without the model).
+            self.error = (f"{WORKER_ERROR} {socket.gethostname()}: cannot build backend "
+                          f"{recipe.name!r}: {type(exc).__name__}: {exc}").replace("\n", " ")
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[str]]:
         from ragmeter.runner import arun_requests
 
+        if self.error:
+            raise RuntimeError(self.error)
         requests = [request_from_wire(json.loads(doc)) for doc in batch["request"]]
         outcomes = self.loop.run_until_complete(
             arun_requests(requests, self.backend, None, self.config))
@@ -126,7 +138,7 @@ class RayEngine:
              identity: str) -> Iterator[tuple[str, Outcome]]:
         opts = self.options
         context = ray.data.DataContext.get_current()
-        context.enable_progress_bars = bool(config.progress)
+        context.enable_progress_bars = False  # the runner's bar counts results as they arrive
         context.execution_options.preserve_order = False  # stream each batch as it finishes
         rows = [{"key": key, "request": canonical_json(request_to_wire(request))}
                 for key, request in todo.items()]
@@ -136,6 +148,15 @@ class RayEngine:
             batch_size=opts.batch_size, compute=ray.data.ActorPoolStrategy(size=opts.workers),
             num_cpus=opts.num_cpus,
             num_gpus=opts.num_gpus or None, batch_format="numpy")
+        try:
+            yield from self._stream(dataset, todo, identity)
+        except ray.exceptions.RayError as err:
+            raise ConfigError(f"engine: the Ray run failed: {_one_line(err)}. Fix: check that "
+                              "every node has ragmeter, its extras and the model at the same "
+                              "path (ray logs are under /tmp/ray/session_latest/logs).") from None
+
+    def _stream(self, dataset: Any, todo: Mapping[str, Request],
+                identity: str) -> Iterator[tuple[str, Outcome]]:
         for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
             for key, doc, worker_identity in zip(batch["key"], batch["outcome"],
                                                  batch["identity"], strict=True):
@@ -147,3 +168,13 @@ class RayEngine:
                         "versions.")
                 key = str(key)
                 yield key, outcome_from_wire(json.loads(doc), todo[key], key)
+
+
+def _one_line(err: BaseException) -> str:
+    """The line of a Ray error that says what went wrong: a worker's own report when there is
+    one, else Ray's first line."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    for line in lines:
+        if WORKER_ERROR in line:
+            return line[line.index(WORKER_ERROR):]
+    return lines[0] if lines else type(err).__name__

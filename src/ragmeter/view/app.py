@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +38,7 @@ __all__ = ["ViewSettings", "create_app"]
 PAGE_SIZE = 100
 MAX_FORM_BYTES = 64 * 1024
 MAX_COMPARE = 8
+RENDERED_KEPT = 32  # run pages kept rendered in memory
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
 _HERE = Path(__file__).parent
 
@@ -48,7 +51,7 @@ class ViewSettings:
     store_path: str | None = None
     data_dirs: list[Path] = field(default_factory=list)
     security: Security = field(default_factory=Security)
-    list_ttl_s: float = 5.0
+    list_ttl_s: float = 30.0
 
 
 def _templates() -> Any:
@@ -98,10 +101,10 @@ def create_app(settings: ViewSettings) -> Any:
     def load(run_id: str) -> Any:
         from ragmeter.results import load_run
 
-        if not _RUN_ID.match(run_id) or run_id.endswith(".json") or run_id not in index.ids():
-            index.invalidate()  # a run written since the last listing
-            if run_id not in index.ids() or not _RUN_ID.match(run_id):
-                raise ConfigError(f"view: no stored run {run_id!r}.")
+        if not _RUN_ID.match(run_id) or run_id.endswith(".json"):
+            raise ConfigError(f"view: {run_id!r} is not a run id.")
+        if not index.known(run_id):
+            raise ConfigError(f"view: no stored run {run_id!r}.")
         return load_run(run_id, runs_dir_override=settings.runs_dir)
 
     async def form_of(request: Request) -> dict[str, str]:
@@ -119,6 +122,8 @@ def create_app(settings: ViewSettings) -> Any:
     # ------------------------------------------------------------------ pages
 
     def runs_page(request: Request) -> HTMLResponse:
+        if request.query_params.get("refresh"):
+            index.invalidate()
         rows = index.rows()
         families = sorted({r.family for r in rows})
         family = request.query_params.get("family") or ""
@@ -134,6 +139,9 @@ def create_app(settings: ViewSettings) -> Any:
         return page("runs.html", title="ragmeter runs", rows=shown, total=len(rows),
                     families=families, family=family, page=number, pages=pages)
 
+    rendered: OrderedDict[str, Any] = OrderedDict()  # run id -> body (records never change)
+    rendered_lock = threading.Lock()
+
     def run_page(request: Request) -> HTMLResponse:
         from ragmeter.reports.html import render_run
 
@@ -141,8 +149,16 @@ def create_app(settings: ViewSettings) -> Any:
             record = load(request.path_params["run_id"])
         except UserError as err:
             return error(str(err), 404)
-        return page("run.html", title=f"{record.family} · {record.run_id}",
-                    body=_safe(render_run(record, 1)), records=[record])
+        with rendered_lock:
+            body = rendered.get(record.run_id)
+        if body is None:
+            body = _safe(render_run(record, 1))  # plots take seconds: kept for the next visit
+            with rendered_lock:
+                rendered[record.run_id] = body
+                while len(rendered) > RENDERED_KEPT:
+                    rendered.popitem(last=False)
+        return page("run.html", title=f"{record.family} · {record.run_id}", body=body,
+                    records=[record])
 
     def compare_page(request: Request) -> HTMLResponse:
         from ragmeter.reports.html import render_comparison
@@ -213,6 +229,8 @@ def create_app(settings: ViewSettings) -> Any:
             await form_of(request)
         except PermissionError as err:
             return error(str(err), 403)
+        except UserError as err:
+            return error(str(err))
         job = jobs.jobs.get(job_id)
         if job is None:
             return error("No such job.", 404)

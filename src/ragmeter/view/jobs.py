@@ -22,7 +22,7 @@ from typing import Any
 
 from ragmeter.errors import ConfigError, UserError
 
-__all__ = ["RgbLaunch", "Estimate", "Job", "JobManager", "JobCancelled", "estimate_rgb",
+__all__ = ["RgbLaunch", "Job", "JobManager", "JobCancelled", "estimate_rgb",
            "run_rgb_job", "LANGUAGES", "BackendChoice", "backend_choices", "resolve_data",
            "list_data_files"]
 
@@ -106,6 +106,8 @@ class RgbLaunch:
         out = ["ragmeter", "rgb", "run"]
         for f in self.data:
             out += ["--data", f]
+        if self.data:
+            out += ["--lang", self.language]
         if self.backend.startswith("endpoint:"):
             out += ["--endpoint", self.backend.split(":", 1)[1]]
         out += ["--noise-rates", ",".join(f"{r:g}" for r in self.noise_rates),
@@ -136,39 +138,20 @@ def _prepare(launch: RgbLaunch, store_path: str | None, **runner_extra: Any) -> 
     return datasets, prompts, backend, store, runner
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """The dry run of a launch: calls, tokens and (with prices) money; nothing called."""
-
-    requests: int
-    cached: int
-    calls: int
-    prompt_tokens: int
-    completion_tokens_max: int
-    token_method: str
-    cost_usd_max: float | None
-    text: str
-
-
-def estimate_rgb(launch: RgbLaunch, store_path: str | None = None) -> Estimate:
-    """What ``rgb run --dry-run`` prints, as numbers (the generation calls; judge not run)."""
+def estimate_rgb(launch: RgbLaunch, store_path: str | None = None) -> Any:
+    """What ``rgb run --dry-run`` prints for the answers, as the runner's
+    :class:`~ragmeter.runner.DryRunEstimate` (calls, tokens, money at the given prices)."""
     from ragmeter.runner import estimate_requests
     from ragmeter.suites.rgb.run import _limited, generation_requests, plan_settings
 
-    datasets, prompts, backend, store, _ = _prepare(launch, store_path)
+    datasets, prompts, backend, store, runner = _prepare(launch, store_path)
     config = launch.run_config()
     try:
         limited = [_limited(d, config) for d in datasets]
         requests = generation_requests(plan_settings(limited, config), prompts, config)
-        est = estimate_requests(requests, backend, store)
+        return estimate_requests(requests, backend, store, runner)
     finally:
         store.close()
-    cost = None
-    if launch.price_prompt is not None or launch.price_completion is not None:
-        cost = (est.prompt_tokens * (launch.price_prompt or 0.0)
-                + est.completion_tokens_max * (launch.price_completion or 0.0)) / 1e6
-    return Estimate(est.requests, est.cached, est.calls, est.prompt_tokens,
-                    est.completion_tokens_max, est.token_method, cost, est.render())
 
 
 def run_rgb_job(launch: RgbLaunch, *, store_path: str | None, runs_dir: str | None,
@@ -318,8 +301,10 @@ def list_data_files(folders: list[Path], limit: int = 500) -> list[str]:
     for folder in folders:
         if not folder.is_dir():
             continue
+        base = folder.resolve()
         for p in sorted(folder.rglob("*.json*")):
-            if p.suffix in (".json", ".jsonl") and p.is_file():
+            if p.suffix in (".json", ".jsonl") and p.is_file() \
+                    and p.resolve().is_relative_to(base):  # no links out of the folder
                 out.append(str(p.relative_to(folder)))
                 if len(out) >= limit:
                     return out

@@ -1,8 +1,8 @@
 """The run list of the web app: one row per stored run record, with its headline numbers.
 
 Rows come from :func:`ragmeter.results.list_runs` only (never from the files themselves), kept
-for a few seconds so that paging and filtering a large store do not re-read it; a job finishing
-in the app refreshes it at once.  Headline numbers are read from each record's stored result
+for 30 seconds so that paging and filtering a large store do not re-read it; a job finishing in
+the app, an unknown run id or the page's *refresh* link re-reads it at once.  Headline numbers are read from each record's stored result
 (the family's ``to_json()``): nothing is recomputed.
 """
 
@@ -172,7 +172,7 @@ def _row(record: RunRecord) -> RunRow:
 class RunIndex:
     """The rows of every stored run, newest first, re-read at most every ``ttl_s`` seconds."""
 
-    def __init__(self, runs_dir: str | Path | None = None, ttl_s: float = 5.0) -> None:
+    def __init__(self, runs_dir: str | Path | None = None, ttl_s: float = 30.0) -> None:
         self.runs_dir = runs_dir
         self.ttl_s = ttl_s
         self._rows: list[RunRow] = []
@@ -191,5 +191,10 @@ class RunIndex:
                 self._stamp = time.monotonic()
             return self._rows
 
-    def ids(self) -> set[str]:
-        return {r.run_id for r in self.rows()}
+    def known(self, run_id: str) -> bool:
+        """Whether ``run_id`` is a stored run: the kept list first, re-read only on a miss."""
+        with self._lock:
+            if any(r.run_id == run_id for r in self._rows):
+                return True
+        self.invalidate()  # a run written since the last listing
+        return any(r.run_id == run_id for r in self.rows())
