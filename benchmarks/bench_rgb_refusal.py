@@ -2,21 +2,25 @@
 choice scoring (issue 12, item 8).
 
 Labelled sets (written by hand by the ragmeter authors, English and Chinese, see
-tests/suites/rgb/REFUSAL_LABELS.md): ``refusal_labels.jsonl`` (80 answers, the development set
-the detector's patterns were written against) and ``refusal_labels_heldout.jsonl`` (40
-answers, written after detector v1 was frozen).
+tests/suites/rgb/REFUSAL_LABELS.md): ``dev`` = ``refusal_labels.jsonl`` (80 answers, the set
+the detector's patterns were written against) and ``heldout`` =
+``refusal_labels_heldout.jsonl`` (40 answers, written after detector v1 was frozen).
 
 Judges:
 
 * ``detector``: :func:`ragmeter.metrics.refusal.detect_refusal`;
-* ``choice@0.5``: the local model asked RGB's rejection judge prompt (ragmeter's own few-shot
-  prompt) with Yes/No choice scoring; declines when p(No) > 0.5 (``--judge-method choice``);
-* ``choice@calibrated``: the same p(No) with the threshold that maximises accuracy on the
-  development set, applied to the held-out set.
+* ``choice@0.5``: the local model asked ragmeter's few-shot rejection judge prompt with Yes/No
+  choice scoring; declines when p(No) > 0.5 (``--judge-method choice``);
+* ``choice@best``: p(No) with the threshold that maximises accuracy on the same items, an
+  in-sample upper bound of what any calibrated threshold could reach; and the AUROC of p(No),
+  which says whether p(No) separates the classes at all.
 
-For each: accuracy (Wilson 95% CI) and Cohen's kappa (bootstrap 95% CI), per set.
+For each: accuracy (Wilson 95% CI) and Cohen's kappa (bootstrap 95% CI).  ``--subset N`` runs
+the model on N items per set, evenly spaced (the sets hold declining / non-declining pairs per
+question, English then Chinese, so an even step keeps both balanced): the local model takes
+30-60 s per judge call on a loaded 2-core machine.
 
-    python benchmarks/bench_rgb_refusal.py [--no-model] [--json out.json]
+    python benchmarks/bench_rgb_refusal.py [--no-model] [--subset N] [--json out.json]
 """
 
 from __future__ import annotations
@@ -33,6 +37,15 @@ SETS = {"dev": HERE / "refusal_labels.jsonl", "heldout": HERE / "refusal_labels_
 
 def _rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def _subset(rows: list[dict[str, Any]], n: int | None) -> list[dict[str, Any]]:
+    """``n`` rows as whole (decline, non-decline) pairs, evenly spaced over the set."""
+    if not n or n >= len(rows):
+        return rows
+    pairs = [rows[i:i + 2] for i in range(0, len(rows), 2)]
+    step = len(pairs) / (n // 2)
+    return [r for k in range(n // 2) for r in pairs[int(k * step)]]
 
 
 def _p_no(rows: list[dict[str, Any]], store_path: str | None) -> list[float]:
@@ -65,40 +78,55 @@ def _best_threshold(p: list[float], y: list[bool]) -> float:
                                     -abs(t - 0.5)))
 
 
+def _line(name: str, judge: str, lang: str, a: dict[str, Any]) -> str:
+    return (f"{name:8s} {judge:12s} {lang:3s} n={a['n']:3d} acc {a['accuracy']:.3f} "
+            f"[{a['accuracy_ci95'][0]:.3f}, {a['accuracy_ci95'][1]:.3f}]  kappa "
+            f"{a['kappa']:.3f} [{a['kappa_ci95'][0]:.3f}, {a['kappa_ci95'][1]:.3f}]  "
+            f"declines {a['predicted_declines']}/{a['reference_declines']}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-model", action="store_true", help="detector only")
+    parser.add_argument("--subset", type=int, default=None,
+                        help="items per set for the model (even; default: all)")
+    parser.add_argument("--sets", default="heldout,dev", help="sets for the model")
     parser.add_argument("--json", default=None)
     parser.add_argument("--store", default=None, help="store path [default: ragmeter's]")
     args = parser.parse_args()
     from ragmeter.metrics.refusal import DETECTOR_VERSION, agreement, detect_refusal
+    from ragmeter.metrics.stats import auroc
 
     data = {k: _rows(v) for k, v in SETS.items()}
     report: dict[str, Any] = {"detector_version": DETECTOR_VERSION, "results": {}}
-    probs = ({k: _p_no(rows, args.store) for k, rows in data.items()}
-             if not args.no_model else {})
-    threshold = (_best_threshold(probs["dev"], [bool(r["declines"]) for r in data["dev"]])
-                 if probs else None)
-    report["choice_threshold_calibrated_on_dev"] = threshold
     for name, rows in data.items():
         y = [bool(r["declines"]) for r in rows]
-        judges = {"detector": [detect_refusal(r["answer"]).declines for r in rows]}
-        if probs:
-            judges["choice@0.5"] = [p > 0.5 for p in probs[name]]
-            judges["choice@calibrated"] = [p > threshold for p in probs[name]]  # type: ignore[operator]
-            report.setdefault("p_no_spread", {})[name] = [min(probs[name]), max(probs[name])]
-        for judge, verdicts in judges.items():
-            for lang in ("all", "en", "zh"):
-                idx = [i for i, r in enumerate(rows) if lang == "all" or r["lang"] == lang]
-                a = agreement([y[i] for i in idx], [verdicts[i] for i in idx])
-                report["results"][f"{name}/{judge}/{lang}"] = a
-                print(f"{name:8s} {judge:18s} {lang:3s} n={a['n']:3d} "
-                      f"acc {a['accuracy']:.3f} [{a['accuracy_ci95'][0]:.3f}, "
-                      f"{a['accuracy_ci95'][1]:.3f}]  kappa {a['kappa']:.3f} "
-                      f"[{a['kappa_ci95'][0]:.3f}, {a['kappa_ci95'][1]:.3f}]  "
-                      f"declines {a['predicted_declines']}/{a['reference_declines']}")
-    if threshold is not None:
-        print(f"choice threshold calibrated on dev: p(No) > {threshold:.4f}")
+        verdicts = [detect_refusal(r["answer"]).declines for r in rows]
+        for lang in ("all", "en", "zh"):
+            idx = [i for i, r in enumerate(rows) if lang == "all" or r["lang"] == lang]
+            a = agreement([y[i] for i in idx], [verdicts[i] for i in idx])
+            report["results"][f"{name}/detector/{lang}"] = a
+            print(_line(name, "detector", lang, a), flush=True)
+    if not args.no_model:
+        for name in args.sets.split(","):
+            rows = _subset(data[name], args.subset)
+            y = [bool(r["declines"]) for r in rows]
+            p = _p_no(rows, args.store)
+            t = _best_threshold(p, y)
+            det = agreement(y, [detect_refusal(r["answer"]).declines for r in rows])
+            report["results"][f"{name}[subset]/detector/all"] = det
+            print(_line(name + "*", "detector", "all", det))
+            for judge, verdicts in (("choice@0.5", [pi > 0.5 for pi in p]),
+                                    ("choice@best", [pi > t for pi in p])):
+                a = agreement(y, verdicts)
+                report["results"][f"{name}[subset]/{judge}/all"] = a
+                print(_line(name + "*", judge, "all", a))
+            auc = auroc(p, [int(v) for v in y])
+            report[f"{name}_p_no"] = {"auroc": auc, "min": min(p), "max": max(p),
+                                      "best_threshold": t, "ids": [r["id"] for r in rows],
+                                      "p_no": p}
+            print(f"{name}* p(No): AUROC {auc:.3f}, range [{min(p):.3f}, {max(p):.3f}], "
+                  f"best threshold {t:.4f} (in-sample)", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2), encoding="utf-8")
     return 0

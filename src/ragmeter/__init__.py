@@ -31,6 +31,7 @@ from ragmeter.errors import (
 _LAZY = {
     "multilingual": "ragmeter.multilingual",
     "reliability": "ragmeter.reliability",
+    "rgb": "ragmeter.rgb",
     "trace": "ragmeter.trace",
     "rubric": "ragmeter.rubric",
     "backends": "ragmeter.backends",
@@ -58,6 +59,7 @@ __all__ = [
     "judging",
     "multilingual",
     "reliability",
+    "rgb",
     "rubric",
     "testing",
     "trace",

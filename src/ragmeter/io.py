@@ -172,7 +172,7 @@ def _bounded_lines(fh: Any, path: Path, component: str) -> Iterator[tuple[int, b
         yield number, raw
 
 
-def _loads(text: str, path: Path, component: str, **where: Any) -> Any:
+def _loads(text: str, path: Path, component: str, *, line: int | None = None) -> Any:
     """``json.loads`` whose every failure is an InputError at ``where`` (line= or row=)."""
     try:
         return json.loads(text)
@@ -180,16 +180,17 @@ def _loads(text: str, path: Path, component: str, **where: Any) -> Any:
         raise InputError(
             f"is not valid JSON ({exc.msg} at column {exc.colno}).",
             component=component, path=path,
-            fix="each line must hold one JSON object; check quotes and commas.", **where,
+            fix="each line must hold one JSON object; check quotes and commas.", line=line,
         ) from None
     except RecursionError:
-        raise _too_deep(path, component, **where) from None
+        raise _too_deep(path, component, line=line) from None
 
 
-def _too_deep(path: Path, component: str, **where: Any) -> InputError:
+def _too_deep(path: Path, component: str, *, line: int | None = None,
+              row: int | None = None) -> InputError:
     return InputError("is nested too deeply to read (thousands of [ or { inside each other).",
-                      component=component, path=path,
-                      fix="flatten the record; no ragmeter field needs such nesting.", **where)
+                      component=component, path=path, line=line, row=row,
+                      fix="flatten the record; no ragmeter field needs such nesting.")
 
 
 def _decode(raw: bytes, path: Path, number: int, unit: str, component: str) -> str:

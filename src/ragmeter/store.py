@@ -42,6 +42,7 @@ Support/ragmeter`` on macOS, ``%LOCALAPPDATA%\\ragmeter`` on Windows).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -50,7 +51,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ragmeter._version import __version__
 from ragmeter.errors import UserError
@@ -162,6 +163,23 @@ class StoreStats:
     runs_by_status: dict[str, int] = field(default_factory=dict)  # running/finished/interrupted
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _writes(method: _F) -> _F:
+    """A store method that writes: a full disk or a read-only store becomes the one-line
+    :class:`UserError` of :meth:`Store._full` (what was kept, how to resume)."""
+    @functools.wraps(method)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            if "lock" in str(exc):
+                raise
+            raise self._full(exc) from None
+    return wrapper  # type: ignore[return-value]
+
+
 class Store:
     """A SQLite store of model calls (the cache), runs and item results.
 
@@ -255,16 +273,10 @@ class Store:
             f"make the store writable) and run the same command again: it resumes from the "
             f"store without paying again.")
 
+    @_writes
     def put(self, key: str, request: Request, identity: Mapping[str, Any],
             response: Response) -> None:
         """Persist one successful response (committed before this returns)."""
-        try:
-            self._put(key, request, identity, response)
-        except sqlite3.OperationalError as exc:
-            raise self._full(exc) from None
-
-    def _put(self, key: str, request: Request, identity: Mapping[str, Any],
-             response: Response) -> None:
         material = request.key_material(identity)
         with self._lock:
             self._db.execute(
@@ -276,6 +288,7 @@ class Store:
 
     # -------------------------------------------------------------- claims
 
+    @_writes
     def claim(self, key: str, owner: str, lease_s: float) -> Response | bool:
         """Claim ``key`` for ``owner`` before calling the model.
 
@@ -311,6 +324,7 @@ class Store:
                 self._db.execute("ROLLBACK")
                 raise
 
+    @_writes
     def renew_claims(self, owner: str, lease_s: float) -> None:
         """Extend every claim of ``owner`` (the runner does this while it runs)."""
         import time
@@ -319,11 +333,13 @@ class Store:
             self._db.execute("UPDATE claims SET expires_at = ? WHERE owner = ?",
                              (time.time() + lease_s, owner))
 
+    @_writes
     def release(self, key: str, owner: str) -> None:
         """Drop ``owner``'s claim on ``key`` (after its response was stored, or it failed)."""
         with self._lock:
             self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
 
+    @_writes
     def release_all(self, owner: str) -> None:
         with self._lock:
             self._db.execute("DELETE FROM claims WHERE owner = ?", (owner,))
@@ -334,6 +350,7 @@ class Store:
 
     # -------------------------------------------------------------- runs
 
+    @_writes
     def start_run(self, command: str, config: Mapping[str, Any] | None = None) -> int:
         """Record the start of a run; returns its id."""
         with self._lock:
@@ -344,11 +361,13 @@ class Store:
                  process_owner()))
             return int(cur.lastrowid or 0)
 
+    @_writes
     def finish_run(self, run_id: int) -> None:
         with self._lock:
             self._db.execute("UPDATE runs SET finished_at = ?, status = 'finished' WHERE id = ?",
                              (_now(), run_id))
 
+    @_writes
     def record_items(self, run_id: int, items: Iterable[Mapping[str, Any]]) -> int:
         """Store per-item results of a run: mappings with ``item_id``, ``status`` and optional
         ``reason``, ``detail``, ``call_key``, ``cached``, ``values`` (JSON-able)."""

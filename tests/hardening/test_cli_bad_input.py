@@ -177,3 +177,55 @@ def test_unwritable_output_is_one_line(tmp_path, run_cli):
                            "--no-record")
     assert code == 2 and err.startswith("error: ") and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------ accepted with exit 0 before
+
+
+def test_rubric_prompt_without_response_is_refused(tmp_path, run_cli):
+    tpl = tmp_path / "p.txt"
+    tpl.write_text("Grade this answer to {question}. [RESULT]", encoding="utf-8")
+    src = _jsonl(tmp_path / "a.jsonl", [{"id": "1", "question": "q", "reference": "r",
+                                         "response": "x"}])
+    code, _, err = run_cli("rubric", "judge", src, "--out", tmp_path / "o.jsonl",
+                           "--prompt-file", tpl, "--backend", "openai", "--model", "m",
+                           "--base-url", "http://127.0.0.1:9/v1")
+    assert code == 2 and "{response}" in err and "p.txt" in err
+
+
+def test_trace_prompt_without_documents_is_refused(tmp_path, run_cli):
+    tpl = tmp_path / "p.txt"
+    tpl.write_text("{question} {answer}", encoding="utf-8")
+    src = _jsonl(tmp_path / "a.jsonl", [{"id": "1", "question": "q", "documents": ["d."],
+                                         "response": "x"}])
+    code, _, err = run_cli("trace", "label", src, "--out", tmp_path / "o.jsonl",
+                           "--prompt-file", tpl, "--strategy", "json", "--backend", "openai",
+                           "--model", "m", "--base-url", "http://127.0.0.1:9/v1")
+    assert code == 2 and "{documents}" in err
+
+
+@pytest.mark.parametrize("value", [7, -0.5, 1.01])
+def test_semantic_score_out_of_range_is_refused(tmp_path, run_cli, value):
+    rows = [dict(GOOD_ANSWERS[0], semantic_score=0.5), dict(GOOD_ANSWERS[1],
+                                                             semantic_score=value)]
+    src = _jsonl(tmp_path / "a.jsonl", rows)
+    code, _, err = run_cli("multilingual", "score", src, "--no-record")
+    assert code == 2 and "line 2" in err and "semantic_score" in err and "[0.0, 1.0]" in err
+
+
+def test_trace_validate_unknown_pred_column_is_refused(tmp_path, run_cli):
+    from ragmeter.samples import sample_path
+
+    code, _, err = run_cli("trace", "validate", sample_path("trace_labelled.jsonl"),
+                           "--pred-column", "adherence=nosuch", "--no-record")
+    assert code == 2 and "nosuch" in err, err
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file names are bytes")
+def test_non_utf8_file_name_is_one_line(tmp_path, run_cli):
+    name = os.fsdecode(b"bad\xff.jsonl")  # a surrogate escape in the str
+    path = tmp_path / name
+    path.write_text('{"a": 1}\n', encoding="utf-8")
+    code, _, err = run_cli("multilingual", "score", path, "--no-record")
+    assert code == 2 and err.startswith("error: ") and "Traceback" not in err
+    assert "bad\\udcff.jsonl" in err  # shown escaped, never an encoding crash

@@ -7,9 +7,14 @@ from typing import Any
 import click
 
 from ragmeter.cli.backend_options import backend_options
-from ragmeter.cli.options import input_file, items_out_option, json_out_option, output_file
-from ragmeter.cli.report import record_options, save_run
-from ragmeter.suites.rgb.demo import SAMPLE_FILES  # the built-in sample, used without --data
+from ragmeter.cli.options import (
+    input_file,
+    items_out_option,
+    json_out_option,
+    output_file,
+    write_outputs,
+)
+from ragmeter.cli.report import record_options, save_result
 
 
 @click.group(name="rgb")
@@ -59,16 +64,16 @@ def build(data: str, kind: str | None, lang: str | None, noise_rate: float,
     Example: ragmeter rgb build --data RGB/data/en.json --noise-rate 0.4
     --prompts RGB/config/instruction.yaml --out en_noise0.4.jsonl
     """
+    import ragmeter.rgb
     from ragmeter.io import write_jsonl
-    from ragmeter.suites.rgb import BuildConfig, build_rows, load_dataset, load_prompts
 
-    dataset = load_dataset(data, kind=kind, lang=lang)
-    prompts = load_prompts(prompts_path)
-    config = BuildConfig(noise_rate=noise_rate, passage_num=passage_num,
-                         correct_rate=correct_rate, seed=seed)
-    n = write_jsonl(out, build_rows(dataset, prompts, config))
-    click.echo(f"wrote {n} rows to {out} ({dataset.name}: kind {dataset.kind}, lang "
-               f"{dataset.lang}, {config.label()}, prompts {prompts.version})", err=True)
+    result = ragmeter.rgb.build(data, noise_rate=noise_rate, kind=kind, lang=lang,
+                                correct_rate=correct_rate, passage_num=passage_num, seed=seed,
+                                prompts=prompts_path)
+    n = write_jsonl(out, result.iter_items())
+    sm = result.summary
+    click.echo(f"wrote {n} rows to {out} ({sm['dataset']}: kind {sm['kind']}, lang "
+               f"{sm['lang']}, {sm['setting']}, prompts {sm['prompts']})", err=True)
 
 
 @group.command(name="score")
@@ -94,23 +99,15 @@ def score(predictions: str, data: str, kind: str | None, lang: str | None, noise
     Example: ragmeter rgb score preds.jsonl --data RGB/data/en_fact.json --noise-rate 0
     --json result.json --items items.jsonl
     """
-    from ragmeter.io import write_json, write_jsonl
-    from ragmeter.suites.rgb import BuildConfig, load_dataset, read_predictions, score_predictions
+    import ragmeter.rgb
     from ragmeter.suites.rgb.tables import print_score
 
-    dataset = load_dataset(data, kind=kind, lang=lang)
-    config = BuildConfig(noise_rate=noise_rate, passage_num=passage_num,
-                         correct_rate=correct_rate, seed=seed)
-    result = score_predictions(dataset, read_predictions(predictions), config, mode=mode)
-    print_score(result)
-    if json_out:
-        write_json(json_out, result.to_json())
-        click.echo(f"wrote {json_out}", err=True)
-    if items_out:
-        n = write_jsonl(items_out, result.items)
-        click.echo(f"wrote {n} items to {items_out}", err=True)
-    save_run("rgb", result.to_json(), result.items, inputs=[predictions, data],
-             no_record=no_record, runs_dir=runs_dir)
+    result = ragmeter.rgb.score(predictions, data=data, noise_rate=noise_rate, kind=kind,
+                                lang=lang, correct_rate=correct_rate, passage_num=passage_num,
+                                seed=seed, mode=mode)
+    print_score(result.detail)
+    write_outputs(result, json_out, items_out)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
 _judge_method_option = click.option(
@@ -119,32 +116,6 @@ _judge_method_option = click.option(
     help="text: apply the original rules to the judge's reply; choice: score Yes/No; "
          "detector: ragmeter's refusal detector for Rej*, no model call (ED* then uses choice). "
          "auto: text for remote backends; detector (Rej*) and choice (ED*) for the local one.")
-
-
-def _rates(text: str, option: str) -> tuple[float, ...]:
-    from ragmeter.errors import ConfigError
-
-    out: list[float] = []
-    for part in text.split(","):
-        try:
-            value = float(part.strip())
-        except ValueError:
-            raise ConfigError(f"rgb: {option} {text!r}: {part.strip()!r} is not a number. "
-                              "Fix: write rates like 0,0.2,0.4.") from None
-        if not 0.0 <= value <= 1.0:
-            raise ConfigError(f"rgb: {option}: {value} is outside [0, 1].")
-        out.append(value)
-    return tuple(out)
-
-
-def _judge_backend(judge_model: str | None, backend: Any, backend_kwargs: dict[str, Any]) -> Any:
-    """The judge's backend: ``--judge-model`` on the same backend, else the answering one."""
-    if not judge_model:
-        return backend
-    from ragmeter.backends import from_options
-
-    # Same backend (or --endpoint) as the answers, another model.
-    return from_options(**{**backend_kwargs, "model": judge_model}).instance()
 
 
 @group.command(name="judge")
@@ -175,46 +146,22 @@ def judge(predictions: str, data: str, kind: str | None, lang: str | None,
     Example: ragmeter rgb judge preds.jsonl --data RGB/data/en.json --judge-prompts
     judge_prompts.yaml --backend openai --model gpt-4o-mini --json rej.json
     """
-    from ragmeter.cli.backend_options import runner_context
-    from ragmeter.io import write_json, write_jsonl
-    from ragmeter.reports.console import console
-    from ragmeter.runner import estimate_requests
-    from ragmeter.suites.rgb import load_dataset, load_judge_prompts, read_predictions
-    from ragmeter.suites.rgb.build import BuildConfig
-    from ragmeter.suites.rgb.judged import JudgeTask, judge_predictions, judge_requests, task_kind
-    from ragmeter.suites.rgb.scoring import score_predictions
+    import ragmeter.rgb
+    from ragmeter.backends import from_options
     from ragmeter.suites.rgb.tables import print_judged
 
-    dataset = load_dataset(data, kind=kind, lang=lang)
-    preds = read_predictions(predictions)
-    jprompts = load_judge_prompts(judge_prompts)
-    backend, store, runner, dry_run = runner_context(**backend_kwargs,
-                                                     description="rgb judge calls")
-    con = console()
-    if dry_run:
-        tk = task_kind(dataset)
-        cfg = BuildConfig(noise_rate=1.0 if tk == "reject" else 0.0)
-        task = JudgeTask(dataset.name, tk, dataset, score_predictions(dataset, preds, cfg))
-        con.print("judge: " + estimate_requests(
-            judge_requests([task], jprompts, judge_method, backend.name), backend,
-            store, runner).render())
+    result = ragmeter.rgb.judge(
+        predictions, data=data, kind=kind, lang=lang, noise_rate=noise_rate,
+        correct_rate=correct_rate, passage_num=passage_num, seed=seed,
+        judge_prompts=judge_prompts, judge_method=judge_method,
+        backend=from_options(**backend_kwargs), store=backend_kwargs.get("store"),
+        replay=bool(backend_kwargs.get("replay")), dry_run=bool(backend_kwargs.get("dry_run")))
+    if result.summary.get("dry_run"):
+        click.echo("judge: " + result.dry_run_text)  # type: ignore[attr-defined]
         return
-    result = judge_predictions(dataset, preds, jprompts, backend, store, runner,
-                               method=judge_method, noise_rate=noise_rate,
-                               passage_num=passage_num, correct_rate=correct_rate, seed=seed)
-    print_judged(result, con)
-    doc = result.to_json()
-    if json_out:
-        write_json(json_out, doc)
-        click.echo(f"wrote {json_out}", err=True)
-    if items_out:
-        n = write_jsonl(items_out, result.iter_items())
-        click.echo(f"wrote {n} items to {items_out}", err=True)
-    identity = backend.identity()
-    save_run("rgb", doc, result.iter_items(), inputs=[predictions, data],
-             backends=[identity], models=[str(identity.get("model", ""))],
-             prompt_versions={"judge": jprompts.version},
-             no_record=no_record, runs_dir=runs_dir)
+    print_judged(result.detail)
+    write_outputs(result, json_out, items_out)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
 @group.command(name="run")
@@ -268,62 +215,28 @@ def run(data: tuple[str, ...], lang: str | None, noise_rates: str, int_noise_rat
     Example: ragmeter rgb run --data RGB/data/en.json --data RGB/data/en_fact.json
     --prompts RGB/config/instruction.yaml --backend openai --model gpt-4o-mini --judge
     """
-    from ragmeter.cli.backend_options import runner_context
+    import ragmeter.rgb
+    from ragmeter.backends import from_options
     from ragmeter.reports.console import console
-    from ragmeter.runner import estimate_requests
-    from ragmeter.samples import sample_path
-    from ragmeter.suites.rgb import load_dataset, load_judge_prompts, load_prompts
     from ragmeter.suites.rgb.outputs import write_run_outputs
-    from ragmeter.suites.rgb.run import (
-        RgbRunConfig,
-        generation_requests,
-        plan_settings,
-        run_rgb,
-    )
     from ragmeter.suites.rgb.tables import print_run
 
-    files = list(data) or [str(sample_path(n)) for n in SAMPLE_FILES]
-    datasets = [load_dataset(f, lang=lang) for f in files]
-    prompts = load_prompts(prompts_path)
-    jprompts = load_judge_prompts(judge_prompts) if judge else None
-    config = RgbRunConfig(
-        noise_rates=_rates(noise_rates, "--noise-rates"),
-        int_noise_rates=_rates(int_noise_rates, "--int-noise-rates"),
-        rejection=not no_rejection, passage_num=passage_num, correct_rate=correct_rate,
-        seed=seed, temperature=temperature, max_tokens=max_tokens, mode=mode, judge=judge,
-        judge_method=judge_method, limit=limit)
-    backend, store, runner, dry_run = runner_context(**backend_kwargs,
-                                                     description="rgb answers")
+    result = ragmeter.rgb.run(
+        list(data) or None, lang=lang, noise_rates=noise_rates, int_noise_rates=int_noise_rates,
+        no_rejection=no_rejection, passage_num=passage_num, correct_rate=correct_rate,
+        seed=seed, temperature=temperature, max_tokens=max_tokens, limit=limit,
+        prompts=prompts_path, judge=judge, judge_prompts=judge_prompts, judge_model=judge_model,
+        judge_method=judge_method, mode=mode, backend=from_options(**backend_kwargs),
+        store=backend_kwargs.get("store"), replay=bool(backend_kwargs.get("replay")),
+        dry_run=bool(backend_kwargs.get("dry_run")))
     con = console()
-    if dry_run:
-        from ragmeter.suites.rgb.run import _limited
-
-        limited = [_limited(d, config) for d in datasets]
-        requests = generation_requests(plan_settings(limited, config), prompts, config)
-        con.print("answers: " + estimate_requests(requests, backend, store, runner).render())
-        if judge and jprompts is not None:
-            from ragmeter.suites.rgb.run import dry_run_judge_requests
-
-            jb = _judge_backend(judge_model, backend, backend_kwargs)
-            jreq, placeholders = dry_run_judge_requests(datasets, prompts, config, backend,
-                                                        store, jprompts, jb)
-            con.print("judge: " + estimate_requests(jreq, jb, store, runner).render())
-            if placeholders:
-                con.print(f"({placeholders} judged answer(s) not generated yet: their judge "
-                          f"prompts are counted with a {max_tokens}-token answer, an upper "
-                          "bound.)")
+    if result.summary.get("dry_run"):
+        con.print(result.dry_run_text)  # type: ignore[attr-defined]
         return
-    judge_backend = _judge_backend(judge_model, backend, backend_kwargs) if judge else None
-    result = run_rgb(datasets, prompts, backend, store, runner, config,
-                     judge_prompts=jprompts, judge_backend=judge_backend)
-    print_run(result, con)
-    written = write_run_outputs(result, out_dir, plot=not no_plot)
+    print_run(result.detail, con)
+    written = write_run_outputs(result.detail, out_dir, plot=not no_plot)
     for note in written["notes"]:
         con.print(f"note: {note}")
     con.print(f"results: {written['results']}; items: {written['items']}"
               + (f"; plot: {written['plot']}" if written["plot"] else ""))
-    identity = backend.identity()
-    save_run("rgb", result.to_json(), result.iter_items(), inputs=files,
-             backends=[identity], models=[str(identity.get("model", ""))],
-             prompt_versions={"instruction": str(getattr(prompts, "version", ""))},
-             no_record=no_record, runs_dir=runs_dir)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)

@@ -80,7 +80,9 @@ def print_table(result: Any, title: str) -> None:
                 f"; weighted_score per repeat {fmt(rng[0] if rng else None)}.."
                 f"{fmt(rng[1] if rng else None)}; over all repeats "
                 f"{fmt(st['weighted_score_all_repeats'])}"
-                + (f" [{sci[0]:.4f}, {sci[1]:.4f}]" if sci else ""))
+                + (f" [{sci[0]:.4f}, {sci[1]:.4f}]" if sci else "")
+                + f"; per-item agreement {fmt(st.get('mean_agreement'), 3)}, Fleiss' kappa "
+                  f"{fmt(st.get('fleiss_kappa'), 3)} over {st.get('fleiss_items')} items")
     for note in result.notes:
         con.print(f"note: {note}")
     con.print(f"signature: {result.signature}", style="dim")

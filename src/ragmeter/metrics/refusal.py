@@ -29,9 +29,14 @@ __all__ = ["DETECTOR_VERSION", "DETECTOR_VALIDATION", "REFUSAL_PATTERNS_EN", "RE
            "ANSWER_ANYWAY_ZH", "RefusalVerdict", "detect_refusal", "agreement"]
 
 DETECTOR_VERSION = "refusal-patterns-2"
-# Agreement with the held-out hand-labelled answers (benchmarks/bench_rgb_refusal.py); filled
-# in from the measurement, see docs/rgb.md.
-DETECTOR_VALIDATION: dict[str, object] | None = None
+# Agreement with hand-labelled answers, measured by benchmarks/bench_rgb_refusal.py (docs/rgb.md).
+# The 40 "held-out" answers were written after v1 was frozen (v1: 29/40, kappa 0.45); v2's
+# patterns were revised after seeing them, so this number is in-sample and optimistic.
+DETECTOR_VALIDATION: dict[str, object] | None = {
+    "metric": "Cohen's kappa vs hand labels", "value": 0.950, "ci": [0.843, 1.0],
+    "data": "40 en/zh answers (tests/suites/rgb/refusal_labels_heldout.jsonl), in-sample for "
+            "v2; v1 out-of-sample kappa 0.45",
+}
 
 _SOURCE = r"(?:documents?|passages?|context|texts?|sources?|information|materials?|articles?)"
 _VERB = (r"(?:contain|mention|provide|include|say|specify|state|give|have|discuss|cover|"

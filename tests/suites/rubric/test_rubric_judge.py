@@ -102,7 +102,7 @@ def test_bad_template_is_input_error(tmp_path):
 
     tpl = tmp_path / "p.txt"
     tpl.write_text("{unknown_field}", encoding="utf-8")
-    with pytest.raises(InputError, match="not a valid template"):
+    with pytest.raises(InputError, match="unknown field"):
         JudgePrompt.from_file(tpl)
 
 

@@ -103,7 +103,7 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
             costs = col["translate_tokens"].to_pylist()
             sems = col["semantic_score"].to_pylist()
             if any(c < 0 or not math.isfinite(c) for c in costs) or any(
-                    s is not None and not math.isfinite(s) for s in sems):
+                    s is not None and not (math.isfinite(s) and 0.0 <= s <= 1.0) for s in sems):
                 raise FastPathUnsupported("out-of-range number")
             langs_raw = col["sample_lang"].to_pylist()
             langs = []

@@ -239,7 +239,7 @@ def _parse_row(row: Row, fm: FieldMap, lang_ok: dict[str, bool]) -> _Parsed:
     pred = None if pred_raw is None else as_text(row, "pred_answer", pred_raw, component=COMPONENT)
     sem_raw = row.data.get("semantic_score")
     semantic = None if is_blank(sem_raw) else as_number(row, "semantic_score", sem_raw,
-                                                        component=COMPONENT)
+                                                        component=COMPONENT, lo=0.0, hi=1.0)
     return _Parsed(
         sample_id=as_text(row, "sample_id", values["sample_id"], component=COMPONENT),
         lang=lang,

@@ -162,10 +162,18 @@ def _parse(row: Row, kind: str) -> RgbInstance:
                        fakeanswer=_fakeanswer(row.data.get("fakeanswer")))
 
 
-def load_dataset(path: str | Path, *, kind: str | None = None,
-                 lang: str | None = None) -> RgbDataset:
-    """Read and validate an RGB data file; ``kind``/``lang`` override what the name says."""
-    p = Path(path)
+def load_dataset(path: Any, *, kind: str | None = None, lang: str | None = None,
+                 name: str | None = None) -> RgbDataset:
+    """Read and validate an RGB data file; ``kind``/``lang`` override what the name says.
+
+    ``path`` may also be in-memory rows (a list of dicts, a DataFrame, an Arrow table): then
+    ``name`` (default ``data``) stands for the file name, from which evalue.py reads the kind
+    (``_int``, ``_fact``) and the language (``zh``).
+    """
+    from ragmeter.io import is_path, source_label
+
+    in_memory = not is_path(path)
+    p = Path(name or "data") if in_memory else Path(path)
     if kind is not None and kind not in KINDS:
         raise UnknownNameError("RGB file kind", kind, KINDS, component=COMPONENT)
     if lang is not None and lang not in LANGS:
@@ -175,7 +183,7 @@ def load_dataset(path: str | Path, *, kind: str | None = None,
     instances: list[RgbInstance] = []
     seen: dict[str, str] = {}
     resolved = name_kind
-    for row in iter_rows(p, component=COMPONENT):
+    for row in iter_rows(path if in_memory else p, component=COMPONENT):
         if resolved is None:
             resolved = _kind_from_content(row)
         inst = _parse(row, resolved)
@@ -186,5 +194,5 @@ def load_dataset(path: str | Path, *, kind: str | None = None,
         seen[inst.key] = inst.place
         instances.append(inst)
     assert resolved is not None  # iter_rows raises on an empty file
-    return RgbDataset(path=str(p), name=stem, kind=resolved, lang=lang or lang_from_name(stem),
+    return RgbDataset(path=source_label(path) if in_memory else str(p), name=stem, kind=resolved, lang=lang or lang_from_name(stem),
                       instances=tuple(instances))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter.errors import ConfigError
+from ragmeter.judging import check_degenerate, judge_card
 from ragmeter.llm.base import Backend, Request
 from ragmeter.metrics import qa_rgb
 from ragmeter.metrics.refusal import DETECTOR_VALIDATION, DETECTOR_VERSION, detect_refusal
@@ -37,7 +38,7 @@ from ragmeter.suites.rgb.scoring import RgbScore
 
 __all__ = ["JUDGE_METHODS", "JudgeTask", "JudgedRates", "RgbJudgeResult", "resolve_method",
            "judge_requests", "judge_tasks", "judge_signature", "judge_predictions", "task_kind",
-           "wilson", "judge_card"]
+           "wilson"]
 
 JUDGE_METHODS = ("auto", "text", "choice", "detector")
 
@@ -110,27 +111,6 @@ def judge_signature(judge_info: dict[str, Any]) -> str:
             f"|judge-prompts:{judge_info['prompts']}")
 
 
-def judge_card(name: str, validation: dict[str, Any] | None) -> dict[str, Any]:
-    """A judge card (issue 12 item 5): the judge's name and its validation, or unvalidated.
-    Same shape as ``ragmeter.judging.judge_card``."""
-    return {"judge": name, "validated": validation is not None,
-            "validation": dict(validation) if validation else None}
-
-
-def _check_degenerate(flags: Sequence[bool], *, judge: str, what: str,
-                      probabilities: Sequence[float | None] | None) -> dict[str, Any] | None:
-    """The shared degenerate-judge alarm (``ragmeter.judging``, issue 12 item 7)."""
-    try:
-        from ragmeter.judging import (  # type: ignore[import-not-found,unused-ignore]
-            check_degenerate,
-        )
-    except ImportError:  # the shared helper is not on this branch yet
-        return None
-    alarm: dict[str, Any] | None = check_degenerate(flags, judge=judge, what=what,
-                                                    probabilities=probabilities)
-    return alarm
-
-
 def judge_tasks(tasks: Sequence[JudgeTask], prompts: JudgePrompts, backend: Backend,
                 store: Store | None, runner: RunnerConfig, method: str) -> JudgedRates:
     """Judge every task: Rej* for ``reject`` tasks, ED* and CR* for ``fact`` tasks."""
@@ -192,7 +172,7 @@ def judge_tasks(tasks: Sequence[JudgeTask], prompts: JudgePrompts, backend: Back
         row.update({"coverage": cov, "method": m, "judge": judge_name,
                     "card": judge_card(judge_name, DETECTOR_VALIDATION if m == "detector"
                                        else None)})
-        alarm = _check_degenerate(flags, judge=judge_name, what=f"{what} on {t.name}",
+        alarm = check_degenerate(flags, judge=judge_name, what=f"{what} on {t.name}",
                                  probabilities=probs if probs else None)
         if alarm is not None:
             row["alarm"] = alarm

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import InputError
@@ -101,8 +100,9 @@ def mode_label(mode: str) -> str:
             "refactor": "refactor(not-paper)"}.get(mode, mode)
 
 
-def read_predictions(path: str | Path) -> dict[str, Prediction]:
-    """Rows ``{"id", "prediction"}`` (JSONL/JSON/CSV/Parquet) keyed by the id as text."""
+def read_predictions(path: Any) -> dict[str, Prediction]:
+    """Rows ``{"id", "prediction"}`` (JSONL/JSON/CSV/Parquet, or in-memory rows: a list of
+    dicts, a DataFrame, an Arrow table) keyed by the id as text."""
     out: dict[str, Prediction] = {}
     places: dict[str, str] = {}
     for row in iter_rows(path, component=COMPONENT):

@@ -26,6 +26,7 @@ from ragmeter.errors import ConfigError, InputError
 from ragmeter.io import FieldMap, as_text, is_blank, is_path, iter_rows, require
 from ragmeter.llm.base import Message, Request
 from ragmeter.metrics import rubric
+from ragmeter.templates import check_template
 
 __all__ = ["JudgePrompt", "Answer", "load_prompt", "read_answers", "build_requests",
            "judged_rows", "semantic_requests", "semantic_rows", "ALIASES"]
@@ -75,6 +76,10 @@ class JudgePrompt:
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot be read ({exc}).", component=COMPONENT, path=p,
                              fix="give a UTF-8 text file.") from None
+        check_template(text, p, component=COMPONENT,
+                       required=[("response",), ("question", "instruction")],
+                       known=("question", "instruction", "reference", "reference_answer",
+                              "response"))
         prompt = cls(version=f"file:{p.name}:{_digest(text)}", user=text, parser="strict",
                      params={"temperature": 0.001, "max_tokens": 512})
         try:

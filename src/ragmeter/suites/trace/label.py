@@ -35,6 +35,7 @@ from ragmeter.errors import ConfigError, InputError
 from ragmeter.llm.base import Request
 from ragmeter.suites.trace.data import COMPONENT, SourceRow
 from ragmeter.suites.trace.parse import ParseFailure, parse_labels
+from ragmeter.templates import check_template
 from ragmeter.text.sentences import (
     key_document_sentences,
     key_response_sentences,
@@ -72,18 +73,9 @@ def load_prompts(prompt_file: str | None = None) -> TracePrompts:
             raise InputError("does not exist.", component=COMPONENT, path=path,
                              fix="give the path of a prompt text file.")
         label_json = path.read_text(encoding="utf-8")
-        for name in ("{documents}", "{question}", "{answer}"):
-            if name not in label_json:
-                raise InputError(f"has no {name} field.", component=COMPONENT, path=path,
-                                 fix="write the prompt with Python str.format fields "
-                                     "{documents}, {question} and {answer}; double literal "
-                                     "braces ({{ }}).")
-        try:
-            label_json.format(documents="", question="", answer="")
-        except (KeyError, IndexError, ValueError) as exc:
-            raise InputError(f"is not a valid str.format template ({exc!r}).",
-                             component=COMPONENT, path=path,
-                             fix="double every literal brace: {{ and }}.") from None
+        check_template(label_json, path, component=COMPONENT,
+                       required=[("documents",), ("question",), ("answer",)],
+                       known=("documents", "question", "answer"))
         version = f"file:{path.name}"
     return TracePrompts(version, label_json, raw["relevance"], raw["utilization"],
                         raw["support"])

@@ -164,11 +164,19 @@ def validate_file(reference: Any, config: ValidateConfig) -> ValidateResult:
     truth: list[ScoredRow] = []
     raw: list[Row] = []
     notes: list[str] = []
+    seen_columns: set[str] = set()
     for row in iter_trace_rows(reference, columns, field_map=config.field_map):
+        seen_columns.update(c for c in config.pred_columns.values() if c in row.data)
         truth.append(score_label_row(parse_label_row(row)))
         raw.append(Row({k: row.data.get(k) for k in (*config.pred_columns.values(),
                                                     *BASELINE_COLUMNS)},
                        row.number, row.unit, row.path))
+    for metric, column in config.pred_columns.items():
+        if column not in seen_columns:
+            raise InputError(f"has no column {column!r} in any row (given by --pred-column "
+                             f"{metric}={column}).", component=COMPONENT, path=reference,
+                             fix="check the column name; `ragmeter trace validate --help` "
+                                 "shows the form METRIC=COLUMN.")
     judges: dict[str, dict[str, Estimate]] = {}
     coverage: dict[str, dict[str, int]] = {}
     pred_label = None if config.pred_path is None else source_label(config.pred_path)

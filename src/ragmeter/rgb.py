@@ -1,0 +1,245 @@
+"""RGB (Chen et al., AAAI 2024) from Python: ``build`` prompts, ``score`` and ``judge`` predictions
+you already have, ``run`` the benchmark against a model.
+
+::
+
+    import ragmeter
+    preds = [{"id": 0, "prediction": "insufficient information"}, ...]
+    result = ragmeter.rgb.judge(preds, data="RGB/data/en.json")     # Rej*, offline detector
+    result.summary["metrics"]["reject_rate_judged"], result.summary["ci95"]
+    ragmeter.rgb.score(preds, data=rows, noise_rate=1.0, mode="refactor").summary
+
+``data`` (the RGB data) and ``predictions`` are each a path (JSONL, JSON, CSV/TSV, Parquet), a
+list of dicts, a pandas DataFrame or a pyarrow Table; for in-memory RGB data, ``name`` stands for
+the file name (evalue.py reads the kind, ``_int``/``_fact``, and the language, ``zh``, from it).
+Options are the CLI flags in snake_case with the CLI's defaults; ``ragmeter rgb ...`` calls
+exactly these functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from ragmeter._api import async_variant, dry_run_result, input_record, model_context
+from ragmeter.result import Result
+
+__all__ = ["build", "score", "judge", "run", "ajudge", "arun"]
+
+COMPONENT = "rgb"
+PAPER_NOISE_RATES = (0.0, 0.2, 0.4, 0.6, 0.8)
+PAPER_INT_NOISE_RATES = (0.0, 0.2, 0.4)
+
+
+def _dataset(data: Any, kind: str | None, lang: str | None, name: str | None) -> Any:
+    from ragmeter.suites.rgb import load_dataset
+
+    return load_dataset(data, kind=kind, lang=lang, name=name)
+
+
+def build(data: Any, *, noise_rate: float, kind: str | None = None, lang: str | None = None,
+          correct_rate: float = 0.0, passage_num: int = 5, seed: int = 2333,
+          prompts: str | None = None, name: str | None = None) -> Result:
+    """The documents and messages evalue.py would send, one item per instance: ``{"id",
+    "query", "answer", "docs", "messages"}``.  ``prompts``: RGB's config/instruction.yaml
+    [default: ragmeter's own prompts]."""
+    from ragmeter.suites.rgb import BuildConfig, build_rows, load_prompts
+
+    dataset = _dataset(data, kind, lang, name)
+    the_prompts = load_prompts(prompts)
+    config = BuildConfig(noise_rate=noise_rate, passage_num=passage_num,
+                         correct_rate=correct_rate, seed=seed)
+    rows = list(build_rows(dataset, the_prompts, config))
+    summary = {"family": COMPONENT, "verb": "build", "dataset": dataset.name,
+               "kind": dataset.kind, "lang": dataset.lang, "setting": config.label(),
+               "prompts": the_prompts.version,
+               "coverage": {"rows": len(rows), "scored": len(rows), "unscored": 0,
+                            "reasons": {}}}
+    return Result(COMPONENT, "build", summary, items=rows,
+                  inputs=[input_record(data, len(rows))],
+                  prompt_versions={"instruction": the_prompts.version})
+
+
+def score(predictions: Any, *, data: Any, noise_rate: float, kind: str | None = None,
+          lang: str | None = None, correct_rate: float = 0.0, passage_num: int = 5,
+          seed: int = 2333, mode: str = "strict", name: str | None = None) -> Result:
+    """evalue.py's labels and rates for predictions ``{"id", "prediction"}`` made at
+    ``noise_rate``.  ``mode``: ``strict`` (the paper), ``lenient`` (ragmeter's flexible labels)
+    or ``refactor`` (the refactored RGB app's rules); the last two are reported beside strict
+    with their flips, never instead of it."""
+    from ragmeter.suites.rgb import BuildConfig, read_predictions, score_predictions
+
+    dataset = _dataset(data, kind, lang, name)
+    config = BuildConfig(noise_rate=noise_rate, passage_num=passage_num,
+                         correct_rate=correct_rate, seed=seed)
+    detail = score_predictions(dataset, read_predictions(predictions), config, mode=mode)
+    return Result(COMPONENT, "score", detail.to_json(), items=detail.items, detail=detail,
+                  inputs=[input_record(predictions), input_record(data,
+                                                                  len(dataset.instances))])
+
+
+def _judge_prompts(judge_prompts: str | None) -> Any:
+    from ragmeter.suites.rgb import load_judge_prompts
+
+    return load_judge_prompts(judge_prompts)
+
+
+def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | None = None,
+          noise_rate: float | None = None, correct_rate: float = 0.0, passage_num: int = 5,
+          seed: int = 2333, judge_prompts: str | None = None, judge_method: str = "auto",
+          backend: Any = None, store: Any = None, replay: bool = False,
+          dry_run: bool = False, progress: bool | None = None,
+          name: str | None = None) -> Result:
+    """Rej* (default data; predictions at noise 1.0) or ED* and CR* (_fact data) of existing
+    predictions, as ``rgb run`` judges them, without generating.
+
+    ``judge_method``: ``auto`` (text for remote backends; the refusal detector for Rej* and
+    choice scoring for ED* with the local model), ``text``, ``choice`` or ``detector``.
+    ``backend``: :func:`ragmeter.backends.local` (default) or ``.openai(...)``.  Each rate
+    carries n and a Wilson 95% interval; a degenerate judge raises an alarm in ``alarms``.
+    """
+    from ragmeter.runner import estimate_requests
+    from ragmeter.suites.rgb import BuildConfig, read_predictions, score_predictions
+    from ragmeter.suites.rgb.judged import (
+        JudgeTask,
+        judge_predictions,
+        judge_requests,
+        task_kind,
+    )
+
+    dataset = _dataset(data, kind, lang, name)
+    preds = read_predictions(predictions)
+    jprompts = _judge_prompts(judge_prompts)
+    backend_obj, the_store, runner = model_context(backend, store, replay=replay,
+                                                   progress=progress,
+                                                   description="rgb judge calls")
+    if dry_run:
+        tk = task_kind(dataset)
+        cfg = BuildConfig(noise_rate=1.0 if tk == "reject" else 0.0)
+        task = JudgeTask(dataset.name, tk, dataset, score_predictions(dataset, preds, cfg))
+        return dry_run_result(COMPONENT, "judge", estimate_requests(
+            judge_requests([task], jprompts, judge_method, backend_obj.name), backend_obj,
+            the_store, runner))
+    detail = judge_predictions(dataset, preds, jprompts, backend_obj, the_store, runner,
+                               method=judge_method, noise_rate=noise_rate,
+                               passage_num=passage_num, correct_rate=correct_rate, seed=seed)
+    identity = backend_obj.identity()
+    return Result(COMPONENT, "judge", detail.to_json(), items=detail.iter_items, detail=detail,
+                  inputs=[input_record(predictions), input_record(data,
+                                                                  len(dataset.instances))],
+                  backends=[identity], models=[str(identity.get("model", ""))],
+                  prompt_versions={"judge": jprompts.version},
+                  judges=[detail.rates["card"]], alarms=detail.alarms,
+                  engine=runner.engine_name)
+
+
+def _rates(value: str | Sequence[float], option: str) -> tuple[float, ...]:
+    """Noise rates as a sequence of floats or the CLI's ``"0,0.2,0.4"``."""
+    from ragmeter.errors import ConfigError
+
+    parts: Sequence[Any] = value.split(",") if isinstance(value, str) else value
+    out: list[float] = []
+    for part in parts:
+        try:
+            rate = float(str(part).strip())
+        except ValueError:
+            raise ConfigError(f"rgb: {option} {value!r}: {str(part).strip()!r} is not a number. "
+                              "Fix: write rates like 0,0.2,0.4.") from None
+        if not 0.0 <= rate <= 1.0:
+            raise ConfigError(f"rgb: {option}: {rate} is outside [0, 1].")
+        out.append(rate)
+    return tuple(out)
+
+
+def _with_model(backend: Any, model: str) -> Any:
+    """The same backend value with another model (``judge_model``)."""
+    return dataclasses.replace(backend, model=model, _lock=threading.Lock(), _instance=[])
+
+
+def run(data: Any = None, *, lang: str | None = None,
+        noise_rates: str | Sequence[float] = PAPER_NOISE_RATES,
+        int_noise_rates: str | Sequence[float] = PAPER_INT_NOISE_RATES,
+        no_rejection: bool = False, passage_num: int = 5, correct_rate: float = 0.0,
+        seed: int = 2333, temperature: float = 0.7, max_tokens: int = 256,
+        limit: int | None = None, prompts: str | None = None, judge: bool = False,
+        judge_prompts: str | None = None, judge_model: str | None = None,
+        judge_method: str = "auto", mode: str = "strict", backend: Any = None,
+        store: Any = None, replay: bool = False, dry_run: bool = False,
+        progress: bool | None = None, on_progress: Any = None) -> Result:
+    """Build every setting of the paper's tables, generate through the runner (cached,
+    resumable), score and (``judge=True``) judge.  ``on_progress(stats, done, todo)``: called
+    as calls finish (``ragmeter view`` pushes it to the page; raising in it stops the run).  ``data``: one RGB data file (path) or a
+    list of paths [default: the built-in sample].  The Result's ``detail`` is the run (tables,
+    per-setting scores) that ``rgb run`` prints and writes."""
+    from ragmeter.backends import resolve
+    from ragmeter.runner import estimate_requests
+    from ragmeter.samples import sample_path
+    from ragmeter.suites.rgb import load_dataset, load_prompts
+    from ragmeter.suites.rgb.demo import SAMPLE_FILES
+    from ragmeter.suites.rgb.run import (
+        RgbRunConfig,
+        _limited,
+        dry_run_judge_requests,
+        generation_requests,
+        plan_settings,
+        run_rgb,
+    )
+
+    files = ([data] if isinstance(data, str) or hasattr(data, "__fspath__") else list(data)
+             ) if data else [str(sample_path(n)) for n in SAMPLE_FILES]
+    datasets = [load_dataset(f, lang=lang) for f in files]
+    the_prompts = load_prompts(prompts)
+    jprompts = _judge_prompts(judge_prompts) if judge else None
+    config = RgbRunConfig(
+        noise_rates=_rates(noise_rates, "--noise-rates"),
+        int_noise_rates=_rates(int_noise_rates, "--int-noise-rates"),
+        rejection=not no_rejection, passage_num=passage_num, correct_rate=correct_rate,
+        seed=seed, temperature=temperature, max_tokens=max_tokens, mode=mode, judge=judge,
+        judge_method=judge_method, limit=limit)
+    backend_value = resolve(backend)
+    backend_obj, the_store, runner = model_context(backend_value, store, replay=replay,
+                                                   progress=progress, description="rgb answers",
+                                                   on_progress=on_progress)
+    judge_value = _with_model(backend_value, judge_model) if judge and judge_model else None
+    judge_obj = judge_value.instance() if judge_value is not None else backend_obj
+    if dry_run:
+        limited = [_limited(d, config) for d in datasets]
+        answers = estimate_requests(generation_requests(plan_settings(limited, config),
+                                                        the_prompts, config),
+                                    backend_obj, the_store, runner)
+        text = "answers: " + answers.render()
+        extra: dict[str, Any] = {}
+        if jprompts is not None:
+            jreq, placeholders = dry_run_judge_requests(datasets, the_prompts, config,
+                                                        backend_obj, the_store, jprompts,
+                                                        judge_obj)
+            jest = estimate_requests(jreq, judge_obj, the_store, runner)
+            extra = {"judge": dataclasses.asdict(jest), "judge_placeholders": placeholders}
+            text += "\njudge: " + jest.render()
+            if placeholders:
+                text += (f"\n({placeholders} judged answer(s) not generated yet: their judge "
+                         f"prompts are counted with a {max_tokens}-token answer, an upper "
+                         "bound.)")
+        result = dry_run_result(COMPONENT, "run", answers, **extra)
+        result.dry_run_text = text  # type: ignore[attr-defined]
+        return result
+    detail = run_rgb(datasets, the_prompts, backend_obj, the_store, runner, config,
+                     judge_prompts=jprompts,
+                     judge_backend=judge_obj if judge_value is not None else None)
+    identity = backend_obj.identity()
+    judges = []
+    for row in detail.judged.values():
+        card = row.get("card")
+        if card and card not in judges:
+            judges.append(card)
+    return Result(COMPONENT, "run", detail.to_json(), items=detail.iter_items, detail=detail,
+                  inputs=[input_record(f) for f in files], backends=[identity],
+                  models=[str(identity.get("model", ""))],
+                  prompt_versions={"instruction": str(the_prompts.version)},
+                  judges=judges, alarms=detail.alarms, engine=runner.engine_name)
+
+
+ajudge = async_variant(judge)
+arun = async_variant(run)
