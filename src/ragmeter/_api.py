@@ -28,12 +28,14 @@ def field_map(fields: Mapping[str, str] | Iterable[str] | None, component: str) 
 
 
 def model_context(backend: Any, store: Any, *, replay: bool = False,
-                  progress: bool | None = None, description: str = "calls"
-                  ) -> tuple[Any, Any, Any]:
+                  progress: bool | None = None, description: str = "calls",
+                  on_progress: Any = None) -> tuple[Any, Any, Any]:
     """``(backend object, Store, RunnerConfig)`` for a judged verb.
 
     ``backend`` is a :mod:`ragmeter.backends` value (None: the local model); ``store`` a
     :class:`ragmeter.store.Store`, a path, or None for the default store the CLI uses.
+    ``on_progress(stats, done, todo)`` is called as calls finish (the web app's live
+    progress); an exception it raises stops the run, and the finished calls stay stored.
     """
     from ragmeter.backends import resolve
     from ragmeter.store import Store
@@ -41,6 +43,10 @@ def model_context(backend: Any, store: Any, *, replay: bool = False,
     choice = resolve(backend)
     the_store = store if isinstance(store, Store) else Store(store)
     config = choice.runner_config(replay=replay, progress=progress, description=description)
+    if on_progress is not None:
+        import dataclasses
+
+        config = dataclasses.replace(config, on_progress=on_progress)
     return choice.instance(), the_store, config
 
 

@@ -167,9 +167,10 @@ def run(data: Any = None, *, lang: str | None = None,
         judge_prompts: str | None = None, judge_model: str | None = None,
         judge_method: str = "auto", mode: str = "strict", backend: Any = None,
         store: Any = None, replay: bool = False, dry_run: bool = False,
-        progress: bool | None = None) -> Result:
+        progress: bool | None = None, on_progress: Any = None) -> Result:
     """Build every setting of the paper's tables, generate through the runner (cached,
-    resumable), score and (``judge=True``) judge.  ``data``: one RGB data file (path) or a
+    resumable), score and (``judge=True``) judge.  ``on_progress(stats, done, todo)``: called
+    as calls finish (``ragmeter view`` pushes it to the page; raising in it stops the run).  ``data``: one RGB data file (path) or a
     list of paths [default: the built-in sample].  The Result's ``detail`` is the run (tables,
     per-setting scores) that ``rgb run`` prints and writes."""
     from ragmeter.backends import resolve
@@ -199,7 +200,8 @@ def run(data: Any = None, *, lang: str | None = None,
         judge_method=judge_method, limit=limit)
     backend_value = resolve(backend)
     backend_obj, the_store, runner = model_context(backend_value, store, replay=replay,
-                                                   progress=progress, description="rgb answers")
+                                                   progress=progress, description="rgb answers",
+                                                   on_progress=on_progress)
     judge_value = _with_model(backend_value, judge_model) if judge and judge_model else None
     judge_obj = judge_value.instance() if judge_value is not None else backend_obj
     if dry_run:

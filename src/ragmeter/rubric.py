@@ -23,7 +23,7 @@ from typing import Any
 from ragmeter._api import async_variant, dry_run_result, field_map, input_record, model_context
 from ragmeter.result import Result
 
-__all__ = ["score", "judge", "run", "validate", "ajudge", "arun"]
+__all__ = ["score", "judge", "run", "validate", "build", "ajudge", "arun", "abuild"]
 
 COMPONENT = "rubric"
 Fields = Mapping[str, str] | Iterable[str] | None
@@ -237,3 +237,83 @@ def validate(data: Any, *, reference: Any, by: Sequence[str] = (), on: str = "au
 
 ajudge = async_variant(judge)
 arun = async_variant(run)
+
+
+def build(knowledge_base: Any = None, *, out: str | Path | None = None,
+          critique_only: str | Path | None = None, chunking: str = "sections",
+          chunk_size: int = 4000, min_chunk_chars: int = 50, sample: int | None = None,
+          seed: int = 0, min_groundedness: int = 4, min_relevance: int = 4,
+          min_standalone: int = 4, audience: str = "a reader of this knowledge base",
+          dedupe: bool = True, languages: str | Sequence[str] | None = None,
+          source_language: str = "en", translate_knowledge_base: bool = False,
+          generation_prompt_file: str | Path | None = None,
+          critique_prompt_files: Mapping[str, str | Path] | Sequence[str] | None = None,
+          resamples: int = 1000, critique_scoring: str = "generate", backend: Any = None,
+          store: Any = None, replay: bool = False, dry_run: bool = False,
+          progress: bool | None = None) -> Result:
+    """Build a question set from a knowledge base (RAGaliq's question generation): chunk,
+    sample, generate one question and answer per chunk, critique each 1-5 for groundedness,
+    relevance and standalone-ness, drop duplicates and questions below the thresholds,
+    optionally translate (with a language check); or, with ``critique_only`` (a RAGaliq
+    questions file), re-rate existing questions and measure agreement with the ratings they
+    carry.
+
+    ``knowledge_base``: a path or a list of paths (Markdown or text).  ``out``: where the kept
+    questions go in RAGaliq's format (``.json`` list, else JSONL), with ``<out>_<lang>`` files
+    beside it.  The result's ``items`` are every candidate (kept, dropped or unscored, with the
+    reason); ``summary`` has the counts, per-criterion ratings, ``agreement`` (critique only),
+    ``translation`` and the degenerate-critic alarms.  ``detail`` is the
+    :class:`~ragmeter.suites.rubric.build.BuildOutcome` (``questions``, ``translations``).
+    """
+    from ragmeter.suites.rubric.build_api import estimate, make_config, make_prompts, run_build
+
+    config = make_config(
+        chunking=chunking, chunk_size=chunk_size, min_chunk_chars=min_chunk_chars,
+        sample=sample, seed=seed, min_groundedness=min_groundedness,
+        min_relevance=min_relevance, min_standalone=min_standalone, audience=audience,
+        dedupe=dedupe, languages=languages, source_language=source_language,
+        translate_knowledge_base=translate_knowledge_base, resamples=resamples,
+        critique_scoring=critique_scoring)
+    prompts = make_prompts(generation_prompt_file, critique_prompt_files)
+    backend_obj, the_store, runner = model_context(backend, store, replay=replay,
+                                                   progress=progress, description="build")
+    kb = knowledge_base
+    if dry_run:
+        est = estimate(kb, critique_path=critique_only, config=config, prompts=prompts,
+                       backend=backend_obj, store=the_store, runner=runner)
+        summary = {"family": COMPONENT, "verb": "build", "dry_run": True, **est.to_dict(),
+                   "coverage": {"rows": est.requests, "scored": 0, "unscored": est.requests,
+                                "reasons": {"dry_run": 1}}}
+        result = Result(COMPONENT, "build", summary, items=[])
+        result.dry_run_text = est.render()  # type: ignore[attr-defined]
+        return result
+    outcome = run_build(kb, critique_path=critique_only, config=config, prompts=prompts,
+                        backend=backend_obj, store=the_store, runner=runner, out=out)
+    summary = outcome.summary
+    summary["coverage"] = _with_rows(summary["coverage"])
+    sources = [critique_only] if critique_only is not None else (
+        [knowledge_base] if isinstance(knowledge_base, (str, Path)) else list(knowledge_base))
+    from ragmeter.judging import judge_card
+
+    model = str(summary.get("critic_model"))
+    validation = None
+    agree = summary.get("agreement") or {}
+    if agree:
+        parts = {k: v for k, v in agree.items() if v.get("qwk") is not None}
+        if parts:
+            name, a = next(iter(parts.items()))
+            validation = {"metric": f"QWK with the original critic ({name})",
+                          "value": a["qwk"], "ci": a.get("qwk_ci"),
+                          "data": f"{Path(str(critique_only)).name}, n={a['n']}"}
+    card = judge_card({"backend": backend_obj.identity().get("backend"), "model": model,
+                       "prompt": summary.get("prompt_version")}, validation)
+    from ragmeter.suites.rubric.build import alarms
+
+    return Result(COMPONENT, "build", summary, items=outcome.items, detail=outcome,
+                  inputs=[input_record(s) for s in sources],
+                  backends=[backend_obj.identity()], models=[model],
+                  prompt_versions={"build": str(summary.get("prompt_version"))},
+                  judges=[card], alarms=alarms(summary["criteria"]))
+
+
+abuild = async_variant(build)

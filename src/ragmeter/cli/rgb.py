@@ -110,13 +110,6 @@ def score(predictions: str, data: str, kind: str | None, lang: str | None, noise
     save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
-def _rates(text: str, option: str) -> tuple[float, ...]:
-    """Noise rates from text like ``0,0.2,0.4`` (ragmeter.view's launch form uses it)."""
-    from ragmeter.rgb import _rates as parse_rates
-
-    return parse_rates(text, option)
-
-
 _judge_method_option = click.option(
     "--judge-method", type=click.Choice(["auto", "text", "choice", "detector"]), default="auto",
     show_default=True,

@@ -80,7 +80,9 @@ def print_table(result: Any, title: str) -> None:
                 f"; weighted_score per repeat {fmt(rng[0] if rng else None)}.."
                 f"{fmt(rng[1] if rng else None)}; over all repeats "
                 f"{fmt(st['weighted_score_all_repeats'])}"
-                + (f" [{sci[0]:.4f}, {sci[1]:.4f}]" if sci else ""))
+                + (f" [{sci[0]:.4f}, {sci[1]:.4f}]" if sci else "")
+                + f"; per-item agreement {fmt(st.get('mean_agreement'), 3)}, Fleiss' kappa "
+                  f"{fmt(st.get('fleiss_kappa'), 3)} over {st.get('fleiss_items')} items")
     for note in result.notes:
         con.print(f"note: {note}")
     con.print(f"signature: {result.signature}", style="dim")
@@ -417,6 +419,11 @@ def validate(paths: tuple[str, ...], references: tuple[str, ...], by: tuple[str,
               metavar="CRITERION=PATH",
               help="A text template for one critique with {question}, {context}, {answer}, "
                    "{audience}; repeatable, e.g. groundedness=ground.txt.")
+@click.option("--critique-scoring", type=click.Choice(["generate", "choices"]),
+              default="generate", show_default=True,
+              help="generate: the critic writes an explanation and a rating (RAGaliq's way); "
+                   "choices: the rating is the most probable of the digits 1..5 (logits or "
+                   "logprobs), one forward pass and no explanation; for small local models.")
 @click.option("--resamples", default=1000, show_default=True, type=click.IntRange(0, 100000),
               help="Bootstrap resamples of the agreement CIs.")
 @json_out_option
@@ -428,7 +435,8 @@ def build(knowledge_base: tuple[str, ...], out: str, chunking: str, chunk_size: 
           min_relevance: int, min_standalone: int, audience: str, no_dedupe: bool,
           languages: str | None, source_language: str, translate_knowledge_base: bool,
           critique_path: str | None, generation_prompt_file: str | None,
-          critique_prompt_files: tuple[str, ...], resamples: int, json_out: str | None,
+          critique_prompt_files: tuple[str, ...], critique_scoring: str, resamples: int,
+          json_out: str | None,
           items_out: str | None, no_record: bool, runs_dir: str | None,
           **kwargs: Any) -> None:
     """Build an evaluation set from a knowledge base (RAGaliq's question generation).
@@ -445,16 +453,28 @@ def build(knowledge_base: tuple[str, ...], out: str, chunking: str, chunk_size: 
           --backend openai --model gpt-4o-mini
       ragmeter rubric build --critique-only questions_en.json --out rerated.json
     """
-    from ragmeter.cli.rubric_build import build_from_cli
+    import ragmeter.rubric
+    from ragmeter.backends import from_options
+    from ragmeter.cli.options import write_outputs
+    from ragmeter.cli.rubric_build import print_build
 
-    build_from_cli(dict(
-        knowledge_base=knowledge_base, out=out, chunking=chunking, chunk_size=chunk_size,
-        min_chunk_chars=min_chunk_chars, sample=sample, seed=seed,
+    result = ragmeter.rubric.build(
+        list(knowledge_base), out=out, critique_only=critique_path, chunking=chunking,
+        chunk_size=chunk_size, min_chunk_chars=min_chunk_chars, sample=sample, seed=seed,
         min_groundedness=min_groundedness, min_relevance=min_relevance,
         min_standalone=min_standalone, audience=audience, dedupe=not no_dedupe,
         languages=languages, source_language=source_language,
-        translate_knowledge_base=translate_knowledge_base, critique_only=critique_path,
+        translate_knowledge_base=translate_knowledge_base,
         generation_prompt_file=generation_prompt_file,
-        critique_prompt_files=critique_prompt_files, resamples=resamples),
-        json_out=json_out, items_out=items_out, no_record=no_record, runs_dir=runs_dir,
-        backend_kwargs=kwargs)
+        critique_prompt_files=critique_prompt_files, resamples=resamples,
+        critique_scoring=critique_scoring, backend=from_options(**kwargs), store=kwargs.get("store"),
+        replay=bool(kwargs.get("replay")), dry_run=bool(kwargs.get("dry_run")))
+    if result.summary.get("dry_run"):
+        click.echo(result.dry_run_text)  # type: ignore[attr-defined]
+        return
+    print_build(result.summary)
+    print_judging(result)
+    for path in result.summary.get("written", []):
+        click.echo(f"wrote {path}", err=True)
+    write_outputs(result, json_out, items_out)
+    save_result(result, no_record=no_record, runs_dir=runs_dir)

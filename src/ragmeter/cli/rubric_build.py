@@ -1,45 +1,12 @@
-"""Printing for ``ragmeter rubric build`` (the command itself is in :mod:`ragmeter.cli.rubric`);
-the work is done by :mod:`ragmeter.suites.rubric.build_api`."""
+"""Console output of ``ragmeter rubric build`` (the command is in :mod:`ragmeter.cli.rubric`;
+the work is done by :func:`ragmeter.rubric.build`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-import click
-
-__all__ = ["build_from_cli", "print_build"]
-
-
-def build_from_cli(params: dict[str, Any], *, json_out: str | None, items_out: str | None,
-                   no_record: bool, runs_dir: str | None,
-                   backend_kwargs: Mapping[str, Any]) -> None:
-    from ragmeter.cli.backend_options import runner_context
-    from ragmeter.cli.options import write_outputs
-    from ragmeter.cli.report import save_run
-    from ragmeter.suites.rubric.build_api import build, estimate
-
-    paths = list(params.pop("knowledge_base"))
-    out = params.pop("out")
-    critique_path = params.pop("critique_only")
-    gen_file = params.pop("generation_prompt_file")
-    crit_files = params.pop("critique_prompt_files")
-    backend, store, config, dry_run = runner_context(**backend_kwargs, description="build")
-    common = dict(critique_only_path=critique_path, generation_prompt_file=gen_file,
-                  critique_prompt_files=crit_files, backend=backend, store=store,
-                  runner=config, **params)
-    if dry_run:
-        click.echo(estimate(paths or None, **common).render())
-        return
-    outcome = build(paths or None, out=out, **common)
-    print_build(outcome.summary)
-    for path in outcome.summary.get("written", []):
-        click.echo(f"wrote {path}", err=True)
-    write_outputs(outcome, json_out, items_out)
-    inputs = [critique_path] if critique_path else paths
-    save_run("rubric", outcome.summary, outcome.items, inputs=inputs, no_record=no_record,
-             runs_dir=runs_dir, models=[str(outcome.summary.get("critic_model"))],
-             prompt_versions={"build": str(outcome.summary.get("prompt_version"))})
+__all__ = ["print_build"]
 
 
 def _ci(ci: Any) -> str:

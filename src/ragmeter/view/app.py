@@ -344,7 +344,7 @@ def _int(form: Mapping[str, str], name: str, label: str, default: int | None) ->
 
 def _launch_from_form(form: Mapping[str, str], data_dirs: list[Path]) -> RgbLaunch:
     """Validate the launch form (every field is checked; data only from data folders)."""
-    from ragmeter.cli.rgb import _rates
+    from ragmeter.rgb import _rates  # the API's own parser of "0,0.4,0.8"
 
     choices = {c.value for c in backend_choices()}
     backend = form.get("backend") or "local"

@@ -1,9 +1,9 @@
 """Jobs launched from the web app: an ``rgb run`` in a background thread with live progress.
 
 A launch goes through the same functions as ``ragmeter rgb run``: the backend, store and runner
-come from :func:`ragmeter.cli.backend_options.runner_context` (the CLI's own translation of its
-options), the run is :func:`ragmeter.suites.rgb.run.run_rgb` with the inputs the CLI builds, and
-the record is written by :func:`ragmeter.results.record_run` with the CLI's metadata.  Progress
+come from :func:`ragmeter.backends.from_options` (the CLI's own translation of its options), the
+run is :func:`ragmeter.rgb.run`, the function ``ragmeter rgb run`` calls, and the record is the
+result's :meth:`~ragmeter.result.Result.save` with the equivalent command line.  Progress
 comes from the runner's ``on_progress`` callback; cancelling makes that callback raise, which
 stops the runner after the calls already finished were stored, so launching the same job again
 answers them from the store (resume) and calls only the rest.
@@ -125,54 +125,41 @@ class RgbLaunch:
                             limit=self.limit)
 
 
-def _prepare(launch: RgbLaunch, store_path: str | None, **runner_extra: Any) -> Any:
-    from ragmeter.cli.backend_options import runner_context
-    from ragmeter.suites.rgb import load_dataset, load_prompts
+def _api_options(launch: RgbLaunch) -> dict[str, Any]:
+    """The arguments of :func:`ragmeter.rgb.run` this launch stands for (the same function
+    ``ragmeter rgb run`` calls)."""
+    from ragmeter.backends import from_options
 
-    datasets = [load_dataset(f, lang=launch.language if launch.data else None)
-                for f in launch.files()]
-    prompts = load_prompts(None)
-    backend, store, runner, _ = runner_context(**launch.backend_kwargs(), store=store_path,
-                                               progress=False, description="rgb answers",
-                                               **runner_extra)
-    return datasets, prompts, backend, store, runner
+    return dict(lang=launch.language if launch.data else None,
+                noise_rates=launch.noise_rates, passage_num=launch.passage_num,
+                temperature=launch.temperature, max_tokens=launch.max_tokens,
+                limit=launch.limit, backend=from_options(**launch.backend_kwargs()),
+                progress=False)
 
 
 def estimate_rgb(launch: RgbLaunch, store_path: str | None = None) -> Any:
     """What ``rgb run --dry-run`` prints for the answers, as the runner's
     :class:`~ragmeter.runner.DryRunEstimate` (calls, tokens, money at the given prices)."""
-    from ragmeter.runner import estimate_requests
-    from ragmeter.suites.rgb.run import _limited, generation_requests, plan_settings
+    import dataclasses
 
-    datasets, prompts, backend, store, runner = _prepare(launch, store_path)
-    config = launch.run_config()
-    try:
-        limited = [_limited(d, config) for d in datasets]
-        requests = generation_requests(plan_settings(limited, config), prompts, config)
-        return estimate_requests(requests, backend, store, runner)
-    finally:
-        store.close()
+    import ragmeter.rgb
+    from ragmeter.runner import DryRunEstimate
+
+    summary = ragmeter.rgb.run(launch.files(), store=store_path, dry_run=True,
+                               **_api_options(launch)).summary
+    return DryRunEstimate(**{f.name: summary[f.name]
+                             for f in dataclasses.fields(DryRunEstimate)})
 
 
 def run_rgb_job(launch: RgbLaunch, *, store_path: str | None, runs_dir: str | None,
                 on_progress: Callable[..., None]) -> str:
-    """Run the launch to the end and write its run record; returns the run id."""
-    from ragmeter.results import record_run
-    from ragmeter.suites.rgb.run import run_rgb
+    """Run the launch to the end through :func:`ragmeter.rgb.run` and save its run record;
+    returns the run id."""
+    import ragmeter.rgb
 
-    datasets, prompts, backend, store, runner = _prepare(launch, store_path,
-                                                         on_progress=on_progress)
-    try:
-        result = run_rgb(datasets, prompts, backend, store, runner, launch.run_config())
-    finally:
-        store.close()
-    identity = backend.identity()
-    record = record_run("rgb", result.to_json(), result.iter_items(), inputs=launch.files(),
-                        command=launch.command(), backends=[identity],
-                        models=[str(identity.get("model", ""))],
-                        prompt_versions={"instruction": str(getattr(prompts, "version", ""))},
-                        runs_dir_override=runs_dir)
-    return record.run_id
+    result = ragmeter.rgb.run(launch.files(), store=store_path, on_progress=on_progress,
+                              **_api_options(launch))
+    return str(result.save(runs_dir, command=launch.command()).run_id)
 
 
 @dataclass

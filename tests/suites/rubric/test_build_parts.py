@@ -106,9 +106,11 @@ def test_duplicate_key_and_degenerate_alarm():
     assert normalize_question("When does the Library close?") == \
         normalize_question("when does the library close")
     assert normalize_question("Wann?") != normalize_question("Wo?")
-    assert degenerate_critic([5] * 19 + [4]) == {"rating": 5, "share": 0.95, "n": 20}
+    alarm = degenerate_critic([5] * 19 + [4], "critic-x", "relevance")
+    assert alarm is not None and (alarm["verdict"], alarm["share"], alarm["n"]) == (5, 0.95, 20)
+    assert "relevance critique" in alarm["message"]
     assert degenerate_critic([5] * 18 + [4, 3]) is None
-    assert degenerate_critic([5] * 9) is None  # too few to tell
+    assert degenerate_critic([5] * 4) is None  # too few to tell
 
 
 def test_prompt_files(tmp_path: Path):
@@ -118,7 +120,7 @@ def test_prompt_files(tmp_path: Path):
     bad = tmp_path / "bad.txt"
     bad.write_text("Question: {question} and {nonsense}", encoding="utf-8")
     p = BuildPrompts.default().with_files(gen, {"relevance": tmp_path / "gen.txt"})
-    assert p.version.startswith("ragmeter-rubric-build-1|gen=file:gen.txt:")
+    assert p.version.startswith("ragmeter-rubric-build-2|gen=file:gen.txt:")
     assert p.generate.render(context="C", audience="x")[-1].content.startswith("Context: C")
     with pytest.raises(InputError, match="nonsense"):
         BuildPrompts.default().with_files(None, {"groundedness": bad})

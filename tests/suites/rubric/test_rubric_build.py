@@ -251,9 +251,13 @@ def test_critique_only_agreement(tmp_path, scripted_server, run_cli):
     assert agree["relevance"]["exact"] == pytest.approx(44 / 71)
     assert agree["standalone"]["mae"] == pytest.approx(24 / 71)
     assert agree["relevance"]["qwk"] == pytest.approx(0.0)  # a constant rater: no agreement
-    assert summary["criteria"]["groundedness"]["degenerate"]["rating"] == 5
+    assert summary["criteria"]["groundedness"]["degenerate"]["verdict"] == 5
+    assert {a["what"] for a in summary["alarms"]} == {"groundedness critique",
+                                                      "relevance critique",
+                                                      "standalone critique"}
     assert "Agreement with the original critic" in stdout
-    assert "degenerate critic" in stdout
+    assert "degenerate critic" in stdout and "WARNING" in err
+    assert summary["judges"][0]["validated"] is True  # the card carries the measured QWK
 
 
 def test_bad_options_are_one_line_errors(tmp_path, kb, run_cli):
@@ -265,3 +269,41 @@ def test_bad_options_are_one_line_errors(tmp_path, kb, run_cli):
     code, _, err = run_cli("rubric", "build", kb, "--out", tmp_path / "q.json",
                            "--languages", "de,xx")
     assert code == 2 and "'xx'" in err
+
+
+def _logprobs(body: dict) -> dict[str, float]:
+    """Choice scoring: "4" most probable for relevance, "5" otherwise; none for the gym."""
+    import math
+
+    text = last_user_text(body)
+    if "Reply with the rating only" not in text:
+        return {}
+    if "canteen" in text:
+        return {"1": math.log(0.1), "2": math.log(0.6), "3": math.log(0.3)}
+    if "how useful" in text:
+        return {"4": math.log(0.7), "5": math.log(0.3)}
+    return {"5": math.log(0.8), "4": math.log(0.2)}
+
+
+def test_python_api_with_choice_scoring(tmp_path, kb, scripted_server):
+    import ragmeter.rubric
+    from ragmeter.backends import openai
+
+    server = scripted_server(reply=reply, logprobs=_logprobs)
+    result = ragmeter.rubric.build(
+        kb, out=tmp_path / "q.jsonl", critique_scoring="choices",
+        backend=openai("critic-x", base_url=server.url, max_retries=0),
+        store=tmp_path / "s.sqlite", progress=False)
+    s = result.summary
+    assert (s["generated"], s["kept"]) == (5, 3)  # the canteen's relevance is now 2, fire kept
+    assert result.coverage["rows"] == 6
+    lib = next(i for i in result.items if i["id"] == "campus_en.md#0")
+    assert (lib["groundedness_score"], lib["relevance_score"]) == (5, 4)
+    assert lib["relevance_probs"]["4"] == pytest.approx(0.7)
+    assert lib["relevance_expected"] == pytest.approx(4.3)
+    assert "critique:choices" in result.signature
+    est = ragmeter.rubric.build(kb, dry_run=True, critique_scoring="choices",
+                                backend=openai("critic-x", base_url=server.url),
+                                store=tmp_path / "s.sqlite")
+    assert est.summary["dry_run"] and est.summary["stages"]["generate"]["calls"] == 0
+    assert est.summary["stages"]["critique"]["completion_tokens_max"] <= 18

@@ -1,6 +1,7 @@
 """``rubric build`` with the real offline model (SmolLM2-135M) on two chunks of RAGaliq's
-knowledge base: the whole pipeline runs, every candidate ends kept, dropped or unscored with
-a reason, and every rating is 1..5 or absent with a reason (never a default)."""
+knowledge base (short lines, so it stays quick; ratings by choice scoring, one forward pass
+each): the whole pipeline runs, every candidate ends kept, dropped or unscored with a reason,
+and every rating is 1..5 or absent with a reason (never a default)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ from tests.conftest import shared
 
 
 @pytest.mark.local_model
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # about a minute on two idle cores; far longer on a loaded machine
 def test_build_with_the_local_model(tmp_path, run_cli):
     kb = shared("ragaliq", "data", "orientation_en.md")
     out, items = tmp_path / "questions_en.json", tmp_path / "items.jsonl"
     code, stdout, err = run_cli(
         "rubric", "build", kb, "--out", out, "--items", items, "--chunking", "lines",
         "--min-chunk-chars", "200", "--sample", "2", "--seed", "3", "--concurrency", "1",
+        "--critique-scoring", "choices",
         "--timeout", "900", "--max-retries", "0", "--store", tmp_path / "s.sqlite",
         "--no-record")
     assert code == 0, err

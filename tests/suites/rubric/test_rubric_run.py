@@ -23,7 +23,7 @@ def test_rubric_run_offline(tmp_path, run_cli):
                   encoding="utf-8")
     out, js = tmp_path / "judged.jsonl", tmp_path / "run.json"
     args = ("rubric", "run", "--kb", kb, "--questions", questions, "--limit", "3",
-            "--out", out, "--json", js, "--reader-max-tokens", "48",
+            "--out", out, "--json", js, "--reader-max-tokens", "48", "--top-k", "4",
             "--store", tmp_path / "store.sqlite")
     code, stdout, err = run_cli(*args)
     assert code == 0, err
@@ -31,6 +31,12 @@ def test_rubric_run_offline(tmp_path, run_cli):
     assert len(rows) == 3 and all(r["lang"] == "en" for r in rows)
     data = json.loads(js.read_text())
     assert data["coverage"]["total"] == 3
+    # RAGaliq's shape with the offline yes/no reranker: at most 6 chunks above 0.1
+    assert data["pipeline"]["reranker"].startswith("yesno:")
+    assert data["pipeline"]["top_k"] == 4 and data["pipeline"]["max_context"] == 6
+    for row in rows:
+        assert len(row["context"]) <= 4 and all(s > 0.1 for s in row["context_scores"])
+        assert "language_consistency_score" in row
     assert data["timing"]["embeddings_cached"] is False
     code, _, err = run_cli(*args)
     assert code == 0, err

@@ -81,6 +81,11 @@ def test_repeats_stability(tmp_path):
     assert s["weighted_score_by_repeat"]["0"] == pytest.approx(((1 + .6 + .4) / 3) ** 2)
     lo, hi = s["weighted_score_all_repeats_ci95"]
     assert lo <= s["weighted_score_all_repeats"] <= hi
+    # Fleiss (1971) by hand, repeats as raters: P_i = 1, 1/3, 1/3 -> P_bar = 5/9; category
+    # shares 0:2/9 1:1/9 3:2/9 4:1/9 5:3/9 -> P_e = 19/81; kappa = (5/9 - 19/81)/(1 - 19/81)
+    assert s["fleiss_kappa"] == pytest.approx(26 / 62)
+    assert s["flip_rate"] == pytest.approx(2 / 3)
+    assert s["mean_agreement"] == pytest.approx(7 / 9)
 
 
 def test_expected_grade_from_probs(tmp_path):

@@ -65,9 +65,9 @@ def test_agreement_point_values_and_cis():
     judge = [min(5, max(0, g + rng.choice([-1, 0, 0, 0, 1, 3]))) for g in ref]
     a = agreement(judge, ref, n_resamples=500, seed=1)
     assert a.n == 80
-    assert a.exact == pytest.approx(sum(x == y for x, y in zip(judge, ref)) / 80)
-    assert a.within_one == pytest.approx(sum(abs(x - y) <= 1 for x, y in zip(judge, ref)) / 80)
-    assert a.mae == pytest.approx(sum(abs(x - y) for x, y in zip(judge, ref)) / 80)
+    assert a.exact == pytest.approx(sum(x == y for x, y in zip(judge, ref, strict=True)) / 80)
+    assert a.within_one == pytest.approx(sum(abs(x - y) <= 1 for x, y in zip(judge, ref, strict=True)) / 80)
+    assert a.mae == pytest.approx(sum(abs(x - y) for x, y in zip(judge, ref, strict=True)) / 80)
     assert a.qwk == pytest.approx(reference_qwk(judge, ref))
     assert a.spearman == pytest.approx(spearmanr(judge, ref).statistic)
     for stat in ("exact", "within_one", "qwk", "mae", "spearman"):
@@ -152,5 +152,5 @@ def test_validate_ragaliq_runs_against_themselves_and_shuffled(tmp_path, run_cli
     j = [r["score"] for r in rows]
     ref = [r["ref"] for r in rows]
     assert s["overall"]["qwk"] == pytest.approx(reference_qwk(j, ref))
-    assert s["overall"]["mae"] == pytest.approx(sum(abs(a - b) for a, b in zip(j, ref)) / 140)
+    assert s["overall"]["mae"] == pytest.approx(sum(abs(a - b) for a, b in zip(j, ref, strict=True)) / 140)
     assert {g["lang"]: g["n"] for g in s["groups"]} == {"en": 70, "ru": 70}

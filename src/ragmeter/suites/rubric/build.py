@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ragmeter.errors import ConfigError
 from ragmeter.io import as_text, iter_rows
@@ -53,15 +53,14 @@ from ragmeter.suites.rubric.chunking import Chunk, Chunking, chunk_files, sample
 
 __all__ = ["BuildConfig", "BuildOutcome", "build_questions", "critique_only",
            "estimate_build", "read_rated_questions", "normalize_question", "DEFAULT_THRESHOLDS",
-           "degenerate_critic"]
+           "degenerate_critic", "critic_agreement"]
 
 COMPONENT = "rubric"
+CritiqueScoring = Literal["generate", "choices"]
+RATING_CHOICES = ("1", "2", "3", "4", "5")
 METRIC_VERSION = "ragaliq-build-1"
 DEFAULT_THRESHOLDS: Mapping[str, int] = {"groundedness": 4, "relevance": 4, "standalone": 4}
 DEFAULT_AUDIENCE = "a reader of this knowledge base"
-# The degenerate-critic alarm: one rating for at least this share of at least MIN items.
-DEGENERATE_SHARE = 0.95
-DEGENERATE_MIN_ITEMS = 10
 
 
 @dataclass(frozen=True)
@@ -80,6 +79,7 @@ class BuildConfig:
     source_language: str = "en"
     translate_knowledge_base: bool = False
     n_resamples: int = 1000
+    critique_scoring: CritiqueScoring = "generate"
 
     def __post_init__(self) -> None:
         unknown = set(self.thresholds) - set(CRITERIA)
@@ -97,7 +97,7 @@ class BuildConfig:
         settings: dict[str, Any] = {
             "prompt": prompts.version, "critic": model, "chunking": self.chunking,
             "min": ",".join(f"{c}{self.thresholds.get(c, 1)}" for c in CRITERIA),
-            "dedupe": "yes" if self.dedupe else "no"}
+            "dedupe": "yes" if self.dedupe else "no", "critique": self.critique_scoring}
         if self.chunking == "sections":
             settings["chunk_size"] = self.chunk_size
         if self.sample is not None:
@@ -142,16 +142,34 @@ def generation_requests(chunks: Sequence[Chunk], prompts: BuildPrompts,
 
 
 def critique_requests(rows: Sequence[Mapping[str, Any]], prompts: BuildPrompts,
-                      audience: str) -> list[Request]:
-    """Three requests per row (one per criterion), ids ``crit:<row id>:<criterion>``."""
+                      audience: str, scoring: CritiqueScoring = "generate") -> list[Request]:
+    """Three requests per row (one per criterion), ids ``crit:<row id>:<criterion>``.
+    ``choices``: the digit-only prompt, scored by the probabilities of "1".."5"."""
     out = []
     for row in rows:
         for name in CRITERIA:
-            tpl = prompts.critique[name]
-            out.append(Request(id=f"crit:{row['id']}:{name}", messages=tpl.render(
-                context=row["context"], question=row["question"], answer=row["answer"],
-                audience=audience), params=dict(tpl.params)))
+            values = dict(context=row["context"], question=row["question"],
+                          answer=row["answer"], audience=audience)
+            if scoring == "choices":
+                tpl = prompts.critique_choices[name]
+                out.append(Request(id=f"crit:{row['id']}:{name}", messages=tpl.render(**values),
+                                   choices=RATING_CHOICES))
+            else:
+                tpl = prompts.critique[name]
+                out.append(Request(id=f"crit:{row['id']}:{name}", messages=tpl.render(**values),
+                                   params=dict(tpl.params)))
     return out
+
+
+def _choice_rating(probs: Mapping[str, float] | None) -> tuple[int | None, dict[str, float]]:
+    """The most probable rating (ties: the lower) and the distribution over 1..5."""
+    raw = {c: float((probs or {}).get(c, 0.0)) for c in RATING_CHOICES}
+    total = sum(raw.values())
+    if not total > 0:
+        return None, {}
+    dist = {c: p / total for c, p in raw.items()}
+    best = max(RATING_CHOICES, key=lambda c: (dist[c], -int(c)))
+    return int(best), dist
 
 
 def apply_critiques(rows: list[dict[str, Any]], outcomes: Sequence[Any],
@@ -168,6 +186,21 @@ def apply_critiques(rows: list[dict[str, Any]], outcomes: Sequence[Any],
                             f"{name}_reason": getattr(o, "reason", None) or "no_call",
                             f"{name}_detail": getattr(o, "detail", None)})
                 failed.append(name)
+                continue
+            if o.request.choices is not None:
+                rating, dist = _choice_rating(o.response.choice_probs)
+                row[f"{name}_score"] = rating
+                row[f"{name}_eval"] = ""  # choice scoring gives no explanation
+                if rating is None:
+                    row.update({f"{name}_reason": "no_choice_probs",
+                                f"{name}_detail": "the backend gave no probabilities for "
+                                                  "1..5"})
+                    failed.append(name)
+                    continue
+                row[f"{name}_probs"] = {c: round(p, 6) for c, p in dist.items()}
+                row[f"{name}_expected"] = round(sum(int(c) * p for c, p in dist.items()), 6)
+                if rating < thresholds.get(name, 1):
+                    low.append(name)
                 continue
             parsed = parse_critique(o.response.text)
             row[f"{name}_score"] = parsed.rating
@@ -199,21 +232,18 @@ def ragaliq_row(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def degenerate_critic(scores: Sequence[int]) -> dict[str, Any] | None:
-    """The alarm when a critic gives one rating to nearly every question (at least
-    :data:`DEGENERATE_SHARE` of at least :data:`DEGENERATE_MIN_ITEMS`); None otherwise.
+def degenerate_critic(scores: Sequence[int], critic: str = "critic",
+                      criterion: str = "rating") -> dict[str, Any] | None:
+    """The degenerate-judge alarm (:func:`ragmeter.judging.check_degenerate`: one rating for
+    at least 95% of at least 5 questions) for one criterion's ratings; None when it does not
+    trip."""
+    from ragmeter.judging import check_degenerate
 
-    A minimal local check until ``ragmeter.judging`` offers the shared one."""
-    if len(scores) < DEGENERATE_MIN_ITEMS:
-        return None
-    value, count = Counter(scores).most_common(1)[0]
-    share = count / len(scores)
-    if share < DEGENERATE_SHARE:
-        return None
-    return {"rating": value, "share": round(share, 4), "n": len(scores)}
+    return check_degenerate(list(scores), judge=critic, what=f"{criterion} critique")
 
 
-def critique_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def critique_summary(rows: Sequence[Mapping[str, Any]], critic: str = "critic"
+                     ) -> dict[str, Any]:
     """Per criterion: coverage, rating counts, mean, and the degenerate-critic alarm."""
     out: dict[str, Any] = {}
     for name in CRITERIA:
@@ -225,19 +255,18 @@ def critique_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                          "unscored": len(rows) - len(scores), "reasons": dict(reasons)},
             "counts": {str(g): scores.count(g) for g in (1, 2, 3, 4, 5)},
             "mean": round(sum(scores) / len(scores), 4) if scores else None,
-            "degenerate": degenerate_critic(scores)}
+            "degenerate": degenerate_critic(scores, critic, name)}
     return out
 
 
+def alarms(crit: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The degenerate-critic alarms of a critique summary, one per criterion that trips."""
+    return [c["degenerate"] for c in crit.values() if c.get("degenerate")]
+
+
 def _notes(crit: Mapping[str, Any]) -> list[str]:
-    notes = []
-    for name, c in crit.items():
-        d = c.get("degenerate")
-        if d:
-            notes.append(f"degenerate critic: {name} rated {d['rating']} for "
-                         f"{d['share']:.0%} of {d['n']} questions; its ratings do not "
-                         f"discriminate, so filtering on them keeps or drops almost everything")
-    return notes
+    return [f"degenerate critic: {a['message']}; filtering on this criterion keeps or drops "
+            "almost everything" for a in alarms(crit)]
 
 
 # ------------------------------------------------------------------ orchestration
@@ -288,12 +317,13 @@ def build_questions(paths: Sequence[str | Path], config: BuildConfig, backend: B
         else:
             seen[key] = row["id"]
     to_rate = [r for r in rows if r["status"] == "generated"]
-    crit_out = run_requests(critique_requests(to_rate, prompts, config.audience), backend,
+    crit_out = run_requests(critique_requests(to_rate, prompts, config.audience,
+                                              config.critique_scoring), backend,
                             store, _stage(runner, "critique"))
     apply_critiques(to_rate, crit_out, config.thresholds)
     kept = [ragaliq_row(r) for r in rows if r["status"] == "kept"]
-    crit = critique_summary(to_rate)
     model = _model(backend)
+    crit = critique_summary(to_rate, model)
     summary: dict[str, Any] = {
         "family": COMPONENT, "verb": "build", "signature": config.signature(prompts, model),
         "critic_model": model, "prompt_version": prompts.version,
@@ -355,19 +385,39 @@ def read_rated_questions(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
+def critic_agreement(ours: Sequence[int], original: Sequence[int],
+                     n_resamples: int = 1000) -> dict[str, Any]:
+    """Agreement of our critic's ratings with the original critic's on the same questions:
+    :func:`ragmeter.metrics.rubric.agreement` (the one ``rubric validate`` uses; QWK over the
+    0..5 grid equals QWK over 1..5 for ratings 1..5, as unused categories add nothing) plus
+    both critics' mean rating."""
+    from ragmeter.metrics.rubric import agreement
+
+    a = agreement(list(ours), list(original), n_resamples=n_resamples, seed=12345,
+                  ci=n_resamples > 0)
+    ci = a.ci95
+    n = len(ours)
+    return {"n": a.n, "qwk": a.qwk, "qwk_ci": ci.get("qwk"), "exact": a.exact,
+            "exact_ci": ci.get("exact"), "mae": a.mae, "mae_ci": ci.get("mae"),
+            "within_one": a.within_one, "spearman": a.spearman,
+            "mean_rater": sum(ours) / n if n else None,
+            "mean_reference": sum(original) / n if n else None,
+            "confusion": [row[1:] for row in a.confusion[1:]]}  # original 1..5 x ours 1..5
+
+
 def critique_only(path: str | Path, config: BuildConfig, backend: Backend,
                   store: Store | None, runner: RunnerConfig,
                   prompts: BuildPrompts | None = None) -> BuildOutcome:
     """Re-rate the questions of ``path`` and measure agreement with its original ratings."""
-    from ragmeter.metrics.agreement import agreement
-
     prompts = prompts or BuildPrompts.default()
     t0 = time.perf_counter()
     rows = read_rated_questions(path)
-    outcomes = run_requests(critique_requests(rows, prompts, config.audience), backend, store,
+    outcomes = run_requests(critique_requests(rows, prompts, config.audience,
+                                              config.critique_scoring), backend, store,
                             _stage(runner, "critique"))
     apply_critiques(rows, outcomes, config.thresholds)
-    crit = critique_summary(rows)
+    model = _model(backend)
+    crit = critique_summary(rows, model)
     agree: dict[str, Any] = {}
     for name in CRITERIA:
         pairs = [(int(r[f"{name}_score"]), int(r[f"reference_{name}_score"])) for r in rows
@@ -376,11 +426,9 @@ def critique_only(path: str | Path, config: BuildConfig, backend: Backend,
         with_ref = sum(1 for r in rows if r.get(f"reference_{name}_score") is not None)
         if not with_ref:
             continue
-        a = agreement([p[0] for p in pairs], [p[1] for p in pairs],
-                      n_resamples=config.n_resamples, seed=12345)
-        agree[name] = {**a.to_dict(), "with_reference": with_ref,
-                       "unscored": with_ref - len(pairs)}
-    model = _model(backend)
+        agree[name] = critic_agreement([p[0] for p in pairs], [p[1] for p in pairs],
+                                       config.n_resamples)
+        agree[name].update(with_reference=with_ref, unscored=with_ref - len(pairs))
     kept = [ragaliq_row(r) for r in rows if r["status"] == "kept"]
     summary: dict[str, Any] = {
         "family": COMPONENT, "verb": "build", "mode": "critique_only",
@@ -403,6 +451,10 @@ class BuildEstimate:
     stages: list[tuple[str, DryRunEstimate]]
     price_prompt: float | None = None
     price_completion: float | None = None
+
+    @property
+    def requests(self) -> int:
+        return sum(e.requests for _, e in self.stages)
 
     @property
     def calls(self) -> int:
@@ -464,7 +516,8 @@ def estimate_build(paths: Sequence[str | Path] | None, config: BuildConfig, back
     if critique_path is not None:
         rows = read_rated_questions(critique_path)
         stages.append(("critique", estimate_requests(
-            critique_requests(rows, prompts, config.audience), backend, store)))
+            critique_requests(rows, prompts, config.audience, config.critique_scoring),
+            backend, store)))
     else:
         assert paths is not None
         chunks = chunk_files(paths, config.chunking, config.chunk_size, config.min_chunk_chars)
@@ -474,7 +527,8 @@ def estimate_build(paths: Sequence[str | Path] | None, config: BuildConfig, back
         rows = [{"id": c.id, "question": f"{_PLACEHOLDER_Q} ({c.id})", "answer": _PLACEHOLDER_A,
                  "context": c.text} for c in sampled]
         stages.append(("critique", estimate_requests(
-            critique_requests(rows, prompts, config.audience), backend, store)))
+            critique_requests(rows, prompts, config.audience, config.critique_scoring),
+            backend, store)))
         if config.languages:
             from ragmeter.suites.rubric.build_translate import translation_estimate
 

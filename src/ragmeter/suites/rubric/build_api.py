@@ -1,19 +1,11 @@
-"""The Python door of ``rubric build``: :func:`build` and :func:`estimate`, taking the CLI's
-flags as keyword arguments (snake_case, same defaults).
-
-::
-
-    from ragmeter.suites.rubric.build_api import build
-    outcome = build("kb.md", sample=20, backend=my_backend, out="questions_en.json")
-    outcome.summary["kept"], outcome.questions[0]["question"]
-"""
+"""``rubric build`` from its options: the configuration and prompts from the CLI's flags
+(snake_case, same defaults), the run and the dry-run estimate.  The public door is
+:func:`ragmeter.rubric.build`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from ragmeter.errors import ConfigError
 from ragmeter.llm.base import Backend
@@ -30,7 +22,7 @@ from ragmeter.suites.rubric.build import (
 )
 from ragmeter.suites.rubric.build_prompts import CRITERIA, BuildPrompts
 
-__all__ = ["build", "estimate", "make_config", "make_prompts"]
+__all__ = ["run_build", "estimate", "make_config", "make_prompts"]
 
 Paths = str | Path | Sequence[str | Path] | None
 
@@ -67,10 +59,14 @@ def make_config(*, chunking: str = "sections", chunk_size: int = 4000,
                 min_groundedness: int = 4, min_relevance: int = 4, min_standalone: int = 4,
                 audience: str = DEFAULT_AUDIENCE, dedupe: bool = True,
                 languages: str | Sequence[str] | None = None, source_language: str = "en",
-                translate_knowledge_base: bool = False, resamples: int = 1000) -> BuildConfig:
+                translate_knowledge_base: bool = False, resamples: int = 1000,
+                critique_scoring: str = "generate") -> BuildConfig:
     if translate_knowledge_base and not languages:
         raise ConfigError("rubric: --translate-knowledge-base needs --languages (the target "
                           "languages), e.g. --languages de,fr.")
+    if critique_scoring not in ("generate", "choices"):
+        raise ConfigError(f"rubric: --critique-scoring must be generate or choices, got "
+                          f"{critique_scoring!r}.")
     if chunking not in ("sections", "lines"):
         raise ConfigError(f"rubric: --chunking must be sections or lines, got {chunking!r}.")
     return BuildConfig(
@@ -80,7 +76,8 @@ def make_config(*, chunking: str = "sections", chunk_size: int = 4000,
                     "standalone": min_standalone},
         audience=audience, dedupe=dedupe, languages=_languages(languages),
         source_language=source_language, translate_knowledge_base=translate_knowledge_base,
-        n_resamples=resamples)
+        n_resamples=resamples,
+        critique_scoring=critique_scoring)  # type: ignore[arg-type]
 
 
 def make_prompts(generation_prompt_file: str | Path | None = None,
@@ -103,41 +100,29 @@ def make_prompts(generation_prompt_file: str | Path | None = None,
     return BuildPrompts.default().with_files(generation_prompt_file, files)
 
 
-def _setup(backend: Backend | None, store: Store | str | Path | None,
-           runner: RunnerConfig | None) -> tuple[Backend, Store | None, RunnerConfig]:
-    if backend is None:
-        from ragmeter.llm.registry import create_backend
-
-        backend = create_backend("local")
-    if store is not None and not isinstance(store, Store):
-        store = Store(store)
-    return backend, store, runner or RunnerConfig(progress=False)
-
-
-def build(knowledge_base: Paths = None, *, out: str | Path | None = None,
-          critique_only_path: str | Path | None = None,
-          generation_prompt_file: str | Path | None = None,
-          critique_prompt_files: Mapping[str, str | Path] | Sequence[str] | None = None,
-          backend: Backend | None = None, store: Store | str | Path | None = None,
-          runner: RunnerConfig | None = None, **options: Any) -> BuildOutcome:
-    """Build questions from ``knowledge_base`` (a path or paths), or with
-    ``critique_only_path`` re-rate a questions file; writes ``out`` (and the language files)
-    when given.  ``options`` are :func:`make_config`'s (the CLI flags)."""
-    config = make_config(**options)
-    prompts = make_prompts(generation_prompt_file, critique_prompt_files)
-    backend, store, runner = _setup(backend, store, runner)
+def _paths_or_error(knowledge_base: Paths, critique_path: str | Path | None,
+                    config: BuildConfig) -> list[str | Path]:
     paths = _paths(knowledge_base)
-    if critique_only_path is not None:
+    if critique_path is not None:
         if paths:
             raise ConfigError("rubric: give either KNOWLEDGE_BASE files or --critique-only, "
                               "not both.")
         if config.languages:
             raise ConfigError("rubric: --languages is not available with --critique-only.")
-        outcome = critique_only(critique_only_path, config, backend, store, runner, prompts)
+    elif not paths:
+        raise ConfigError("rubric: give at least one KNOWLEDGE_BASE file (Markdown or "
+                          "text), or --critique-only QUESTIONS.")
+    return paths
+
+
+def run_build(knowledge_base: Paths, *, critique_path: str | Path | None, config: BuildConfig,
+              prompts: BuildPrompts, backend: Backend, store: Store | None,
+              runner: RunnerConfig, out: str | Path | None = None) -> BuildOutcome:
+    """Build (or, with ``critique_path``, re-rate) and write ``out`` and the language files."""
+    paths = _paths_or_error(knowledge_base, critique_path, config)
+    if critique_path is not None:
+        outcome = critique_only(critique_path, config, backend, store, runner, prompts)
     else:
-        if not paths:
-            raise ConfigError("rubric: give at least one KNOWLEDGE_BASE file (Markdown or "
-                              "text), or --critique-only QUESTIONS.")
         outcome = build_questions(paths, config, backend, store, runner, prompts)
     if out is not None:
         from ragmeter.suites.rubric.build_translate import write_build_outputs
@@ -147,17 +132,10 @@ def build(knowledge_base: Paths = None, *, out: str | Path | None = None,
     return outcome
 
 
-def estimate(knowledge_base: Paths = None, *, critique_only_path: str | Path | None = None,
-             generation_prompt_file: str | Path | None = None,
-             critique_prompt_files: Mapping[str, str | Path] | Sequence[str] | None = None,
-             backend: Backend | None = None, store: Store | str | Path | None = None,
-             runner: RunnerConfig | None = None, **options: Any) -> BuildEstimate:
-    """What :func:`build` with the same arguments would call and spend; calls nothing."""
-    config = make_config(**options)
-    prompts = make_prompts(generation_prompt_file, critique_prompt_files)
-    backend, store, runner = _setup(backend, store, runner)
-    paths = _paths(knowledge_base)
-    if critique_only_path is None and not paths:
-        raise ConfigError("rubric: give at least one KNOWLEDGE_BASE file, or --critique-only.")
-    return estimate_build(paths or None, config, backend, store, replace(runner),
-                          prompts, critique_path=critique_only_path)
+def estimate(knowledge_base: Paths, *, critique_path: str | Path | None, config: BuildConfig,
+             prompts: BuildPrompts, backend: Backend, store: Store | None,
+             runner: RunnerConfig) -> BuildEstimate:
+    """What :func:`run_build` with the same arguments would call and spend; calls nothing."""
+    paths = _paths_or_error(knowledge_base, critique_path, config)
+    return estimate_build(paths or None, config, backend, store, runner, prompts,
+                          critique_path=critique_path)

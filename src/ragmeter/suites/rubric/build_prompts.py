@@ -82,6 +82,8 @@ class BuildPrompts:
     translate: Template
     translate_retry: Template
     version: str
+    # The critiques asking for the digit only, for choice scoring (P("1".."5")).
+    critique_choices: Mapping[str, Template] = field(default_factory=dict)
 
     @classmethod
     def default(cls) -> BuildPrompts:
@@ -89,13 +91,15 @@ class BuildPrompts:
         v = str(p["version"])
         crit = {name: Template(c["user"], c["system"], dict(c["params"]), v)
                 for name, c in p["critique"].items()}
+        choices = {name: Template(c["choices_user"], c["system"], {}, v)
+                   for name, c in p["critique"].items()}
         t = p["translate"]
         return cls(generate=Template(p["generate"]["user"], p["generate"]["system"],
                                      dict(p["generate"]["params"]), v),
                    critique=crit,
                    translate=Template(t["user"], t["system"], dict(t["params"]), v),
                    translate_retry=Template(t["retry_user"], t["system"], dict(t["params"]), v),
-                   version=v)
+                   version=v, critique_choices=choices)
 
     def with_files(self, generation: str | Path | None = None,
                    critique: Mapping[str, str | Path] | None = None) -> BuildPrompts:
@@ -105,14 +109,17 @@ class BuildPrompts:
         if generation is not None:
             gen = _file_template(generation, GEN_FIELDS, "generation", self.generate.params)
         crit = dict(self.critique)
+        choices = dict(self.critique_choices)
         for name, path in (critique or {}).items():
             crit[name] = _file_template(path, CRITIQUE_FIELDS, f"{name} critique",
                                         self.critique[name].params)
+            choices[name] = crit[name]  # a user's template is used as it is
         parts = [self.version]
         if gen is not self.generate:
             parts.append(f"gen={gen.version}")
         parts += [f"{n}={crit[n].version}" for n in CRITERIA if crit[n] is not self.critique[n]]
-        return BuildPrompts(gen, crit, self.translate, self.translate_retry, "|".join(parts))
+        return BuildPrompts(gen, crit, self.translate, self.translate_retry, "|".join(parts),
+                            choices)
 
 
 # ------------------------------------------------------------------ parsing

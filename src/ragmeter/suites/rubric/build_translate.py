@@ -98,7 +98,7 @@ def translate_outputs(outcome: BuildOutcome, paths: Sequence[str | Path], config
         for q in outcome.questions:
             row: dict[str, Any] = {"id": q["id"]}
             failed = []
-            for name, source_name in FIELDS:
+            for name, _ in FIELDS:
                 tr = done[(lang, f"{q['id']}:{name}")]
                 statuses[tr.status] += 1
                 if tr.text is None:

@@ -144,11 +144,10 @@ def fit_files(paths: Sequence[str | Path], name: str = "overlap-v1") -> dict[str
                          path=", ".join(map(str, paths)),
                          fix="give RAGaliq eval_res_*.json logs with a score per answer.")
     langs = sorted(data)
-    pooled: tuple[list[float], list[bool], list[int]] = ([], [], [])
-    for lang in langs:
-        for target, source in zip(pooled, data[lang], strict=True):
-            target.extend(source)  # type: ignore[arg-type,attr-defined]
-    cuts, train_kappa = rubric_overlap.fit_cut_points(*pooled)
+    recalls = [r for lang in langs for r in data[lang][0]]
+    abstained = [a for lang in langs for a in data[lang][1]]
+    grades = [g for lang in langs for g in data[lang][2]]
+    cuts, train_kappa = rubric_overlap.fit_cut_points(recalls, abstained, grades)
     cross = []
     for train in langs:
         c, k = rubric_overlap.fit_cut_points(*data[train])

