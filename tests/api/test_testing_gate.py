@@ -79,6 +79,15 @@ def test_gate_exit_codes(run_cli, tmp_path, result) -> None:
     assert code == 0
 
 
+def _plugin_args() -> list[str]:
+    """The plugin loads through its ``pytest11`` entry point when ragmeter is installed (as in
+    CI); from a bare source tree it has to be named."""
+    from importlib.metadata import entry_points
+
+    installed = any(e.value == "ragmeter.pytest_plugin" for e in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "ragmeter.pytest_plugin"]
+
+
 PLUGIN_TEST = '''
 import ragmeter
 from ragmeter.testing import assert_metric
@@ -97,8 +106,8 @@ def test_pytest_plugin_report_and_junit(pytester, tmp_path) -> None:
     pytester.makepyfile(test_quality=PLUGIN_TEST.format(rows=_rows()))
     report = tmp_path / "session.html"
     junit = tmp_path / "junit.xml"
-    res = pytester.runpytest_subprocess("-p", "ragmeter.pytest_plugin",
-                                        f"--ragmeter-report={report}", f"--junitxml={junit}")
+    res = pytester.runpytest_subprocess(*_plugin_args(), f"--ragmeter-report={report}",
+                                        f"--junitxml={junit}")
     res.assert_outcomes(passed=1, failed=1)
     res.stdout.fnmatch_lines(["*em [[]lbrag[]] FAILS: value 0.8000 >= 0.95 required*"])
     html = report.read_text()
@@ -111,7 +120,7 @@ def test_pytest_plugin_report_and_junit(pytester, tmp_path) -> None:
 def test_plugin_report_opens_in_chromium(pytester, tmp_path, browser) -> None:  # noqa: F811
     pytester.makepyfile(test_quality=PLUGIN_TEST.format(rows=_rows()))
     report = tmp_path / "session.html"
-    pytester.runpytest_subprocess("-p", "ragmeter.pytest_plugin", f"--ragmeter-report={report}")
+    pytester.runpytest_subprocess(*_plugin_args(), f"--ragmeter-report={report}")
     context, page, requests = _open(browser, report)
     try:
         body = page.inner_text("body")

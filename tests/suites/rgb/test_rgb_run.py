@@ -149,7 +149,9 @@ def test_demo_on_local_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
                      config)
     store.close()
     assert result.coverage().unscored == 0
-    assert result.judge_info["method"] == "choice"
+    # offline auto: the refusal detector judges Rej* (issue 12.8, measured better than the
+    # 135M model's yes/no), choice scoring judges ED*.
+    assert result.judge_info["method"] == "fact:choice,reject:detector"
     for _, sc in result.scores:
         assert sc.metrics["accuracy"] is not None and 0.0 <= sc.metrics["accuracy"] <= 1.0
     written = write_run_outputs(result, tmp_path / "out", plot=False)
