@@ -54,10 +54,19 @@ def test_put_get_round_trip(tmp_path):
 
 
 def test_a_second_process_sees_committed_rows(tmp_path):
+    """A real second process (not a second connection in this one) reads what put() stored:
+    the row is committed before put() returns, while this process keeps its store open."""
+    import subprocess
+    import sys
+
     store = Store(tmp_path / "s.sqlite")
     key = put_one(store)
-    other = Store(tmp_path / "s.sqlite")  # committed before put() returned
-    assert other.get(key) is not None
+    code = ("import sys; from ragmeter.store import Store; "
+            "r = Store(sys.argv[1]).get(sys.argv[2]); print(r.text if r else 'MISSING')")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s.sqlite"), key],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "hello"
+    store.close()
 
 
 def test_runs_items_stats_and_clear(tmp_path):
