@@ -7,11 +7,14 @@ load the whole file), every row carries its 1-based line (JSONL/CSV) or row numb
 file, the place and the field.
 
 Column renaming (``--field pred_answer=my_column``) is a :class:`FieldMap`.
+
+This module holds the entry point (:func:`iter_rows`, files and in-memory data), field access
+and validation; the per-format readers live in :mod:`ragmeter.io_formats` and the atomic
+writers and output-path guard in :mod:`ragmeter.io_write`, re-exported here.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -20,7 +23,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.errors import InputError, MissingDependencyError
+from ragmeter.errors import InputError
+from ragmeter.io_formats import (  # noqa: F401  (re-exported)
+    DEFAULT_MAX_LINE_MB,
+    INSTALL_PARQUET,
+    Row,
+    _iter_csv,
+    _iter_json,
+    _iter_jsonl,
+    _iter_parquet,
+    has_pyarrow,
+    import_parquet,
+    max_line_bytes,
+)
+from ragmeter.io_write import (  # noqa: F401  (re-exported)
+    check_output,
+    os_error_message,
+    same_file,
+    write_bytes,
+    write_bytes_stream,
+    write_json,
+    write_jsonl,
+    write_text,
+)
 
 __all__ = [
     "FieldMap",
@@ -83,28 +108,6 @@ def parse_field_options(options: Iterable[str], component: str = "ragmeter") -> 
     return FieldMap(mapping)
 
 
-@dataclass(frozen=True)
-class Row:
-    """One input row with its place in the file."""
-
-    data: dict[str, Any]
-    number: int  # 1-based for files; 0-based for in-memory data (unit "index")
-    unit: str  # "line" (JSONL, CSV), "row" (JSON array, Parquet) or "index" (in memory)
-    path: str  # the file, or a label such as "<DataFrame>" for in-memory data
-
-    def where(self) -> dict[str, Any]:
-        """Keyword arguments for :class:`InputError` that point at this row."""
-        if self.unit == "line":
-            return {"path": self.path, "line": self.number}
-        if self.unit == "index":
-            return {"path": self.path, "index": self.number}
-        return {"path": self.path, "row": self.number}
-
-    def error(self, problem: str, *, component: str, field: str | None = None,
-              fix: str | None = None) -> InputError:
-        return InputError(problem, component=component, field=field, fix=fix, **self.where())
-
-
 def detect_format(path: Path) -> str:
     """Format from the file name; ``.json`` files are sniffed later (array vs JSON Lines)."""
     name = path.name.lower()
@@ -118,364 +121,6 @@ def detect_format(path: Path) -> str:
         path=path,
         fix="use one of the extensions .jsonl, .json, .csv, .tsv or .parquet.",
     )
-
-
-# ---------------------------------------------------------------- bounded reading
-
-DEFAULT_MAX_LINE_MB = 32
-_CHUNK = 1 << 20  # bytes read at a time by the streaming JSON reader
-
-
-def max_line_bytes() -> int:
-    """The largest line (JSONL, CSV) or record (JSON) a reader accepts, in bytes.
-
-    ``RAGMETER_MAX_LINE_MB`` (set by ``ragmeter --max-line-mb N``) raises or lowers it; the
-    default is 32 MiB.  Bounding it keeps a hostile file (one 1 GB line) from taking gigabytes
-    of memory before it is rejected.
-    """
-    raw = os.environ.get("RAGMETER_MAX_LINE_MB")
-    if not raw:
-        return DEFAULT_MAX_LINE_MB << 20
-    try:
-        mb = float(raw)
-    except ValueError:
-        mb = -1.0
-    if not (mb > 0 and math.isfinite(mb)):
-        raise InputError(f"RAGMETER_MAX_LINE_MB is {raw!r}, expected a positive number of MiB.",
-                         fix="set it to a number such as 64, or unset it.")
-    return max(1024, int(mb * (1 << 20)))
-
-
-def _too_long(path: Path, number: int, unit: str, limit: int, component: str) -> InputError:
-    return InputError(
-        f"is longer than the limit of {limit / (1 << 20):.3g} MiB for one {unit}.",
-        component=component, path=path,
-        line=number if unit == "line" else None, row=None if unit == "line" else number,
-        fix="check that the file has one record per line; if the record is really that "
-            "large, raise the limit with ragmeter --max-line-mb N (or RAGMETER_MAX_LINE_MB=N).")
-
-
-def _bounded_lines(fh: Any, path: Path, component: str) -> Iterator[tuple[int, bytes]]:
-    """``(line number, raw bytes)`` of a binary file, never holding more than one bounded
-    line (a file without newlines is rejected after the limit, not read whole)."""
-    limit = max_line_bytes()
-    number = 0
-    while True:
-        raw = fh.readline(limit + 1)
-        if not raw:
-            return
-        number += 1
-        if len(raw) > limit:
-            raise _too_long(path, number, "line", limit, component)
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        yield number, raw
-
-
-def _loads(text: str, path: Path, component: str, *, line: int | None = None) -> Any:
-    """``json.loads`` whose every failure is an InputError at ``where`` (line= or row=)."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"is not valid JSON ({exc.msg} at column {exc.colno}).",
-            component=component, path=path,
-            fix="each line must hold one JSON object; check quotes and commas.", line=line,
-        ) from None
-    except RecursionError:
-        raise _too_deep(path, component, line=line) from None
-
-
-def _too_deep(path: Path, component: str, *, line: int | None = None,
-              row: int | None = None) -> InputError:
-    return InputError("is nested too deeply to read (thousands of [ or { inside each other).",
-                      component=component, path=path, line=line, row=row,
-                      fix="flatten the record; no ragmeter field needs such nesting.")
-
-
-def _decode(raw: bytes, path: Path, number: int, unit: str, component: str) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"is not valid UTF-8 (byte {exc.start + 1} of the {unit}: "
-            f"{raw[exc.start:exc.start + 4]!r}).",
-            component=component, path=path, fix="re-save the file as UTF-8.",
-            line=number if unit == "line" else None,
-            row=None if unit == "line" else number,
-        ) from None
-
-
-def _iter_jsonl(path: Path, component: str) -> Iterator[Row]:
-    with path.open("rb") as fh:
-        for number, raw in _bounded_lines(fh, path, component):
-            text = _decode(raw, path, number, "line", component).strip()
-            if not text:
-                continue
-            obj = _loads(text, path, component, line=number)
-            if not isinstance(obj, dict):
-                raise InputError(
-                    f"holds a JSON {type(obj).__name__}, expected an object {{...}}.",
-                    component=component, path=path, line=number,
-                    fix="write one JSON object per line.",
-                )
-            yield Row(obj, number, "line", str(path))
-
-
-class _JsonStream:
-    """Reads JSON values one at a time from a file, holding at most one bounded record.
-
-    ``json.JSONDecoder.raw_decode`` parses each value at C speed; a value cut by the end of
-    the buffer is retried after reading more, up to :func:`max_line_bytes`.
-    """
-
-    def __init__(self, fh: Any, path: Path, component: str) -> None:
-        import codecs
-
-        self.fh = fh
-        self.path = path
-        self.component = component
-        self.limit = max_line_bytes()
-        self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
-        self.json = json.JSONDecoder()
-        self.buf = ""
-        self.pos = 0
-        self.eof = False
-        self.consumed = 0  # bytes read so far, for error messages
-
-    def _more(self, want: int = _CHUNK) -> None:
-        raw = self.fh.read(max(_CHUNK, want))
-        self.consumed += len(raw)
-        try:
-            text = self.decoder.decode(raw, final=not raw)
-        except UnicodeDecodeError as exc:
-            raise InputError(
-                f"is not valid UTF-8 (near byte {self.consumed - len(raw) + exc.start + 1}).",
-                component=self.component, path=self.path, fix="re-save the file as UTF-8.",
-            ) from None
-        if not raw:
-            self.eof = True
-        self.buf = self.buf[self.pos:] + text
-        self.pos = 0
-
-    def peek(self) -> str:
-        """The next non-space character ('' at the end of the file)."""
-        while True:
-            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
-                self.pos += 1
-            if self.pos < len(self.buf) or self.eof:
-                return self.buf[self.pos:self.pos + 1]
-            self._more()
-
-    def take(self) -> None:
-        """Step over the next non-space character (a bracket or comma seen by peek)."""
-        self.peek()
-        self.pos += 1
-
-    def value(self, number: int) -> Any:
-        """The JSON value starting at the next non-space character (record ``number``)."""
-        self.peek()
-        tried_end = False
-        while True:
-            try:
-                obj, end = self.json.raw_decode(self.buf, self.pos)
-            except json.JSONDecodeError as exc:
-                # Cut by the end of the buffer (or a string still open): read more and retry.
-                cut = exc.pos >= len(self.buf) - 16 or exc.msg.startswith("Unterminated")
-                if cut and not self.eof:
-                    self._grow(number)
-                    continue
-                raise InputError(
-                    f"is not valid JSON ({exc.msg}).", component=self.component,
-                    path=self.path, row=number, fix="check the file's syntax.") from None
-            except RecursionError:
-                raise _too_deep(self.path, self.component, row=number) from None
-            if end - self.pos > self.limit:
-                raise _too_long(self.path, number, "record", self.limit, self.component)
-            if end == len(self.buf) and not self.eof and not tried_end:
-                tried_end = True  # a number may go on in the next chunk
-                self._grow(number)
-                continue
-            self.pos = end
-            return obj
-
-    def _grow(self, number: int) -> None:
-        held = len(self.buf) - self.pos
-        if held > self.limit:
-            raise _too_long(self.path, number, "record", self.limit, self.component)
-        self._more(held)
-
-
-def _iter_json(path: Path, component: str) -> Iterator[Row]:
-    with path.open("rb") as fh:
-        stream = _JsonStream(fh, path, component)
-        head = stream.peek()
-        if head == "{":
-            # Either one object holding a list, or JSON Lines under a .json name (RGB's files).
-            obj = stream.value(1)
-            if stream.peek():
-                yield from _iter_jsonl(path, component)
-                return
-            lists = [k for k, v in obj.items() if isinstance(v, list) and v and
-                     all(isinstance(x, dict) for x in v)]
-            items = obj[lists[0]] if len(lists) == 1 and len(obj) <= 3 else [obj]
-            for number, item in enumerate(items, start=1):
-                yield _json_row(item, number, path, component)
-            return
-        if head != "[":
-            raise InputError(
-                "does not start with [ or { and is not JSON.", component=component, path=path,
-                fix="give a JSON array of objects, or JSON Lines with a .jsonl name.",
-            )
-        stream.take()
-        number = 0
-        if stream.peek() == "]":
-            stream.take()
-        else:
-            while True:
-                number += 1
-                yield _json_row(stream.value(number), number, path, component)
-                sep = stream.peek()
-                if sep == ",":
-                    stream.take()
-                    continue
-                if sep == "]":
-                    stream.take()
-                    break
-                raise InputError(
-                    f"is not valid JSON (expected , or ] after row {number}, found "
-                    f"{sep or 'the end of the file'!r}).", component=component, path=path,
-                    row=number, fix="check the file's syntax.")
-        if stream.peek():
-            raise InputError("has more text after the closing ] of its array.",
-                             component=component, path=path, fix="check the file's syntax.")
-
-
-def _json_row(item: Any, number: int, path: Path, component: str) -> Row:
-    if not isinstance(item, dict):
-        raise InputError(
-            f"is a JSON {type(item).__name__}, expected an object.",
-            component=component, path=path, row=number,
-            fix="the array must hold one object per row.",
-        )
-    return Row(item, number, "row", str(path))
-
-
-def _iter_csv(path: Path, component: str, delimiter: str) -> Iterator[Row]:
-    """Rows of a CSV/TSV file, streamed, each numbered by the line it starts on.
-
-    Strict quoting: a quote that opens a field and is never closed, or a closing quote followed
-    by more text, is an error naming the line where that record starts, never a field that
-    silently swallows the rest of the file.
-    """
-    limit = max_line_bytes()
-    if csv.field_size_limit() < limit:
-        csv.field_size_limit(limit)
-    last_line = 0
-
-    with path.open("rb") as fh:
-        def text_lines() -> Iterator[str]:
-            nonlocal last_line
-            for number, raw in _bounded_lines(fh, path, component):
-                last_line = number
-                yield _decode(raw, path, number, "line", component)
-
-        reader = csv.reader(text_lines(), delimiter=delimiter, strict=True)
-        header: list[str] | None = None
-        start = 1
-        try:
-            for rec in reader:
-                first, start = start, last_line + 1
-                if not rec:
-                    continue
-                if header is None:
-                    header = rec
-                    continue
-                if len(rec) > len(header):
-                    raise InputError(
-                        f"has {len(rec)} cells but the header has {len(header)}.",
-                        component=component, path=path, line=first,
-                        fix="quote cells that contain the delimiter.")
-                data: dict[str, Any] = dict(zip(header, rec, strict=False))
-                for name in header[len(rec):]:
-                    data.setdefault(name, None)
-                yield Row(data, first, "line", str(path))
-        except csv.Error as exc:
-            raise _csv_error(exc, path, component, start, last_line) from None
-
-
-def _csv_error(exc: csv.Error, path: Path, component: str, start: int,
-               last_line: int) -> InputError:
-    msg = str(exc)
-    if "unexpected end of data" in msg or "EOF" in msg:
-        return InputError(
-            "opens a quoted field (\") that is never closed: the file ends inside it.",
-            component=component, path=path, line=start,
-            fix="close the quote, double a quote that belongs to the text (\"\"), or "
-                "remove the stray quote.")
-    if "expected after" in msg:
-        where = "" if last_line == start else f" (the quote closes on line {last_line})"
-        return InputError(
-            f"has a quoted field followed by more text{where}: a stray quote.",
-            component=component, path=path, line=start,
-            fix="double a quote that belongs to the text (\"\"), or remove the stray quote.")
-    if "field larger than field limit" in msg:
-        return _too_long(path, start, "line", max_line_bytes(), component)
-    return InputError(f"is not valid CSV ({msg}).", component=component, path=path,
-                      line=start, fix="check the quoting of this record.")
-
-
-INSTALL_PARQUET = "pip install 'ragmeter[parquet]'"
-
-
-def import_parquet() -> Any:
-    """``pyarrow.parquet``, or MissingDependencyError with the install hint (Parquet is the
-    ``parquet`` extra; JSON Lines, JSON and CSV need nothing)."""
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise MissingDependencyError(
-            "Parquet support (pyarrow)", INSTALL_PARQUET,
-            detail="or give the data as JSON Lines, JSON or CSV") from None
-    return pq
-
-
-def has_pyarrow() -> bool:
-    """True when pyarrow can be imported (checked without importing it)."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("pyarrow") is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _iter_parquet(path: Path, component: str) -> Iterator[Row]:
-    pq = import_parquet()
-    import pyarrow as pa
-
-    try:
-        pf = pq.ParquetFile(path)
-    except Exception as exc:  # pyarrow raises several unrelated types for bad files
-        raise InputError(
-            f"is not a readable Parquet file ({exc}).", component=component, path=path,
-            fix="check that the file is complete and really Parquet.",
-        ) from None
-    number = 0
-    batches = pf.iter_batches(batch_size=2048)
-    while True:
-        try:
-            batch = next(batches, None)
-        except (pa.ArrowException, OSError, ValueError) as exc:
-            raise InputError(
-                f"has a corrupt or unreadable part after row {number} ({str(exc)[:200]}).",
-                component=component, path=path, row=number + 1,
-                fix="re-write the file; check that it was copied completely.") from None
-        if batch is None:
-            return
-        for rec in batch.to_pylist():
-            number += 1
-            yield Row(rec, number, "row", str(path))
 
 
 def is_path(source: Any) -> bool:
@@ -676,125 +321,6 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-# ---------------------------------------------------------------- writing
-
-
-def _default_file_mode() -> int:
-    """0o666 less the process umask: what ``open()`` would give a new file."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def _atomic_write(path: Path, write: Any, *, binary: bool = False,
-                  private: bool = False) -> None:
-    """Write through a temporary file in the same folder, then rename it over ``path``: a
-    reader never sees half a file.  The file gets ordinary permissions (``mkstemp`` would
-    leave it readable by its owner only), or 0600 in a new folder of 0700 with ``private``
-    (run records hold every prompt and reply).
-
-    A folder that cannot be written or a full disk is a :class:`~ragmeter.errors.UserError`
-    naming the file; the previous file, if any, is left as it was.
-    """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700 if private else 0o777)
-        import tempfile
-
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise _write_error(path, exc) from None
-    try:
-        os.fchmod(fd, 0o600 if private else _default_file_mode())
-        if binary:
-            with os.fdopen(fd, "wb") as fb:
-                write(fb)
-                fb.flush()
-                os.fsync(fb.fileno())
-        else:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-                write(fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        if isinstance(exc, OSError):
-            raise _write_error(path, exc) from None
-        raise
-
-
-def _why(exc: OSError) -> str:
-    import errno
-
-    return {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
-            errno.EACCES: "permission denied", errno.EPERM: "permission denied",
-            errno.EROFS: "the file system is read-only", errno.ENOENT: "no such file or folder",
-            errno.EISDIR: "it is a folder"}.get(exc.errno or 0, exc.strerror or str(exc))
-
-
-def os_error_message(exc: OSError) -> str:
-    """One line for an operating-system error on a file the user named (CLI exit 2)."""
-    name = f" {exc.filename!r}" if exc.filename else ""
-    return (f"ragmeter: cannot use{name}: {_why(exc)}. Results already in the store are kept; "
-            f"running the same command again resumes without paying again. Fix: check the "
-            f"path and its permissions, or free disk space.")
-
-
-def _write_error(path: Path, exc: OSError) -> Exception:
-    from ragmeter.errors import UserError
-
-    why = _why(exc)
-    return UserError(
-        f"ragmeter: cannot write {str(path)!r}: {why}. Nothing was written there (an earlier "
-        f"file of that name is unchanged); results already stored in the store are kept, so "
-        f"running the same command again resumes without paying again. Fix: free space or "
-        f"choose a folder you can write to.")
-
-
-def write_text(path: str | Path, text: str) -> None:
-    """Write text (UTF-8) atomically."""
-    _atomic_write(Path(path), lambda fh: fh.write(text))
-
-
-def write_bytes(path: str | Path, data: bytes) -> None:
-    """Write bytes (a PNG, say) atomically."""
-    _atomic_write(Path(path), lambda fb: fb.write(data), binary=True)
-
-
-def write_bytes_stream(path: str | Path, write: Any, *, private: bool = False) -> None:
-    """Call ``write(binary_file)`` on a temporary file, then rename it over ``path``
-    (``private``: 0600, see :func:`_atomic_write`)."""
-    _atomic_write(Path(path), write, binary=True, private=private)
-
-
-def write_json(path: str | Path, obj: Any, *, private: bool = False) -> None:
-    """Write ``obj`` as pretty JSON, atomically (a reader never sees half a file); ``private``
-    makes the file 0600 (see :func:`_atomic_write`)."""
-    def _write(fh: Any) -> None:
-        json.dump(obj, fh, ensure_ascii=False, indent=2, allow_nan=False)
-        fh.write("\n")
-
-    _atomic_write(Path(path), _write, private=private)
-
-
-def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> int:
-    """Write rows as JSON Lines, atomically; returns the number of rows."""
-    count = 0
-
-    def _write(fh: Any) -> None:
-        nonlocal count
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False, allow_nan=False))
-            fh.write("\n")
-            count += 1
-
-    _atomic_write(Path(path), _write)
-    return count
-
-
 def seq_of_dicts(value: Any) -> Sequence[Any]:
     """A list field that may arrive as a JSON string (CSV) or a numpy array (Parquet)."""
     if value is None:
@@ -807,42 +333,3 @@ def seq_of_dicts(value: Any) -> Sequence[Any]:
     if hasattr(value, "tolist"):
         value = value.tolist()
     return value if isinstance(value, list) else []
-
-
-# ---------------------------------------------------------------- the output-path guard
-
-
-def same_file(a: str | Path, b: str | Path) -> bool:
-    """True when both paths exist and are one file (through symlinks and hard links)."""
-    try:
-        sa, sb = os.stat(a), os.stat(b)
-    except (OSError, ValueError):
-        return False
-    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
-
-
-def check_output(output: str | Path, inputs: Iterable[tuple[str, str | Path, str | None]],
-                 *, label: str = "output") -> None:
-    """Refuse an output that would replace an input, before any work is done.
-
-    ``inputs`` holds ``(label, path, pattern)``: a file, or a folder with the glob pattern of
-    the files read from it (``report`` reads ``*.json`` from its runs folder).  The output is
-    compared by device and inode, so a symlink or hard link to an input is caught too.
-    """
-    from fnmatch import fnmatch
-
-    from ragmeter.errors import ConfigError
-
-    out = Path(output)
-    if not out.exists():
-        return
-    for in_label, in_path, pattern in inputs:
-        src = Path(in_path)
-        clash = same_file(out, src)
-        if not clash and pattern is not None and src.is_dir():
-            clash = any(fnmatch(p.name, pattern) and same_file(out, p) for p in src.iterdir())
-        if clash:
-            raise ConfigError(
-                f"ragmeter: {label} {str(out)!r} is the same file as the input {in_label} "
-                f"{str(src)!r}; writing it would destroy the input. Nothing was done. "
-                f"Fix: choose another output path.")

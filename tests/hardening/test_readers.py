@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragmeter import io as rio
+from ragmeter import io_formats
 from ragmeter.errors import InputError
 
 CELL = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00\r"),
@@ -86,7 +87,7 @@ def test_one_stray_quote_is_an_error_or_harmless(tmp_path, n, data):
         st.text(max_size=5), children, max_size=3), max_leaves=8), max_size=5),
     min_size=1, max_size=10), st.sampled_from([1, 7, 64]))
 def test_json_array_streams_at_any_chunk_boundary(tmp_path, monkeypatch, rows, chunk):
-    monkeypatch.setattr(rio, "_CHUNK", chunk)
+    monkeypatch.setattr(io_formats, "_CHUNK", chunk)
     path = tmp_path / "a.json"
     path.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
     assert [r.data for r in rio.iter_rows(path)] == rows

@@ -1,0 +1,399 @@
+"""The per-format readers behind :func:`ragmeter.io.iter_rows`: JSON Lines, JSON (arrays
+streamed element by element), CSV/TSV (strict quoting) and Parquet, each bounded in the size of
+one line or record, and the :class:`Row` they yield.
+
+Private to :mod:`ragmeter.io`, which re-exports the public names.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragmeter.errors import InputError, MissingDependencyError
+
+
+@dataclass(frozen=True)
+class Row:
+    """One input row with its place in the file."""
+
+    data: dict[str, Any]
+    number: int  # 1-based for files; 0-based for in-memory data (unit "index")
+    unit: str  # "line" (JSONL, CSV), "row" (JSON array, Parquet) or "index" (in memory)
+    path: str  # the file, or a label such as "<DataFrame>" for in-memory data
+
+    def where(self) -> dict[str, Any]:
+        """Keyword arguments for :class:`InputError` that point at this row."""
+        if self.unit == "line":
+            return {"path": self.path, "line": self.number}
+        if self.unit == "index":
+            return {"path": self.path, "index": self.number}
+        return {"path": self.path, "row": self.number}
+
+    def error(self, problem: str, *, component: str, field: str | None = None,
+              fix: str | None = None) -> InputError:
+        return InputError(problem, component=component, field=field, fix=fix, **self.where())
+
+
+# ---------------------------------------------------------------- bounded reading
+
+DEFAULT_MAX_LINE_MB = 32
+_CHUNK = 1 << 20  # bytes read at a time by the streaming JSON reader
+
+
+def max_line_bytes() -> int:
+    """The largest line (JSONL, CSV) or record (JSON) a reader accepts, in bytes.
+
+    ``RAGMETER_MAX_LINE_MB`` (set by ``ragmeter --max-line-mb N``) raises or lowers it; the
+    default is 32 MiB.  Bounding it keeps a hostile file (one 1 GB line) from taking gigabytes
+    of memory before it is rejected.
+    """
+    raw = os.environ.get("RAGMETER_MAX_LINE_MB")
+    if not raw:
+        return DEFAULT_MAX_LINE_MB << 20
+    try:
+        mb = float(raw)
+    except ValueError:
+        mb = -1.0
+    if not (mb > 0 and math.isfinite(mb)):
+        raise InputError(f"RAGMETER_MAX_LINE_MB is {raw!r}, expected a positive number of MiB.",
+                         fix="set it to a number such as 64, or unset it.")
+    return max(1024, int(mb * (1 << 20)))
+
+
+def _too_long(path: Path, number: int, unit: str, limit: int, component: str) -> InputError:
+    return InputError(
+        f"is longer than the limit of {limit / (1 << 20):.3g} MiB for one {unit}.",
+        component=component, path=path,
+        line=number if unit == "line" else None, row=None if unit == "line" else number,
+        fix="check that the file has one record per line; if the record is really that "
+            "large, raise the limit with ragmeter --max-line-mb N (or RAGMETER_MAX_LINE_MB=N).")
+
+
+def _bounded_lines(fh: Any, path: Path, component: str) -> Iterator[tuple[int, bytes]]:
+    """``(line number, raw bytes)`` of a binary file, never holding more than one bounded
+    line (a file without newlines is rejected after the limit, not read whole)."""
+    limit = max_line_bytes()
+    number = 0
+    while True:
+        raw = fh.readline(limit + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > limit:
+            raise _too_long(path, number, "line", limit, component)
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        yield number, raw
+
+
+def _loads(text: str, path: Path, component: str, *, line: int | None = None) -> Any:
+    """``json.loads`` whose every failure is an InputError at ``where`` (line= or row=)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"is not valid JSON ({exc.msg} at column {exc.colno}).",
+            component=component, path=path,
+            fix="each line must hold one JSON object; check quotes and commas.", line=line,
+        ) from None
+    except RecursionError:
+        raise _too_deep(path, component, line=line) from None
+
+
+def _too_deep(path: Path, component: str, *, line: int | None = None,
+              row: int | None = None) -> InputError:
+    return InputError("is nested too deeply to read (thousands of [ or { inside each other).",
+                      component=component, path=path, line=line, row=row,
+                      fix="flatten the record; no ragmeter field needs such nesting.")
+
+
+def _decode(raw: bytes, path: Path, number: int, unit: str, component: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"is not valid UTF-8 (byte {exc.start + 1} of the {unit}: "
+            f"{raw[exc.start:exc.start + 4]!r}).",
+            component=component, path=path, fix="re-save the file as UTF-8.",
+            line=number if unit == "line" else None,
+            row=None if unit == "line" else number,
+        ) from None
+
+
+def _iter_jsonl(path: Path, component: str) -> Iterator[Row]:
+    with path.open("rb") as fh:
+        for number, raw in _bounded_lines(fh, path, component):
+            text = _decode(raw, path, number, "line", component).strip()
+            if not text:
+                continue
+            obj = _loads(text, path, component, line=number)
+            if not isinstance(obj, dict):
+                raise InputError(
+                    f"holds a JSON {type(obj).__name__}, expected an object {{...}}.",
+                    component=component, path=path, line=number,
+                    fix="write one JSON object per line.",
+                )
+            yield Row(obj, number, "line", str(path))
+
+
+class _JsonStream:
+    """Reads JSON values one at a time from a file, holding at most one bounded record.
+
+    ``json.JSONDecoder.raw_decode`` parses each value at C speed; a value cut by the end of
+    the buffer is retried after reading more, up to :func:`max_line_bytes`.
+    """
+
+    def __init__(self, fh: Any, path: Path, component: str) -> None:
+        import codecs
+
+        self.fh = fh
+        self.path = path
+        self.component = component
+        self.limit = max_line_bytes()
+        self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        self.json = json.JSONDecoder()
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+        self.consumed = 0  # bytes read so far, for error messages
+
+    def _more(self, want: int = _CHUNK) -> None:
+        raw = self.fh.read(max(_CHUNK, want))
+        self.consumed += len(raw)
+        try:
+            text = self.decoder.decode(raw, final=not raw)
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"is not valid UTF-8 (near byte {self.consumed - len(raw) + exc.start + 1}).",
+                component=self.component, path=self.path, fix="re-save the file as UTF-8.",
+            ) from None
+        if not raw:
+            self.eof = True
+        self.buf = self.buf[self.pos:] + text
+        self.pos = 0
+
+    def peek(self) -> str:
+        """The next non-space character ('' at the end of the file)."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
+                self.pos += 1
+            if self.pos < len(self.buf) or self.eof:
+                return self.buf[self.pos:self.pos + 1]
+            self._more()
+
+    def take(self) -> None:
+        """Step over the next non-space character (a bracket or comma seen by peek)."""
+        self.peek()
+        self.pos += 1
+
+    def value(self, number: int) -> Any:
+        """The JSON value starting at the next non-space character (record ``number``)."""
+        self.peek()
+        tried_end = False
+        while True:
+            try:
+                obj, end = self.json.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                # Cut by the end of the buffer (or a string still open): read more and retry.
+                cut = exc.pos >= len(self.buf) - 16 or exc.msg.startswith("Unterminated")
+                if cut and not self.eof:
+                    self._grow(number)
+                    continue
+                raise InputError(
+                    f"is not valid JSON ({exc.msg}).", component=self.component,
+                    path=self.path, row=number, fix="check the file's syntax.") from None
+            except RecursionError:
+                raise _too_deep(self.path, self.component, row=number) from None
+            if end - self.pos > self.limit:
+                raise _too_long(self.path, number, "record", self.limit, self.component)
+            if end == len(self.buf) and not self.eof and not tried_end:
+                tried_end = True  # a number may go on in the next chunk
+                self._grow(number)
+                continue
+            self.pos = end
+            return obj
+
+    def _grow(self, number: int) -> None:
+        held = len(self.buf) - self.pos
+        if held > self.limit:
+            raise _too_long(self.path, number, "record", self.limit, self.component)
+        self._more(held)
+
+
+def _iter_json(path: Path, component: str) -> Iterator[Row]:
+    with path.open("rb") as fh:
+        stream = _JsonStream(fh, path, component)
+        head = stream.peek()
+        if head == "{":
+            # Either one object holding a list, or JSON Lines under a .json name (RGB's files).
+            obj = stream.value(1)
+            if stream.peek():
+                yield from _iter_jsonl(path, component)
+                return
+            lists = [k for k, v in obj.items() if isinstance(v, list) and v and
+                     all(isinstance(x, dict) for x in v)]
+            items = obj[lists[0]] if len(lists) == 1 and len(obj) <= 3 else [obj]
+            for number, item in enumerate(items, start=1):
+                yield _json_row(item, number, path, component)
+            return
+        if head != "[":
+            raise InputError(
+                "does not start with [ or { and is not JSON.", component=component, path=path,
+                fix="give a JSON array of objects, or JSON Lines with a .jsonl name.",
+            )
+        stream.take()
+        number = 0
+        if stream.peek() == "]":
+            stream.take()
+        else:
+            while True:
+                number += 1
+                yield _json_row(stream.value(number), number, path, component)
+                sep = stream.peek()
+                if sep == ",":
+                    stream.take()
+                    continue
+                if sep == "]":
+                    stream.take()
+                    break
+                raise InputError(
+                    f"is not valid JSON (expected , or ] after row {number}, found "
+                    f"{sep or 'the end of the file'!r}).", component=component, path=path,
+                    row=number, fix="check the file's syntax.")
+        if stream.peek():
+            raise InputError("has more text after the closing ] of its array.",
+                             component=component, path=path, fix="check the file's syntax.")
+
+
+def _json_row(item: Any, number: int, path: Path, component: str) -> Row:
+    if not isinstance(item, dict):
+        raise InputError(
+            f"is a JSON {type(item).__name__}, expected an object.",
+            component=component, path=path, row=number,
+            fix="the array must hold one object per row.",
+        )
+    return Row(item, number, "row", str(path))
+
+
+def _iter_csv(path: Path, component: str, delimiter: str) -> Iterator[Row]:
+    """Rows of a CSV/TSV file, streamed, each numbered by the line it starts on.
+
+    Strict quoting: a quote that opens a field and is never closed, or a closing quote followed
+    by more text, is an error naming the line where that record starts, never a field that
+    silently swallows the rest of the file.
+    """
+    limit = max_line_bytes()
+    if csv.field_size_limit() < limit:
+        csv.field_size_limit(limit)
+    last_line = 0
+
+    with path.open("rb") as fh:
+        def text_lines() -> Iterator[str]:
+            nonlocal last_line
+            for number, raw in _bounded_lines(fh, path, component):
+                last_line = number
+                yield _decode(raw, path, number, "line", component)
+
+        reader = csv.reader(text_lines(), delimiter=delimiter, strict=True)
+        header: list[str] | None = None
+        start = 1
+        try:
+            for rec in reader:
+                first, start = start, last_line + 1
+                if not rec:
+                    continue
+                if header is None:
+                    header = rec
+                    continue
+                if len(rec) > len(header):
+                    raise InputError(
+                        f"has {len(rec)} cells but the header has {len(header)}.",
+                        component=component, path=path, line=first,
+                        fix="quote cells that contain the delimiter.")
+                data: dict[str, Any] = dict(zip(header, rec, strict=False))
+                for name in header[len(rec):]:
+                    data.setdefault(name, None)
+                yield Row(data, first, "line", str(path))
+        except csv.Error as exc:
+            raise _csv_error(exc, path, component, start, last_line) from None
+
+
+def _csv_error(exc: csv.Error, path: Path, component: str, start: int,
+               last_line: int) -> InputError:
+    msg = str(exc)
+    if "unexpected end of data" in msg or "EOF" in msg:
+        return InputError(
+            "opens a quoted field (\") that is never closed: the file ends inside it.",
+            component=component, path=path, line=start,
+            fix="close the quote, double a quote that belongs to the text (\"\"), or "
+                "remove the stray quote.")
+    if "expected after" in msg:
+        where = "" if last_line == start else f" (the quote closes on line {last_line})"
+        return InputError(
+            f"has a quoted field followed by more text{where}: a stray quote.",
+            component=component, path=path, line=start,
+            fix="double a quote that belongs to the text (\"\"), or remove the stray quote.")
+    if "field larger than field limit" in msg:
+        return _too_long(path, start, "line", max_line_bytes(), component)
+    return InputError(f"is not valid CSV ({msg}).", component=component, path=path,
+                      line=start, fix="check the quoting of this record.")
+
+
+INSTALL_PARQUET = "pip install 'ragmeter[parquet]'"
+
+
+def import_parquet() -> Any:
+    """``pyarrow.parquet``, or MissingDependencyError with the install hint (Parquet is the
+    ``parquet`` extra; JSON Lines, JSON and CSV need nothing)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise MissingDependencyError(
+            "Parquet support (pyarrow)", INSTALL_PARQUET,
+            detail="or give the data as JSON Lines, JSON or CSV") from None
+    return pq
+
+
+def has_pyarrow() -> bool:
+    """True when pyarrow can be imported (checked without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("pyarrow") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _iter_parquet(path: Path, component: str) -> Iterator[Row]:
+    pq = import_parquet()
+    import pyarrow as pa
+
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several unrelated types for bad files
+        raise InputError(
+            f"is not a readable Parquet file ({exc}).", component=component, path=path,
+            fix="check that the file is complete and really Parquet.",
+        ) from None
+    number = 0
+    batches = pf.iter_batches(batch_size=2048)
+    while True:
+        try:
+            batch = next(batches, None)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise InputError(
+                f"has a corrupt or unreadable part after row {number} ({str(exc)[:200]}).",
+                component=component, path=path, row=number + 1,
+                fix="re-write the file; check that it was copied completely.") from None
+        if batch is None:
+            return
+        for rec in batch.to_pylist():
+            number += 1
+            yield Row(rec, number, "row", str(path))
