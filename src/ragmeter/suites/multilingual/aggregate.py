@@ -1,0 +1,172 @@
+"""Per-system aggregation of the multilingual scorer's per-row columns: CNBE against the
+baseline, mean/std (and bootstrap CIs) of every metric, paired tests, coverage.  Pure over the
+accumulated columns; :mod:`ragmeter.suites.multilingual.scorer` reads and scores the rows.
+"""
+
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+
+from ragmeter.errors import InputError, UnknownNameError
+from ragmeter.metrics import stats
+from ragmeter.metrics.cost import cnbe_many
+from ragmeter.metrics.language import RLC_OK_THRESHOLD, LidRlc
+from ragmeter.suites.multilingual.scorer import (
+    COMPONENT,
+    FastPathUnsupported,
+    MultilingualConfig,
+    MultilingualResult,
+    _Accumulator,
+    _Columns,
+)
+
+__all__ = ["aggregate"]
+
+
+def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str, path: str,
+              unit: str, exact_places: bool) -> dict[str, list[float | None]]:
+    base = columns[baseline]
+    base_f1 = base.f1
+    base_index = base.index
+    out: dict[str, list[float | None]] = {}
+    for system in systems:
+        cols = columns[system]
+        if system == baseline:
+            out[system] = [0.0] * len(cols.f1)
+            continue
+        positions = [base_index.get(sid, -1) for sid in cols.sample_ids]
+        pos = np.fromiter(positions, dtype=np.int64, count=len(positions))
+        missing = np.flatnonzero(pos < 0).tolist()
+        f1 = np.frombuffer(cols.f1, dtype=np.float64) if len(cols.f1) else np.zeros(0)
+        cost = np.frombuffer(cols.cost, dtype=np.float64) if len(cols.cost) else np.zeros(0)
+        base_aligned = np.frombuffer(base_f1, dtype=np.float64)[np.where(pos < 0, 0, pos)]
+        value = cnbe_many(f1, base_aligned, cost)
+        vals: list[float | None] = value.tolist()
+        for i in np.flatnonzero(np.isnan(cost) | (pos < 0)).tolist():
+            vals[i] = None  # no cost, or no baseline row
+        if missing:
+            if not exact_places:
+                raise FastPathUnsupported("missing baseline rows")
+            first = missing[0]
+            raise InputError(
+                f"system {system!r} has {len(missing)} sample_id(s) with no row of the "
+                f"baseline system {baseline!r}, first {cols.sample_ids[first]!r} at "
+                f"{unit} {cols.places[first]}.", component=COMPONENT, path=path,
+                field="sample_id",
+                fix="give the baseline an answer for every sample, or choose another "
+                    "--baseline.")
+        out[system] = vals
+    return out
+
+
+def _present(values: array | list[float | None]) -> list[float]:
+    """The values that are there (not None, not the internal NaN marker)."""
+    if isinstance(values, array):
+        arr = np.frombuffer(values, dtype=np.float64) if len(values) else np.zeros(0)
+        return arr[~np.isnan(arr)].tolist()
+    return [v for v in values if v is not None and v == v]
+
+
+def aggregate(acc: _Accumulator, config: MultilingualConfig, lid: LidRlc | None,
+               exact_places: bool) -> MultilingualResult:
+    acc.fix_places()
+    columns = acc.columns
+    systems = list(columns)
+    notes: list[str] = []
+    baseline = config.baseline
+    if baseline is not None and baseline not in columns:
+        if config.baseline_required:
+            raise UnknownNameError("baseline system", baseline, systems, component=COMPONENT)
+        notes.append(f"no system named {baseline!r} in the input: CNBE is not computed "
+                     f"(choose one with --baseline).")
+        baseline = None
+    if baseline is not None and not columns[baseline].sample_ids:
+        notes.append(f"the baseline {baseline!r} has no scored row: CNBE is not computed.")
+        baseline = None
+    cnbe = (_cnbe_for(columns, systems, baseline, acc.path, acc.unit, exact_places)
+            if baseline else {})
+    metrics: dict[str, dict[str, float | int | None]] = {}
+    ci: dict[str, dict[str, list[float] | None]] = {}
+    rows_without_cost = 0
+    for system in systems:
+        cols = columns[system]
+        n = len(cols.em)
+        rlc_arr = np.frombuffer(cols.rlc, dtype=np.float64) if n else np.zeros(0)
+        per: dict[str, list[float]] = {
+            "em": cols.em.tolist(), "f1": cols.f1.tolist(), "rlc": cols.rlc.tolist(),
+            "rlc_ok": (rlc_arr >= RLC_OK_THRESHOLD).astype(np.float64).tolist(),
+            "cost": _present(cols.cost), "cnbe": _present(cnbe.get(system, [])),
+            "semantic_score": _present(cols.semantic),
+        }
+        if lid is not None:
+            per["rlc_lid"] = _present(cols.rlc_lid)
+        rows_without_cost += n - len(per["cost"])
+        m: dict[str, float | int | None] = {}
+        sys_ci: dict[str, list[float] | None] = {}
+        for key, present in per.items():
+            m[key] = stats.mean(present)
+            m[f"{key}_std"] = stats.sample_std(present)
+            if len(present) != n:
+                m[f"{key}_n"] = len(present)
+            if config.ci:
+                interval = stats.bootstrap_ci(present, n_resamples=config.n_resamples,
+                                              seed=config.seed)
+                sys_ci[key] = list(interval) if interval else None
+        m["n"] = n
+        metrics[system] = m
+        if config.ci:
+            ci[system] = sys_ci
+    if rows_without_cost:
+        notes.append(f"{rows_without_cost} row(s) have neither translate_tokens nor evidence: "
+                     "their cost and CNBE are not computed and not counted.")
+    if lid is not None and lid.unsupported:
+        notes.append("rlc_lid: lingua does not know " + ", ".join(lid.unsupported) +
+                     "; those rows have no rlc_lid.")
+    paired: dict[str, dict[str, dict[str, float | int | str]]] = {}
+    if config.paired:
+        if baseline is None:
+            notes.append("paired tests need a baseline system; none was available.")
+        else:
+            paired = _paired_tests(columns, systems, baseline, config)
+    reasons: dict[str, int] = {}
+    for u in acc.unscored:
+        reasons[u["reason"]] = reasons.get(u["reason"], 0) + 1
+    scored = sum(len(columns[s].em) for s in systems)
+    coverage = {"rows": acc.n_rows, "scored": scored, "unscored": acc.n_rows - scored,
+                "reasons": reasons}
+    base_f1 = metrics[baseline]["f1"] if baseline else None
+    return MultilingualResult(
+        systems=systems, metrics=metrics, coverage=coverage,
+        signature=config.signature().render(), baseline=baseline,
+        baseline_f1=base_f1 if isinstance(base_f1, float) else None, ci=ci,
+        paired_tests=paired, notes=notes, columns=columns, cnbe_values=cnbe,
+        unscored_items=acc.unscored, unscored_places=list(acc.unscored_numbers),
+    )
+
+
+def _paired_tests(columns: dict[str, _Columns], systems: list[str], baseline: str,
+                  config: MultilingualConfig) -> dict[str, dict[str, dict[str, float | int | str]]]:
+    base = columns[baseline]
+    out: dict[str, dict[str, dict[str, float | int | str]]] = {}
+    for system in systems:
+        if system == baseline:
+            continue
+        cols = columns[system]
+        pairs = [(i, base.index[sid]) for i, sid in enumerate(cols.sample_ids)
+                 if sid in base.index]
+        if not pairs:
+            continue
+        res: dict[str, dict[str, float | int | str]] = {}
+        for key in ("f1", "em"):
+            a = np.array([getattr(cols, key)[i] for i, _ in pairs])
+            b = np.array([getattr(base, key)[j] for _, j in pairs])
+            boot = stats.paired_bootstrap(a, b, n_resamples=config.n_resamples, seed=config.seed)
+            perm = stats.paired_permutation(a, b, seed=config.seed)
+            res[key] = {"n": boot.n, "mean_diff": boot.mean_diff, "ci_low": boot.ci_low,
+                        "ci_high": boot.ci_high, "p_bootstrap": boot.p_value,
+                        "p_permutation": perm.p_value,
+                        "significant": "yes" if perm.p_value < 0.05 else "no"}
+        out[system] = res
+    return out
