@@ -145,24 +145,14 @@ def _cap_items(items: Iterable[Mapping[str, Any]], max_items: int
     return unscored + kept_scored, total, n_unscored, truncated
 
 
-def build_record(
-    family: str,
-    result: Mapping[str, Any],
-    items: Iterable[Mapping[str, Any]],
-    *,
-    inputs: Sequence[InputFile | str | Path] = (),
-    command: Sequence[str] | None = None,
-    backends: Sequence[Any] = (),
-    models: Sequence[str] = (),
-    prompt_versions: Mapping[str, str] | None = None,
-    max_items: int = DEFAULT_MAX_ITEMS,
-) -> RunRecord:
-    """A run record in memory (not written): what :func:`record_run` writes."""
+def build_record(family: str, result: Mapping[str, Any], items: Iterable[Mapping[str, Any]],
+                 **options: Any) -> RunRecord:
+    """A run record in memory (not written): what :func:`record_run` writes.  ``options``:
+    those of :func:`_record_fields` (inputs, command, backends, models, prompt_versions,
+    max_items)."""
     from ragmeter._run_record import RunRecord
 
-    return RunRecord.model_construct(**_record_fields(
-        family, result, items, inputs=inputs, command=command, backends=backends,
-        models=models, prompt_versions=prompt_versions, max_items=max_items))
+    return RunRecord.model_construct(**_record_fields(family, result, items, **options))
 
 
 def _record_fields(
@@ -203,30 +193,18 @@ def _record_fields(
     )
 
 
-def record_run(
-    family: str,
-    result: Mapping[str, Any],
-    items: Iterable[Mapping[str, Any]],
-    *,
-    inputs: Sequence[InputFile | str | Path] = (),
-    command: Sequence[str] | None = None,
-    backends: Sequence[Any] = (),
-    models: Sequence[str] = (),
-    prompt_versions: Mapping[str, str] | None = None,
-    runs_dir_override: str | Path | None = None,
-    max_items: int = DEFAULT_MAX_ITEMS,
-) -> RunRecord:
+def record_run(family: str, result: Mapping[str, Any], items: Iterable[Mapping[str, Any]], *,
+               runs_dir_override: str | Path | None = None, **options: Any) -> RunRecord:
     """Write a run record atomically to the runs dir and return it (``record.path`` is set).
 
     ``result`` is the family's ``to_json()`` document; its ``signature`` becomes the record's.
-    ``command`` defaults to ``["ragmeter", *sys.argv[1:]]``.
+    ``options``: those of :func:`_record_fields` (inputs, command — default
+    ``["ragmeter", *sys.argv[1:]]`` —, backends, models, prompt_versions, max_items).
     """
     from ragmeter._run_record import RunRecord
 
-    fields, target = write_run(family, result, items, inputs=inputs, command=command,
-                               backends=backends, models=models,
-                               prompt_versions=prompt_versions,
-                               runs_dir_override=runs_dir_override, max_items=max_items)
+    fields, target = write_run(family, result, items, runs_dir_override=runs_dir_override,
+                               **options)
     record = RunRecord.model_construct(**fields)
     record._path = target
     return record
