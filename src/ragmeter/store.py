@@ -188,7 +188,7 @@ class Store:
                 os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             self._db = sqlite3.connect(str(self.path), isolation_level=None,
                                        check_same_thread=False, timeout=30.0)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            _set_wal(self._db)
             # NORMAL in WAL mode is durable against a killed process (not an OS crash).
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
@@ -460,3 +460,19 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _set_wal(db: sqlite3.Connection, attempts: int = 50) -> None:
+    """``PRAGMA journal_mode=WAL``, retried: switching a new database's journal mode needs an
+    exclusive lock, and SQLite answers "database is locked" at once (its busy timeout does not
+    apply) while a second process opening the same new store holds it for a moment."""
+    import time
+
+    for attempt in range(attempts):
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1) if attempt < 10 else 0.5)
