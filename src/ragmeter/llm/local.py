@@ -249,6 +249,30 @@ def _choice_response(choices: Sequence[str], logprobs: Sequence[float],
                     finish_reason="stop", choice_method="logits")
 
 
+def _transformers_runtime(location: ModelLocation, threads: int) -> Any:
+    """The runtime for ``runtime="transformers"``: a converted Llama GGUF runs on
+    :class:`~ragmeter.llm.local_fast.FastLlamaRuntime` (no transformers import; the same
+    greedy outputs), with the transformers runtime behind it for sampling; anything else, or
+    ``RAGMETER_LOCAL_FAST=0``, runs on transformers.  The first load of a GGUF converts it."""
+    from ragmeter.llm import local_cache
+
+    folder = local_cache.converted_dir(location)
+    fast = os.environ.get("RAGMETER_LOCAL_FAST", "1").strip() not in ("0", "false", "no")
+    if folder is None or not fast:
+        return _TransformersRuntime(location, threads)
+    if not local_cache.is_complete(folder):
+        converted = _TransformersRuntime(location, threads)  # converts and writes the cache
+        if not local_cache.is_complete(folder):
+            return converted  # could not write it (read-only home): run from the GGUF
+        del converted  # the converted copy is read back memory-mapped instead
+    from ragmeter.llm import local_fast
+
+    if not local_fast.supports(folder):
+        return _TransformersRuntime(location, threads)
+    return local_fast.FastLlamaRuntime(folder, threads,
+                                       lambda: _TransformersRuntime(location, threads))
+
+
 # --------------------------------------------------------------------------- the backend
 
 class LocalBackend:
@@ -278,7 +302,7 @@ class LocalBackend:
         self.threads = int(threads) if threads else _default_threads()
         self.max_tokens = int(max_tokens)
         self._size = self.location.size_bytes()
-        self._runtime: _TransformersRuntime | _LlamaCppRuntime | None = None
+        self._runtime: Any = None
         self._lock = threading.Lock()
         self._model_thread_id: int | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmeter-local",
@@ -306,13 +330,15 @@ class LocalBackend:
         return {"backend": self.name, "model": self.location.model_id,
                 "size": self._size, "runtime": self.runtime_name}
 
-    def _load(self) -> _TransformersRuntime | _LlamaCppRuntime:
+    def _load(self) -> Any:
         if self._runtime is None:
-            cls = _LlamaCppRuntime if self.runtime_name == "llama_cpp" else _TransformersRuntime
-            self._runtime = cls(self.location, self.threads)
+            if self.runtime_name == "llama_cpp":
+                self._runtime = _LlamaCppRuntime(self.location, self.threads)
+            else:
+                self._runtime = _transformers_runtime(self.location, self.threads)
         return self._runtime
 
-    def _load_locked(self) -> _TransformersRuntime | _LlamaCppRuntime:
+    def _load_locked(self) -> Any:
         with self._lock:
             return self._load()
 
