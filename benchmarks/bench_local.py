@@ -14,7 +14,8 @@ Measures, with the default SmolLM2-135M-Instruct (Q4_1 GGUF, transformers + torc
   batch called directly.  Targets: >= 2.5x generation throughput, >= 1.5x choice scoring,
   harness within 10% of the direct batched call; greedy texts must be identical.
 
-The paths run interleaved, round by round, so a busy machine slows them alike; the medians of
+The backend runs on the transformers runtime here (``RAGMETER_LOCAL_FAST=0``).  The paths run
+interleaved, round by round, so a busy machine slows them alike; the medians of
 the rounds are compared.  The direct calls run on the backend's model thread: torch's OpenMP
 pool belongs to the calling thread, and two pools used in turn spin against each other, which
 would measure that contention instead of the harness.  Goal (issue 3): harness overhead <= 10%.
@@ -42,6 +43,11 @@ def main() -> int:
     parser.add_argument("--only", choices=("single", "batch", "choice"), default=None)
     args = parser.parse_args()
 
+    import os
+
+    # the transformers runtime: its model is what the direct calls below use (the runtime
+    # without transformers, ragmeter.llm.local_fast, is timed by bench_load.py)
+    os.environ["RAGMETER_LOCAL_FAST"] = "0"
     import torch
 
     from ragmeter.llm.local import LocalBackend

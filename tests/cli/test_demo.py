@@ -37,3 +37,29 @@ def test_demo_with_local_model(tmp_path: Path, run_cli, _isolated_home) -> None:
     assert (tmp_path / "out" / "rgb" / "rgb_accuracy_vs_noise.png").exists()
     html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert "rgb" in html and "<img" in html
+    _replayed_one_at_a_time(_isolated_home / "store.sqlite")
+
+
+def _replayed_one_at_a_time(store: Path) -> None:
+    """The demo batches the local model's calls (``DEMO_BATCH_SIZE``); every stored answer must
+    be what the same model gives one request at a time: the same greedy text and token counts,
+    choice probabilities within 1e-4."""
+    import sqlite3
+
+    from ragmeter.llm.base import Request, Response
+    from ragmeter.llm.local import LocalBackend
+
+    with sqlite3.connect(store) as db:
+        rows = db.execute("SELECT request_json, response_json FROM calls").fetchall()
+    assert len(rows) >= 49  # the generations and the judge's yes/no calls
+    alone = LocalBackend(batch_size=1)
+    for request_json, response_json in rows:
+        material = json.loads(request_json)
+        request = Request.chat("replay", material["messages"], params=material["params"],
+                               choices=material["choices"], repeat=material["repeat"])
+        stored, again = Response.from_dict(json.loads(response_json)), alone.complete_sync(request)
+        assert again.text == stored.text, material["messages"][-1]["content"][:200]
+        if request.choices:
+            assert again.choice_probs == pytest.approx(stored.choice_probs, abs=1e-4)
+        else:
+            assert again.usage == stored.usage

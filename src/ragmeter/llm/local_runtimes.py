@@ -89,7 +89,7 @@ class _TransformersRuntime:
             load_kwargs["gguf_file"] = location.gguf_file
         gguf_utils = _quiet_gguf_progress()
         try:
-            with _no_progress_bars():
+            with _no_progress_bars(), _one_gguf_parse():
                 tokenizer = load_hf_tokenizer(str(location.directory), location.gguf_file)
                 model = transformers.AutoModelForCausalLM.from_pretrained(
                     str(location.directory), dtype=torch.float32, **load_kwargs)
@@ -331,6 +331,33 @@ def _no_progress_bars() -> Iterator[None]:
     finally:
         if bars:
             hf_logging.enable_progress_bar()
+
+
+@contextlib.contextmanager
+def _one_gguf_parse() -> Iterator[None]:
+    """Parse a GGUF file once per load: transformers reads the same file three times (for
+    the config, the tokenizer and the weights), each time with a new ``gguf.GGUFReader``,
+    whose parse of a 49k-token vocabulary takes seconds.  The reader only reads (a
+    memory map), so the three calls can share one."""
+    try:
+        import gguf
+    except ImportError:
+        yield
+        return
+    original = gguf.GGUFReader
+    readers: dict[tuple[str, str], Any] = {}
+
+    def shared_reader(path: Any, mode: Any = "r") -> Any:
+        key = (str(path), mode)
+        if key not in readers:
+            readers[key] = original(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader = shared_reader  # type: ignore[misc,assignment]
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original  # type: ignore[misc]
 
 
 def _quiet_gguf_progress() -> tuple[Any, Any] | None:
