@@ -36,6 +36,7 @@ from ragmeter.llm.local_runtimes import (
     DEFAULT_MAX_TOKENS,
     _Generation,
     _stop_list,
+    left_pad,
     truncate_at_stop,
 )
 
@@ -292,9 +293,12 @@ class FastLlamaRuntime:
         self.folder = folder
         self.tokenizer = _ChatTokenizer(folder)
         self.model = _Llama(folder, config)
-        self.pad_id = (self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None
-                       else self.tokenizer.eos_token_id)
         eos = generation.get("eos_token_id", config.get("eos_token_id"))
+        pad = (self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None
+               else self.tokenizer.eos_token_id)
+        if pad is None:
+            raise RuntimeError(f"{folder}: the tokenizer names no pad or end-of-sequence token")
+        self.pad_id: int = int(pad)
         self.eos = {int(v) for v in (eos if isinstance(eos, list) else [eos]) if v is not None}
         if self.tokenizer.eos_token_id is not None:
             self.eos.add(int(self.tokenizer.eos_token_id))
@@ -309,6 +313,9 @@ class FastLlamaRuntime:
         if self._fallback is None:
             self._fallback = self._fallback_factory()
         return self._fallback
+
+    def _left_pad(self, prompts: Sequence[list[int]]) -> tuple[Any, Any]:
+        return left_pad(self.torch, prompts, self.pad_id)
 
     # ------------------------------------------------------------------ tokens
 
@@ -343,11 +350,7 @@ class FastLlamaRuntime:
             return list(self.fallback().generate_batch(prompts, params))
         torch = self.torch
         max_tokens = int(params.get("max_tokens") or DEFAULT_MAX_TOKENS)
-        width = max(len(p) for p in prompts)
-        ids = torch.tensor([[self.pad_id] * (width - len(p)) + list(p) for p in prompts],
-                           dtype=torch.long)
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts],
-                            dtype=torch.long)
+        ids, mask = self._left_pad(prompts)
         positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
         mask2d: Any = None if bool(mask.all()) else mask  # generate drops an all-ones mask
         eos = torch.tensor(self._generation_eos or sorted(self.eos), dtype=torch.long)
@@ -401,11 +404,7 @@ class FastLlamaRuntime:
         """First-token log-probabilities from one (left-padded) pass; multi-token choices
         from a right-padded pass per prompt, as the transformers runtime does."""
         torch = self.torch
-        width = max(len(p) for p in prompts)
-        ids = torch.tensor([[self.pad_id] * (width - len(p)) + list(p) for p in prompts],
-                           dtype=torch.long)
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts],
-                            dtype=torch.long)
+        ids, mask = self._left_pad(prompts)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         results = []
         with torch.inference_mode():

@@ -33,6 +33,14 @@ def truncate_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     return (text[:cut], True) if cut >= 0 else (text, False)
 
 
+def left_pad(torch: Any, prompts: Sequence[list[int]], pad_id: int) -> tuple[Any, Any]:
+    """(token ids, attention mask) of ``prompts`` padded on the left with ``pad_id``."""
+    width = max(len(p) for p in prompts)
+    ids = [[pad_id] * (width - len(p)) + list(p) for p in prompts]
+    mask = [[0] * (width - len(p)) + [1] * len(p) for p in prompts]
+    return torch.tensor(ids, dtype=torch.long), torch.tensor(mask, dtype=torch.long)
+
+
 @dataclass(frozen=True)
 class _Generation:
     text: str
@@ -177,11 +185,7 @@ class _TransformersRuntime:
         return new[:end]
 
     def _left_pad(self, prompts: Sequence[list[int]]) -> tuple[Any, Any]:
-        width = max(len(p) for p in prompts)
-        ids = [[self.pad_id] * (width - len(p)) + list(p) for p in prompts]
-        mask = [[0] * (width - len(p)) + [1] * len(p) for p in prompts]
-        return (self.torch.tensor(ids, dtype=self.torch.long),
-                self.torch.tensor(mask, dtype=self.torch.long))
+        return left_pad(self.torch, prompts, self.pad_id)
 
     def choice_logprobs(self, prompt: list[int], choices: Sequence[list[int]]) -> list[float]:
         """Log-probability of each token sequence as the continuation of ``prompt``.
