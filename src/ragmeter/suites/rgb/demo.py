@@ -55,8 +55,9 @@ def run_demo(out_dir: Path, console: Console, *, backend: Any = None,
     # the local backend answers concurrent requests in batches (greedy texts identical to one
     # at a time, checked on this sample by tests/cli/test_demo.py); other backends one by one
     batch = int(getattr(backend, "batch_size", 1) or 1)
+    # a batched call answers when its whole batch does: its timeout covers the batch
     runner = RunnerConfig(concurrency=batch, progress=sys.stderr.isatty(),
-                          description="rgb demo answers")
+                          description="rgb demo answers", timeout_s=120.0 * batch)
     config = RgbRunConfig(noise_rates=DEMO_NOISE_RATES, temperature=0.0,
                           max_tokens=DEMO_MAX_TOKENS, judge=True)
     try:
