@@ -93,6 +93,7 @@ def demo(out: str | Path = "ragmeter-out", *, model: bool = True, backend: Any =
 
     out_dir = Path(out)
     cmd = list(command) if command is not None else ["python", "ragmeter.demo"]
+    records_dir = None if runs_dir is None else str(runs_dir)
     records: list[Any] = []
     rgb: Result | None = None
     rgb_outputs: dict[str, Any] = {}
@@ -101,11 +102,11 @@ def demo(out: str | Path = "ragmeter-out", *, model: bool = True, backend: Any =
         start = time.monotonic()
         rgb, rgb_outputs = _rgb_part(out_dir / "rgb", backend, store, progress)
         rgb_wall = time.monotonic() - start
-        records.append(rgb.save(runs_dir, command=cmd))
+        records.append(rgb.save(records_dir, command=cmd))
     ml = ragmeter.multilingual.score(sample_path(MULTILINGUAL_SAMPLE), **MULTILINGUAL_OPTIONS)
-    records.append(ml.save(runs_dir, command=cmd))
+    records.append(ml.save(records_dir, command=cmd))
     rel = ragmeter.reliability.score(sample_path(RELIABILITY_SAMPLE), **RELIABILITY_OPTIONS)
-    records.append(rel.save(runs_dir, command=cmd))
+    records.append(rel.save(records_dir, command=cmd))
     report = write_report(records, out_dir / "report.html")
     return DemoResult(multilingual=ml, reliability=rel, report=report, rgb=rgb,
                       rgb_outputs=rgb_outputs, rgb_wall_s=rgb_wall,

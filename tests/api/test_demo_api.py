@@ -42,12 +42,8 @@ def test_demo_api_gives_the_cli_summaries_without_a_model(tmp_path: Path, run_cl
     assert all(run_id in page for run_id in result.run_ids)
     assert "multilingual" in result._repr_html_()
     # the CLI's console shows the API's result: the run ids it printed are its records
-    assert all(f"run {r} recorded" in err for r in cli_ids(_isolated_home))
+    assert all(f"run {r} recorded" in err for r in (p.stem for p in (_isolated_home / "runs").glob("*.json")))
     assert f"report: {(tmp_path / 'cli' / 'report.html').resolve()}" in out.replace("\n", "")
-
-
-def cli_ids(home: Path) -> list[str]:
-    return [p.stem for p in (home / "runs").glob("*.json")]
 
 
 def test_demo_rgb_part_is_rgb_run_with_the_demo_settings(scripted_server,

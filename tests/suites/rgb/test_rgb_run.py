@@ -12,7 +12,6 @@ import pytest
 
 from ragmeter.errors import BackendError
 from ragmeter.llm.base import Request, Response, Usage
-from ragmeter.reports.console import console
 from ragmeter.runner import RunnerConfig
 from ragmeter.samples import sample_path
 from ragmeter.store import Store
