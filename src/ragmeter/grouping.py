@@ -19,7 +19,8 @@ from typing import Any
 
 from ragmeter.errors import InputError
 
-__all__ = ["group_value", "FieldLookup", "group_items", "grouped", "coverage_of_items"]
+__all__ = ["group_value", "FieldLookup", "group_items", "grouped", "coverage_of_items",
+           "flat_metrics"]
 
 Summarize = Callable[[list[dict[str, Any]]], dict[str, Any]]
 
@@ -109,3 +110,18 @@ def grouped(by: str, items: Iterable[dict[str, Any]], key_of: Callable[[Mapping[
                                    price_out)
         values[key] = entry
     return {"by": by, "values": values}
+
+
+def flat_metrics(part: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A group's metrics and CIs as flat ``{name: value}`` for tables: a nested
+    ``{metric: {"mean"|"value", "ci95"}}`` (TRACe) becomes ``{metric: mean}``."""
+    metrics: dict[str, Any] = {}
+    cis: dict[str, Any] = dict(part.get("ci95") or {})
+    for k, v in (part.get("metrics") or {}).items():
+        if isinstance(v, Mapping) and ("mean" in v or "value" in v):
+            metrics[k] = v.get("mean", v.get("value"))
+            if v.get("ci95"):
+                cis[k] = v["ci95"]
+        elif not isinstance(v, Mapping):
+            metrics[k] = v
+    return metrics, cis

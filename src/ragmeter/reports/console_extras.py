@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ragmeter.grouping import flat_metrics
 from ragmeter.reports.console import console, fmt
 
 __all__ = ["stability_lines", "print_group_table", "print_extras"]
@@ -47,26 +48,11 @@ def _usd(value: Any) -> str:
     return "—" if value is None else f"${value:.6f}"
 
 
-def _flat(part: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A group's metrics and CIs as flat ``{name: value}``: nested ``{metric: {"mean",
-    "ci95"}}`` (TRACe) becomes ``{metric: mean}``."""
-    metrics: dict[str, Any] = {}
-    cis: dict[str, Any] = dict(part.get("ci95") or {})
-    for k, v in (part.get("metrics") or {}).items():
-        if isinstance(v, Mapping) and ("mean" in v or "value" in v):
-            metrics[k] = v.get("mean", v.get("value"))
-            if v.get("ci95"):
-                cis[k] = v["ci95"]
-        elif not isinstance(v, Mapping):
-            metrics[k] = v
-    return metrics, cis
-
-
 def print_group_table(groups: Mapping[str, Any], con: Console | None = None) -> None:
     """``--by``: one row per group with its metrics [95% CI], coverage and spend."""
     con = con or console()
     values: Mapping[str, Any] = groups.get("values") or {}
-    flats = {k: _flat(v) for k, v in values.items()}
+    flats = {k: flat_metrics(v) for k, v in values.items()}
     keys: list[str] = []
     for metrics, _ in flats.values():
         keys += [k for k in metrics if k not in keys]

@@ -286,11 +286,13 @@ def _judging(record: RunRecord) -> Markup:
 def _run(record: RunRecord, index: int) -> Markup:
     """One run: the headline numbers first (alarms, judge cards, results with CIs, coverage),
     then where they came from (provenance, notes), then the items."""
+    from ragmeter.reports.html_extras import extras
+
     notes = "".join(note(f"note: {n}") for n in record.notes)
     return Markup(
         f'<article class="run" id="run-{index}"><h3>{esc(record.family)} · '
         f'{esc(_short_id(record))}</h3>{_judging(record)}'
-        f'<h4>Results</h4>{_family_body(record)}{_coverage(record)}'
+        f'<h4>Results</h4>{_family_body(record)}{extras(record.result)}{_coverage(record)}'
         f'<h4>Provenance</h4>{_provenance(record)}{notes}'
         f'{_items(record, index)}</article>')
 
