@@ -111,12 +111,11 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
     """
     from dataclasses import replace
 
-    from ragmeter.repeats import check_repeats, repeat_requests
-    from ragmeter.spend import add_usage, spend, usage_of
-
     from ragmeter.io import as_text, iter_rows, require
     from ragmeter.judging import check_degenerate, judge_card
+    from ragmeter.repeats import check_repeats, repeat_requests
     from ragmeter.runner import estimate_requests, run_requests
+    from ragmeter.spend import add_usage, spend, usage_of
     from ragmeter.suites.rubric.judge import (
         Answer,
         SemanticPrompt,
@@ -198,14 +197,14 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
                              else round(float(rows[i]["semantic_score"]), 1)
                              for rows in per_repeat] for i in range(len(answers))}
         summary["stability"] = repeat_agreement(verdicts, repeats)
-        for row, i in zip(merged, range(len(answers)), strict=True):
-            row["_verdicts"] = verdicts[str(i)]
+        for k, out_row in enumerate(merged):
+            out_row["_verdicts"] = verdicts[str(k)]
     prices = (config.price_prompt_per_mtok, config.price_completion_per_mtok)
     summary["spend"] = spend(add_usage(r["semantic_usage"] for r in merged), *prices)
     if by:
         summary["groups"] = _judge_groups(merged, by, repeats, prices)
-    for row in merged:
-        row.pop("_verdicts", None)
+    for out_row in merged:
+        out_row.pop("_verdicts", None)
     return Result(COMPONENT, "judge", summary, items=merged,
                   inputs=[input_record(data, len(raw_rows))], backends=[identity],
                   models=[model], prompt_versions={"semantic": prompt.version},

@@ -259,9 +259,8 @@ def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
         backend_obj, the_store, rconfig = model_context(
             choice, store, replay=replay, progress=progress, description="trace label")
         if dry_run:
-            from ragmeter.runner import estimate_requests
-
             from ragmeter.repeats import repeat_requests
+            from ragmeter.runner import estimate_requests
 
             _, requests, _ = plan(sources, config)
             return dry_run_result(COMPONENT, "label", estimate_requests(

@@ -115,7 +115,8 @@ def test_rgb_run_repeats_by_noise_rate_cli(scripted_server, tmp_path: Path, run_
         user = body["messages"][-1]["content"]
         if "Now judge:" in user:
             return _judge_says(body)
-        return f"The answer is {abs(hash(user)) % 10**8}."  # distinct answers, distinct judging
+        # distinct answers, so their judge calls are distinct too
+        return f"The answer is {hashlib.sha256(user.encode()).hexdigest()[:10]}."
 
     server = scripted_server(reply=reply)
     runs = tmp_path / "runs"

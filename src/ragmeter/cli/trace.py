@@ -135,7 +135,6 @@ def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[
     --items items.jsonl
     """
     import ragmeter.trace
-
     from ragmeter.reports.console_extras import print_extras
 
     result = ragmeter.trace.score(path, resamples=resamples, seed=seed, fields=fields,
@@ -288,7 +287,6 @@ def label(path: str, out: str, **kw: Any) -> None:
     gpt-4o-mini --prompt-file labeling_prompt.txt
     """
     import ragmeter.trace
-
     from ragmeter.reports.console_extras import print_extras
 
     result = ragmeter.trace.label(path, **_label_kwargs(kw))
@@ -313,7 +311,6 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
     --out labels.jsonl --json validation.json
     """
     import ragmeter.trace
-
     from ragmeter.reports.console_extras import print_extras
 
     result = ragmeter.trace.run(path, **_label_kwargs(kw))
