@@ -37,7 +37,9 @@ def group_value(value: Any) -> str:
 
 class FieldLookup:
     """Where ``field`` is found for an item: the item, ``extra(item)``, then the input row
-    ``rows[row_key(item)]``.  Raises a one-line :class:`InputError` when no source has it."""
+    ``rows[row_key(item)]``.  An item with no value (e.g. an instance without a prediction
+    row) goes to the group ``""`` ("(empty)"); :meth:`check` raises a one-line
+    :class:`InputError` when no item had the field at all (a typo in ``--by``)."""
 
     def __init__(self, field: str, component: str, *,
                  extra: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
@@ -50,8 +52,28 @@ class FieldLookup:
         self.rows = rows
         self.row_key = row_key
         self.available = available
+        self.found = 0
+        self.example: Mapping[str, Any] | None = None
 
     def __call__(self, item: Mapping[str, Any]) -> str:
+        value = self._find(item)
+        if value is None:
+            self.example = self.example or item
+            return ""
+        self.found += 1
+        return value
+
+    def check(self) -> None:
+        """Raise when the field was found for no item."""
+        if self.found or self.example is None:
+            return
+        item = self.example
+        known = sorted({*self.available, *(k for k in item if not k.startswith("_"))})
+        raise InputError(f"--by {self.field}: no item has a field {self.field!r}. Fields "
+                         f"there: {', '.join(known[:20])}.", component=self.component,
+                         fix="group by a field every item (or input row) has.")
+
+    def _find(self, item: Mapping[str, Any]) -> str | None:
         if self.field in item:
             return group_value(item[self.field])
         if self.extra is not None:
@@ -62,11 +84,7 @@ class FieldLookup:
             row = self.rows.get(self.row_key(item))
             if row is not None and self.field in row:
                 return group_value(row[self.field])
-        known = sorted({*self.available, *(k for k in item if not k.startswith("_"))})
-        raise InputError(f"--by {self.field}: no field {self.field!r} for item "
-                         f"{item.get('id', '?')!r}. Fields there: {', '.join(known[:20])}.",
-                         component=self.component,
-                         fix="group by a field every item (or input row) has.")
+        return None
 
 
 def group_items(items: Iterable[dict[str, Any]], key_of: Callable[[Mapping[str, Any]], str]
@@ -75,6 +93,8 @@ def group_items(items: Iterable[dict[str, Any]], key_of: Callable[[Mapping[str, 
     out: dict[str, list[dict[str, Any]]] = {}
     for item in items:
         out.setdefault(key_of(item), []).append(item)
+    if isinstance(key_of, FieldLookup):
+        key_of.check()
     return {k: out[k] for k in sorted(out)}
 
 

@@ -84,6 +84,7 @@ def _groups(data: Any, by: str, config: Any) -> dict[str, Any]:
     for r in rows:
         if str(r.data.get("evaluator", "")).strip() not in config.qc:
             parts.setdefault(lookup({"id": f"{r.unit} {r.number}", **r.data}), []).append(r)
+    lookup.check()
     values: dict[str, Any] = {}
     for key in sorted(parts):
         items = {str(r.data.get("item_id")) for r in parts[key]}

@@ -117,7 +117,9 @@ def _groups(by: str, items: Sequence[dict[str, Any]], datasets: Sequence[Any],
 
     rows: dict[str, dict[str, Any]] = {}
     probe = FieldLookup(by, COMPONENT, extra=extra)
-    if items and not _has_field(probe, items[0]):
+    for item in items:
+        probe(item)
+    if probe.found < len(items):  # not on every item: look in the input rows too
         for source in (predictions, data):
             if source is not None:
                 for key, row in raw_rows_by_id(source).items():
@@ -129,16 +131,6 @@ def _groups(by: str, items: Sequence[dict[str, Any]], datasets: Sequence[Any],
         task_of=task_of), with_spend=with_spend,
         price_in=getattr(runner, "price_prompt_per_mtok", None),
         price_out=getattr(runner, "price_completion_per_mtok", None))
-
-
-def _has_field(lookup: Any, item: Any) -> bool:
-    from ragmeter.errors import InputError
-
-    try:
-        lookup(item)
-    except InputError:
-        return False
-    return True
 
 
 def _spend(items: Sequence[dict[str, Any]], runner: Any) -> dict[str, Any]:

@@ -148,3 +148,43 @@ def test_rgb_run_repeats_by_noise_rate_cli(scripted_server, tmp_path: Path, run_
 
     page = render_report([rec])
     assert "Spend" in page and "By role" in page and "stability" in page.lower()
+
+
+def test_rgb_score_by_a_predictions_column(run_cli, tmp_path: Path) -> None:
+    """``rgb score --by system`` on shared en_fact.json: per-group accuracy, ED and CR equal an
+    independent count over the items, and the groups add up to the file."""
+    rows = _rows("en_fact.json")
+    preds = []
+    for i, r in enumerate(rows):
+        answer = r["answer"][0] if isinstance(r["answer"], list) else r["answer"]
+        answer = answer[0] if isinstance(answer, list) else answer
+        text = (f"There are factual errors in the provided documents. {answer}" if i % 4 == 0
+                else str(answer) if i % 3 else "I do not know.")
+        preds.append({"id": r["id"], "prediction": text, "system": f"s{i % 3}"})
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in preds), encoding="utf-8")
+    code, out, err = run_cli("rgb", "score", path, "--data", shared("rgb", "en_fact.json"),
+                             "--noise-rate", "0", "--by", "system", "--json",
+                             tmp_path / "r.json", "--items", tmp_path / "i.jsonl",
+                             "--no-record")
+    assert code == 0, err
+    doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    items = [json.loads(line) for line in (tmp_path / "i.jsonl").read_text().splitlines()]
+    groups = doc["groups"]["values"]
+    # instances without a prediction row have no system: the "(empty)" group, all unscored
+    assert set(groups) == {"", "s0", "s1", "s2"} and "By system" in out
+    assert groups[""]["coverage"] == {"rows": 100 - N, "scored": 0, "unscored": 100 - N,
+                                      "reasons": {"missing_prediction": 100 - N}}
+    assert sum(g["coverage"]["rows"] for g in groups.values()) == len(items) == 100
+    system = {str(p["id"]): p["system"] for p in preds}
+    for name, g in groups.items():
+        if not name:
+            continue
+        mine = [i for i in items if system.get(str(i["id"])) == name and i["status"] == "ok"]
+        assert g["metrics"]["accuracy"] == pytest.approx(
+            sum(i["correct"] for i in mine) / len(mine))
+        facts = [i for i in mine if i["factlabel"] == 1]
+        assert g["metrics"]["ed"] == pytest.approx(len(facts) / len(mine))
+        good = sum(1 for i in facts if 0 not in i["labels"])
+        assert g["metrics"]["cr"] == pytest.approx(good / len(facts) if facts else 0.0)
+        assert "spend" not in g  # no model was called
