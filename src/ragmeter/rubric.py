@@ -106,11 +106,13 @@ def _alarm(rows: Sequence[Mapping[str, Any]], judge_name: str) -> dict[str, Any]
 def _judged_result(verb: str, rows: list[dict[str, Any]], mode: str, judge_model: str | None,
                    by: Sequence[str], inputs: list[Any], backend_obj: Any,
                    prompt_version: str | None, extra: Mapping[str, Any] | None = None,
-                   ) -> Result:
+                   prices: tuple[Any, Any] | None = None) -> Result:
     from ragmeter.suites.rubric import RubricConfig, score_files
 
     detail = score_files([rows], RubricConfig(by=tuple(by)))
     summary = detail.to_json()
+    if prices is not None:
+        _add_spend(summary, rows, by, prices)
     summary["coverage"] = _with_rows(summary["coverage"])
     summary.update({"verb": verb, "method": mode, "judge": judge_model})
     summary.update(extra or {})
@@ -121,6 +123,17 @@ def _judged_result(verb: str, rows: list[dict[str, Any]], mode: str, judge_model
                   backends=identity, models=[judge_model] if judge_model else [],
                   prompt_versions={"judge": prompt_version} if prompt_version else None,
                   judges=[card], alarms=[alarm] if alarm else [])
+
+
+def _add_spend(summary: dict[str, Any], rows: list[dict[str, Any]], by: Sequence[str],
+               prices: tuple[Any, Any]) -> None:
+    """The judge calls' tokens and money (ragmeter.spend), in total and per ``by`` group."""
+    from ragmeter.spend import add_usage, spend
+
+    summary["spend"] = spend(add_usage(r.get("usage") for r in rows), *prices)
+    for g in summary.get("groups") or []:
+        mine = [r for r in rows if all(str(r.get(c)) == str(g.get(c)) for c in by)]
+        g["spend"] = spend(add_usage(r.get("usage") for r in mine), *prices)
 
 
 def judge(data: Any, *, strategy: str = "llm", prompt_file: str | None = None,
@@ -158,7 +171,8 @@ def judge(data: Any, *, strategy: str = "llm", prompt_file: str | None = None,
         return dry_run_result(COMPONENT, "judge", out.estimate)
     version = out.rows[0].get("prompt_version") if out.rows else None
     return _judged_result("judge", out.rows, out.mode, out.judge_model, by, inputs,
-                          backend_obj, version)
+                          backend_obj, version, prices=(config.price_prompt_per_mtok,
+                                                        config.price_completion_per_mtok))
 
 
 def run(data: Any, *, kb: str | Path, lang: str | None = None, embedder: str = "auto",

@@ -94,5 +94,11 @@ def print_extras(summary: Mapping[str, Any], con: Console | None = None) -> None
     groups = summary.get("groups")
     if isinstance(groups, Mapping) and "values" in groups:
         print_group_table(groups, con)
+    elif isinstance(groups, list):  # rubric: a list of rows keyed by the --by columns
+        by = list(summary.get("by") or [])
+        for g in groups:
+            if isinstance(g, Mapping) and isinstance(g.get("spend"), Mapping) and by:
+                label = " ".join(str(g.get(c)) for c in by)
+                con.print(f"[{label}] " + spend_line(g["spend"]))
     if isinstance(summary.get("spend"), Mapping):
         con.print(spend_line(summary["spend"]))

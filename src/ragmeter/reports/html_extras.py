@@ -47,7 +47,22 @@ def _spend_rows(sp: Mapping[str, Any]) -> list[tuple[str, Any]]:
              f"{prices.get('in')} / {prices.get('out')}" if prices else "none given")]
 
 
-def _groups(groups: Any) -> str:
+def _group_list_spend(groups: list[Any], by: list[str]) -> str:
+    """Spend per group of a list-shaped groups table (rubric)."""
+    rows = [[" / ".join(str(g.get(c)) for c in by) or "all", g["spend"].get("calls"),
+             (g["spend"].get("cached") or {}).get("calls"),
+             f"{g['spend'].get('prompt_tokens', 0)} + {g['spend'].get('completion_tokens', 0)}",
+             g["spend"].get("cost_usd")]
+            for g in groups if isinstance(g, Mapping) and isinstance(g.get("spend"), Mapping)]
+    if not rows:
+        return ""
+    return str(table(["group", "calls", "cached", "tokens (in + out)", "cost (USD)"], rows,
+                     caption="Spend per group"))
+
+
+def _groups(groups: Any, by: Any = None) -> str:
+    if isinstance(groups, list):
+        return _group_list_spend(groups, list(by or []))
     if not isinstance(groups, Mapping) or not isinstance(groups.get("values"), Mapping):
         return ""
     values: Mapping[str, Any] = groups["values"]
@@ -86,7 +101,7 @@ def _groups(groups: Any) -> str:
 
 def extras(doc: Mapping[str, Any]) -> Markup:
     """Stability, groups and spend of a result document (empty when it has none)."""
-    parts = [_stability(doc.get("stability")), _groups(doc.get("groups"))]
+    parts = [_stability(doc.get("stability")), _groups(doc.get("groups"), doc.get("by"))]
     sp = doc.get("spend")
     if isinstance(sp, Mapping):
         parts.append("<h4>Spend (from the endpoint's usage fields)</h4>"
