@@ -153,6 +153,11 @@ def generate(data: Any, *, backend: Any = None, store: Any = None, replay: bool 
                "coverage": {"rows": len(rows), "scored": ok, "unscored": len(rows) - ok,
                             "reasons": dict(stats.reasons)},
                "stats": stats.to_dict()}
+    from ragmeter.spend import spend, usage_of
+
+    # the same spend block as every judged verb: cached responses at their original cost
+    summary["spend"] = spend(usage_of(outcomes), config.price_prompt_per_mtok,
+                             config.price_completion_per_mtok)
     identity = backend_obj.identity()
     return Result(COMPONENT, "generate", summary, items=rows,
                   inputs=[input_record(data, len(rows))], backends=[identity],

@@ -47,3 +47,25 @@ def test_rubric_judge_spend_by_lang(scripted_server, tmp_path: Path) -> None:
     for key in ("calls", "prompt_tokens", "completion_tokens"):
         assert sum(g["spend"][key] for g in groups) == sp[key]
     assert sum(g["spend"]["cost_usd"] for g in groups) == pytest.approx(usd)
+
+
+def test_generate_spend_counts_cached_at_original_cost(scripted_server, tmp_path: Path) -> None:
+    """``generate``: this run's calls and, on a rerun, the cached ones at their first cost."""
+    def reply(body: dict) -> str:
+        return "an answer of five words"
+
+    server = scripted_server(reply=reply)
+    backend = ragmeter.backends.openai("scripted", base_url=server.url, price_prompt=2.0,
+                                       price_completion=8.0)
+    requests = [{"id": f"q{i}", "prompt": f"question number {i} " * (i + 1)} for i in range(6)]
+    store = Store(tmp_path / "s.sqlite")
+    first = ragmeter.generate(requests, backend=backend, store=store, progress=False)
+    p, c, usd = server_money(server.answered_bodies, reply, 2.0, 8.0)
+    assert (first.summary["spend"]["prompt_tokens"], first.summary["spend"]["completion_tokens"]
+            ) == (p, c)
+    assert first.summary["spend"]["cost_usd"] == pytest.approx(usd)
+    assert first.summary["stats"]["cost_usd"] == pytest.approx(usd)  # the runner's counter
+    again = ragmeter.generate(requests, backend=backend, store=store, progress=False)
+    assert again.summary["spend"]["calls"] == 0 and again.summary["spend"]["cost_usd"] == 0
+    assert again.summary["spend"]["cached"]["calls"] == 6
+    assert again.summary["spend"]["cached"]["cost_usd"] == pytest.approx(usd)
