@@ -272,10 +272,13 @@ def _after_label(result: Any, out: str) -> bool:
 @click.argument("path", type=input_file())
 @click.option("--out", required=True, type=output_file(),
               help="Labels file to write (JSON Lines, RAGBench's label columns).")
+@json_out_option
 @_label_options
 @field_option
 @backend_options
-def label(path: str, out: str, **kw: Any) -> None:
+@record_options
+def label(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: str | None,
+          **kw: Any) -> None:
     """Label (question, documents, response) rows with a judge: RAGBench's sentence keys of
     relevant and utilized document sentences and of unsupported response sentences.
 
@@ -292,6 +295,8 @@ def label(path: str, out: str, **kw: Any) -> None:
     result = ragmeter.trace.label(path, **_label_kwargs(kw))
     if _after_label(result, out):
         print_extras(result.summary)
+        write_outputs(result, json_out, None)
+        save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
 @group.command(name="run")

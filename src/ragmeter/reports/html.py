@@ -251,19 +251,21 @@ def _items(record: RunRecord, index: int) -> Markup:
 
 
 def _family_body(record: RunRecord) -> Markup:
+    from ragmeter.reports.html_extras import without_extras
     from ragmeter.reports.html_families import SECTIONS
 
     section = SECTIONS.get(record.family)
+    doc = without_extras(record.result)
     if section is not None:
         try:
-            return section(record.result)
+            return section(doc)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
             # The family's document has a shape this section does not know (an older or newer
             # record): show it generically and say so, rather than failing the whole report.
             return Markup(note(f"the {record.family} section could not read this result "
                                f"({type(err).__name__}: {err}); shown generically.", "warn")
-                          + generic(record.result))
-    return generic(record.result)
+                          + generic(doc))
+    return generic(doc)
 
 
 def _judging(record: RunRecord) -> Markup:

@@ -11,7 +11,7 @@ from ragmeter.grouping import flat_metrics
 from ragmeter.reports._html import Markup, kv_table, table
 from ragmeter.reports.html_families import _with_ci
 
-__all__ = ["extras"]
+__all__ = ["extras", "without_extras"]
 
 
 def _stability(st: Any) -> str:
@@ -107,3 +107,16 @@ def extras(doc: Mapping[str, Any]) -> Markup:
         parts.append("<h4>Spend (from the endpoint's usage fields)</h4>"
                      + str(kv_table(_spend_rows(sp))))
     return Markup("".join(parts))
+
+
+def without_extras(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``doc`` without the blocks :func:`extras` shows (so a family section or the generic
+    renderer does not show them twice); a key of an unknown shape stays for them to show."""
+    out = dict(doc)
+    for key in ("stability", "spend"):
+        if isinstance(out.get(key), Mapping):
+            out.pop(key)
+    groups = out.get("groups")
+    if isinstance(groups, Mapping) and isinstance(groups.get("values"), Mapping):
+        out.pop("groups")
+    return out
