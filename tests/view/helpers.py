@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ragmeter.view.app import ViewSettings
 from ragmeter.view.security import Security
@@ -32,3 +33,9 @@ def start_server(root: Path, *, token: str | None = None, host: str = "127.0.0.1
                             security=Security(host=host, port=0, token=token), list_ttl_s=0.0,
                             max_jobs=max_jobs)
     return ServerThread(settings).start()
+
+
+def jobs_of(server: ServerThread) -> Any:
+    """The app's :class:`~ragmeter.view.jobs.JobManager` (the Starlette app inside the
+    security middleware keeps it in its state)."""
+    return server.server.config.app.app.state.jobs
