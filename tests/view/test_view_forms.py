@@ -153,7 +153,8 @@ def test_estimate_then_start_through_the_public_function(served, scripted_server
         assert runs[0].command[:len(words)] == words
         listing = client.get("/?refresh=1").text
         assert job.run_id in listing
-        assert client.get(f"/runs/{job.run_id}").status_code == 200
+        run_page = client.get(f"/runs/{job.run_id}")
+        assert run_page.status_code == 200 and "could not read this result" not in run_page.text
 
 
 def test_two_jobs_run_at_once_and_a_third_waits(tmp_path: Path, scripted_server,
