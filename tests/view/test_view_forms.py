@@ -239,3 +239,23 @@ def test_job_list_shows_every_job_with_cancel_and_resume(served, scripted_server
         jobs_of(served).wait(resumed.id, 30)
         assert resumed.status == "done", resumed.error
         assert model.stats()["calls"] == 28 and resumed.calls == 28 - answered
+
+
+def test_the_same_job_twice_at_once_calls_each_request_once(tmp_path: Path, scripted_server,
+                                                            _isolated_home) -> None:
+    from ragmeter.view.forms import validate
+    from ragmeter.view.jobs import JobManager
+    from ragmeter.view.verbs import SPECS
+
+    model = scripted_server(latency=0.03, reply=lambda body: JUDGE_REPLY)
+    _endpoints(_isolated_home, model.url, "a")
+    manager = JobManager(store_path=str(tmp_path / "s.sqlite"),
+                         runs_dir=str(tmp_path / "runs"), max_jobs=2)
+    launch = validate(SPECS["multilingual-judge"], {
+        "answers": "sample:multilingual_answers.jsonl", "scoring": "generate",
+        "backend": "endpoint:a", "concurrency": "2"}, [])
+    first, second = manager.start(launch), manager.start(launch)
+    manager.wait(first.id, 60)
+    manager.wait(second.id, 60)
+    assert (first.status, second.status) == ("done", "done"), (first.error, second.error)
+    assert model.stats()["calls"] == 28  # the store's claims: no request paid twice
