@@ -78,7 +78,8 @@ def _rgb(doc: Mapping[str, Any]) -> list[Headline]:
             out.append(Headline(f"{ds} Acc_doc", _num(row.get("acc_doc"))))
     metrics = doc.get("metrics")
     if not out and isinstance(metrics, Mapping):  # rgb score, rgb judge (rates with CIs)
-        ci = doc.get("ci95") if isinstance(doc.get("ci95"), Mapping) else {}
+        found = doc.get("ci95")
+        ci: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         out += [Headline(k, _num(v), _ci(ci.get(k))) for k, v in metrics.items()
                 if k.endswith(("accuracy", "_rate", "rate_judged", "_doc"))]
     return out
