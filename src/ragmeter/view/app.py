@@ -16,7 +16,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,7 +86,7 @@ def create_app(settings: ViewSettings) -> Any:
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
-    from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+    from starlette.responses import HTMLResponse, RedirectResponse, Response
     from starlette.routing import Route
 
     env = _templates()
@@ -268,47 +268,16 @@ def create_app(settings: ViewSettings) -> Any:
         return error("Unknown action.", 404)
 
     async def jobs_events(request: Request) -> Response:
-        async def stream() -> AsyncIterator[str]:
-            seen, idle = -1, 0.0
-            while True:
-                if jobs.version != seen:
-                    seen = jobs.version
-                    rows = [dict(j.snapshot(), position=jobs.position(j))
-                            for j in list(jobs.jobs.values())]
-                    yield f"data: {json.dumps({'jobs': rows, **jobs.counts()})}\n\n"
-                    idle = 0.0
-                elif idle > 15:
-                    yield ": keep-alive\n\n"
-                    idle = 0.0
-                await asyncio.sleep(0.3)
-                idle += 0.3
-
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"X-Accel-Buffering": "no"})
+        return _event_stream(lambda: jobs.version, lambda: {
+            "jobs": [dict(j.snapshot(), position=jobs.position(j))
+                     for j in list(jobs.jobs.values())], **jobs.counts()}, every=0.3)
 
     async def job_events(request: Request) -> Response:
         job = jobs.jobs.get(request.path_params["job_id"])
         if job is None:
             return Response("no such job", status_code=404)
-
-        async def stream() -> AsyncIterator[str]:
-            seen, idle = -1, 0.0
-            while True:
-                if job.version != seen:
-                    seen = job.version
-                    yield f"data: {json.dumps(job.snapshot())}\n\n"
-                    idle = 0.0
-                    if job.status in FINISHED:
-                        yield "event: end\ndata: {}\n\n"
-                        return
-                elif idle > 15:
-                    yield ": keep-alive\n\n"
-                    idle = 0.0
-                await asyncio.sleep(0.2)
-                idle += 0.2
-
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"X-Accel-Buffering": "no"})
+        return _event_stream(lambda: job.version, job.snapshot,
+                             ended=lambda: job.status in FINISHED)
 
     def static(request: Request) -> Response:
         from ragmeter.reports.html import REPORT_CSS
@@ -336,6 +305,32 @@ def create_app(settings: ViewSettings) -> Any:
     app.state.jobs = jobs
     app.state.index = index
     return SecurityMiddleware(app, sec)
+
+
+def _event_stream(version: Callable[[], int], payload: Callable[[], Any], *,
+                  ended: Callable[[], bool] = lambda: False, every: float = 0.2) -> Any:
+    """Server-sent events: ``payload()`` as JSON whenever ``version()`` changes, a keep-alive
+    comment every 15 s, and an ``end`` event once ``ended()``."""
+    from starlette.responses import StreamingResponse
+
+    async def stream() -> AsyncIterator[str]:
+        seen, idle = -1, 0.0
+        while True:
+            if version() != seen:
+                seen = version()
+                yield f"data: {json.dumps(payload())}\n\n"
+                idle = 0.0
+                if ended():
+                    yield "event: end\ndata: {}\n\n"
+                    return
+            elif idle > 15:
+                yield ": keep-alive\n\n"
+                idle = 0.0
+            await asyncio.sleep(every)
+            idle += every
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={"X-Accel-Buffering": "no"})
 
 
 def _escape(text: str) -> str:
