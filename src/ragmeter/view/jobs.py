@@ -187,20 +187,28 @@ class JobManager:
     def _work(self, job: Job) -> None:
         phases = iter(job.launch.spec.phases)
         passes = [0]
+        counters = ("calls", "unscored", "prompt_tokens", "completion_tokens")
+        before = dict.fromkeys(counters, 0)  # the finished passes' totals
+        cost_before: list[float | None] = [None]
+        current: list[Any] = [None]  # the runner pass's RunStats (one per pass)
 
         def progress(stats: Any, done: int, todo: int) -> None:
             if job.cancel_requested:
                 raise JobCancelled()
             now = time.monotonic()
-            if done == 0:
+            if stats is not current[0]:  # a new runner pass: counters go on from the last's
+                current[0] = stats
                 passes[0] += 1
-                job.phase = next(phases, f"calls ({passes[0]})")
+                job.phase = next(phases, f"pass {passes[0]}")
                 job.phase_started = now
+                before.update({k: getattr(job, k) for k in counters})
+                cost_before[0] = job.cost_usd
             job.status = "running"
             job.done, job.todo = done, todo
-            job.calls, job.unscored = stats.calls, stats.unscored
-            job.prompt_tokens, job.completion_tokens = stats.prompt_tokens, stats.completion_tokens
-            job.cost_usd = stats.cost_usd
+            for k in counters:
+                setattr(job, k, before[k] + int(getattr(stats, k) or 0))
+            if stats.cost_usd is not None:
+                job.cost_usd = (cost_before[0] or 0.0) + stats.cost_usd
             elapsed = now - job.phase_started
             job.eta_s = round(elapsed / done * (todo - done), 1) if done and todo else None
             job.version += 1
