@@ -179,6 +179,7 @@ def test_launch_multilingual_judge_and_two_jobs_at_once(app, page, scripted_serv
     assert int(page.locator("#job").get_attribute("data-updates") or 0) >= 3
     assert page.locator("[data-k=done]").inner_text() == "28"
     assert page.locator("[data-k=calls]").inner_text() == "28"
+    expect(page.locator("#running-badge")).to_be_hidden()  # no job left running
     page.locator("#run-link").click()
     page.wait_for_url(re.compile("/runs/"))
     run_id = page.url.rsplit("/", 1)[-1]

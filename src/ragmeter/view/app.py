@@ -276,7 +276,7 @@ def create_app(settings: ViewSettings) -> Any:
         job = jobs.jobs.get(request.path_params["job_id"])
         if job is None:
             return Response("no such job", status_code=404)
-        return _event_stream(lambda: job.version, job.snapshot,
+        return _event_stream(lambda: job.version, lambda: {**job.snapshot(), **jobs.counts()},
                              ended=lambda: job.status in FINISHED)
 
     def static(request: Request) -> Response:

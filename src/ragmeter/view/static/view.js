@@ -1,5 +1,12 @@
 // ragmeter view: live progress of a job over server-sent events.  Values are written with
 // textContent only (never as HTML), so nothing from the server is ever parsed as markup.
+function ragmeterBadge(state) {  // the header's "N running, M queued" (every page has it)
+  "use strict";
+  var badge = document.getElementById("running-badge");
+  if (!badge || typeof state.running !== "number") { return; }
+  badge.hidden = !(state.running || state.queued);
+  badge.textContent = state.running + " running" + (state.queued ? ", " + state.queued + " queued" : "");
+}
 (function () {
   "use strict";
   var box = document.getElementById("job");
@@ -9,10 +16,12 @@
   function show(state) {
     box.querySelectorAll("[data-k]").forEach(function (el) {
       var v = state[el.getAttribute("data-k")];
+      if (el.getAttribute("data-k") === "cost_usd" && typeof v === "number") { v = v.toFixed(4); }
       var empty = el.getAttribute("data-k") === "error" ? "" : "—";
       el.textContent = (v === null || v === undefined) ? empty : String(v);
     });
     if (bar) { bar.max = state.todo || 1; bar.value = state.done || 0; }
+    ragmeterBadge(state);
     if (state.run_id) {
       var link = document.getElementById("run-link");
       link.textContent = state.run_id;
@@ -45,6 +54,7 @@
   var seen = 0;
   source.onmessage = function (event) {
     var data = JSON.parse(event.data);
+    ragmeterBadge(data);
     var rows = table.querySelectorAll("tr[data-job]");
     if (rows.length !== data.jobs.length) { source.close(); window.location.reload(); return; }
     seen += 1;
