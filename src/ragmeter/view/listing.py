@@ -97,10 +97,12 @@ def _trace(doc: Mapping[str, Any]) -> list[Headline]:
     for name, m in (doc.get("metrics") or {}).items():
         if isinstance(m, Mapping):
             out.append(Headline(name, _num(m.get("mean")), _ci(m.get("ci95"))))
-    for judge, vals in (doc.get("judges") or {}).items():
+    judges = doc.get("judges") or {}
+    for judge, vals in judges.items():
         for name, v in (vals or {}).items():
-            if isinstance(v, Mapping):
-                out.append(Headline(f"{judge} {name}", _num(v.get("value")), _ci(v.get("ci95"))))
+            if isinstance(v, Mapping):  # one judge: it is in the model column already
+                label = name if len(judges) == 1 else f"{judge} {name}"
+                out.append(Headline(label, _num(v.get("value")), _ci(v.get("ci95"))))
     return out
 
 
