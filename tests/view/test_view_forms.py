@@ -264,3 +264,40 @@ def test_the_same_job_twice_at_once_calls_each_request_once(tmp_path: Path, scri
     manager.wait(second.id, 60)
     assert (first.status, second.status) == ("done", "done"), (first.error, second.error)
     assert model.stats()["calls"] == 28  # the store's claims: no request paid twice
+
+
+def test_a_crashed_job_fails_on_its_page_and_resumes_from_the_store(
+        served, scripted_server, _isolated_home, monkeypatch) -> None:
+    import ragmeter.view.jobs as jobs_module
+
+    model = scripted_server(latency=0.02, reply=lambda body: JUDGE_REPLY)
+    _endpoints(_isolated_home, model.url, "a")
+    real = jobs_module.run_job
+    crashes = [1]
+
+    def crashing(launch, *, on_progress, **kw):  # the first job dies after 5 answers
+        def progress(stats, done, todo):
+            if crashes and done >= 5:
+                crashes.pop()
+                raise RuntimeError("worker died")
+            on_progress(stats, done, todo)
+        return real(launch, on_progress=progress, **kw)
+
+    monkeypatch.setattr(jobs_module, "run_job", crashing)
+    form = {"answers": "sample:multilingual_answers.jsonl", "scoring": "generate",
+            "backend": "endpoint:a", "concurrency": "1"}
+    with httpx.Client(base_url=served.url, timeout=60) as client:
+        csrf = _csrf(client.get("/launch/multilingual-judge").text)
+        r = client.post("/launch/multilingual-judge/start", data={**form, "csrf": csrf})
+        job = jobs_of(served).jobs[r.headers["location"].rsplit("/", 1)[-1]]
+        jobs_of(served).wait(job.id, 30)
+        assert job.status == "failed" and job.error == "RuntimeError: worker died"
+        page = client.get(f"/jobs/{job.id}").text
+        assert "RuntimeError: worker died" in page and 'id="resume-form">' in page
+        answered = model.stats()["calls"]
+        assert answered == 5
+        r = client.post(f"/jobs/{job.id}/resume", data={"csrf": csrf})
+        resumed = jobs_of(served).jobs[r.headers["location"].rsplit("/", 1)[-1]]
+        jobs_of(served).wait(resumed.id, 30)
+        assert resumed.status == "done", resumed.error
+        assert model.stats()["calls"] == 28 and resumed.calls == 28 - answered
