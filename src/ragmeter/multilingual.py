@@ -66,6 +66,7 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
         summary["groups"] = _score_groups(data, by, config)
     return Result(COMPONENT, "score", summary, items=detail.iter_items,
                   ordered_items=detail.ordered_items, detail=detail,
+                  item_columns=detail.item_columns,
                   inputs=[input_record(data, detail.coverage.get("rows"))])
 
 
