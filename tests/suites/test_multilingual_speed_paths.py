@@ -198,3 +198,9 @@ def test_plain_table_draws_like_rich() -> None:
             color_system=None).print(table)
     want = [line.rstrip() for line in buf.getvalue().splitlines()]
     assert box_table("Multilingual QA (LBRAG metrics)", columns, rows).splitlines() == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), max_size=40))
+def test_mean_std_equals_mean_and_sample_std(values: list[float]) -> None:
+    assert stats.mean_std(values) == (stats.mean(values), stats.sample_std(values))

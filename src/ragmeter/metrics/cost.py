@@ -25,5 +25,5 @@ def cnbe_many(f1: Any, baseline_f1: Any, cost: Any) -> Any:
     f1 = np.asarray(f1, dtype=np.float64)
     base = np.asarray(baseline_f1, dtype=np.float64)
     cost = np.asarray(cost, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.where(cost == 0, 0.0, (f1 - base) / np.where(cost == 0, 1.0, cost))

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # numpy is imported by the functions that use it: a small sco
 __all__ = [
     "mean",
     "sample_std",
+    "mean_std",
     "bootstrap_ci",
     "PairedTest",
     "paired_bootstrap",
@@ -86,6 +87,19 @@ def sample_std(values: Sequence[float] | np.ndarray) -> float | None:
     m = math.fsum(a.tolist()) / a.size
     d = a - m
     return float(math.sqrt(math.fsum((d * d).tolist()) / (a.size - 1)))
+
+
+def mean_std(values: Sequence[float] | np.ndarray) -> tuple[float | None, float | None]:
+    """``(mean(values), sample_std(values))``, the exact sum computed once for both (the very
+    same floats as the two functions; tested)."""
+    vals = values.tolist() if hasattr(values, "tolist") else [float(v) for v in values]
+    if not vals:
+        return None, None
+    n = len(vals)
+    m = math.fsum(vals) / n
+    if n < 2:
+        return float(m), 0.0
+    return float(m), float(math.sqrt(math.fsum([(x - m) * (x - m) for x in vals]) / (n - 1)))
 
 
 def _resample_means(a: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:

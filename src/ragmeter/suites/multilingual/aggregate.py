@@ -53,14 +53,20 @@ def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str, p
             continue
         get = base_index.get
         positions = [get(sid, -1) for sid in cols.sample_ids]
-        missing = [i for i, p in enumerate(positions) if p < 0]
         vals: list[float | None] = _cnbe_values(cols.f1, base_f1, positions,  # type: ignore[assignment]
                                                 cols.cost)
-        for i, c in enumerate(cols.cost):
-            if c != c:
-                vals[i] = None  # no cost
-        for i in missing:
-            vals[i] = None  # no baseline row
+        if len(positions) < SMALL_BATCH:
+            missing = [i for i, p in enumerate(positions) if p < 0]
+            no_value = [i for i, c in enumerate(cols.cost) if c != c] + missing
+        else:
+            import numpy as np
+
+            pos = np.asarray(positions)
+            missing = np.flatnonzero(pos < 0).tolist()
+            no_value = np.flatnonzero(
+                (pos < 0) | np.isnan(np.frombuffer(cols.cost, dtype=np.float64))).tolist()
+        for i in no_value:
+            vals[i] = None  # no cost, or no baseline row
         if missing:
             if not exact_places:
                 raise FastPathUnsupported("missing baseline rows")
@@ -123,8 +129,7 @@ def aggregate(acc: _Accumulator, config: MultilingualConfig, lid: LidRlc | None,
         m: dict[str, float | int | None] = {}
         sys_ci: dict[str, list[float] | None] = {}
         for key, present in per.items():
-            m[key] = stats.mean(present)
-            m[f"{key}_std"] = stats.sample_std(present)
+            m[key], m[f"{key}_std"] = stats.mean_std(present)
             if len(present) != n:
                 m[f"{key}_n"] = len(present)
             if config.ci:

@@ -435,7 +435,10 @@ class _Accumulator:
                 norm_g = [normalize_text(g) for g in golds]  # type: ignore[arg-type]
             else:
                 norm_p = normalize_many(preds)
-                norm_g = normalize_many(golds)  # type: ignore[arg-type]
+                # each system repeats the golds of the others: normalize each distinct once
+                distinct = list(dict.fromkeys(golds))
+                norm_of = dict(zip(distinct, normalize_many(distinct), strict=True))  # type: ignore[arg-type]
+                norm_g = list(map(norm_of.__getitem__, golds))
             em = [1.0 if pn == gn else 0.0 for pn, gn in zip(norm_p, norm_g, strict=True)]
             # _f1_fast inlined: no call for the identical and the empty answers
             f1 = [1.0 if pn == gn else 0.0 if not pn or not gn else _f1_differing(pn, gn, lang)
