@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-INSTALLER = ("pip", "setuptools", "wheel", "pkg_resources", "_distutils_hack")
+INSTALLER = ("pip", "setuptools", "wheel", "pkg-resources", "-distutils-hack")
 
 
 def _size(path: Path) -> int:

@@ -273,8 +273,8 @@ def write_items(path: Path, items: Iterable[Mapping[str, Any]]) -> None:
     def runs() -> Iterable[tuple[tuple[str, ...], Sequence[Sequence[Any]]]]:
         """(keys, rows) runs in item order; one item each for dicts."""
         if isinstance(items, KeptItems):
-            for it in items.unscored:
-                yield tuple(it), [list(it.values())]
+            for kept in items.unscored:
+                yield tuple(kept), [list(kept.values())]
             yield from items.scored
             return
         for it in items:

@@ -26,7 +26,7 @@ from ragmeter.results import _cap_items, read_items, write_run
 # Modules a 10-row score has no use for: numpy/pyarrow (batch forms and the columnar reader
 # pay off only on big files), rich (the table is plain text), pydantic (the record is written
 # without its model), and everything of judging, models and the store.
-HEAVY = ("numpy", "pyarrow", "rich", "pydantic", "jinja2", "lingua", "httpx", "yaml",
+HEAVY = ("numpy", "pyarrow", "ray", "rich", "pydantic", "jinja2", "lingua", "httpx", "yaml",
          "pandas", "torch", "transformers", "sqlite3", "tempfile", "asyncio",
          "ragmeter.runner", "ragmeter.store", "ragmeter.judging", "ragmeter.llm",
          "ragmeter.backends", "ragmeter._run_record", "ragmeter.engine", "ragmeter.view")

@@ -392,17 +392,58 @@ class _Accumulator:
             n = len(keep)
             if not n:
                 return
-        em, f1 = self._match(preds, golds, langs, golds_are_text)  # type: ignore[arg-type]
-        if n < SMALL_BATCH:  # the reference function: no numpy import for a small file
-            rlc_values = [rlc(p, lg) for p, lg in zip(preds, langs, strict=True)]  # type: ignore[arg-type]
-        else:
-            rlc_values = rlc_batch(preds, langs).tolist()  # type: ignore[arg-type]
-        cost = [ABSENT if c is None else c for c in costs] if None in costs else costs
-        sem = [ABSENT if x is None else x for x in semantics] if None in semantics else semantics
+        em, f1, rlc_values = self.score_texts(preds, golds, langs, golds_are_text)  # type: ignore[arg-type]
         lid = None
         if self.lid is not None:
             scores = [self.lid.score(p, lg) for p, lg in zip(preds, langs, strict=True)]  # type: ignore[arg-type]
             lid = [ABSENT if v is None else v for v in scores]
+        self._store(systems, sample_ids, langs, em, f1, rlc_values, costs, semantics, numbers,
+                    lid, (questions, golds, preds) if self.keep_text else None)
+
+    def score_texts(self, preds: list[str], golds: Sequence[str | tuple[str, ...]],
+                    langs: list[str], golds_are_text: bool = False
+                    ) -> tuple[list[float], list[float], list[float]]:
+        """EM, F1 and RLC of each row: the per-row text work (what a Ray worker runs)."""
+        em, f1 = self._match(preds, golds, langs, golds_are_text)
+        if len(preds) < SMALL_BATCH:  # the reference function: no numpy import for a small file
+            rlc_values = [rlc(p, lg) for p, lg in zip(preds, langs, strict=True)]
+        else:
+            rlc_values = rlc_batch(preds, langs).tolist()
+        return em, f1, rlc_values
+
+    def add_scored(self, systems: list[str], sample_ids: list[str], langs: list[str],
+                   em: list[float], f1: list[float], rlc_values: list[float],
+                   costs: list[float | None], semantics: list[float | None],
+                   numbers: Sequence[int], missing: Sequence[bool],
+                   texts: tuple[list[Any], list[Any], list[Any]] | None = None) -> None:
+        """Rows whose EM, F1 and RLC were computed elsewhere (:meth:`score_texts` on a Ray
+        worker), in input order; ``missing``: rows without a prediction (unscored, their
+        scores ignored)."""
+        self.n_rows += len(systems)
+        if any(missing):
+            self._add_unscored(systems, sample_ids, langs,
+                               [None if m else "" for m in missing], numbers)
+            keep = [i for i, m in enumerate(missing) if not m]
+            systems, sample_ids, langs = ([seq[i] for i in keep]
+                                          for seq in (systems, sample_ids, langs))
+            em, f1, rlc_values = ([seq[i] for i in keep] for seq in (em, f1, rlc_values))
+            costs, semantics = ([seq[i] for i in keep] for seq in (costs, semantics))
+            numbers = [numbers[i] for i in keep]
+            if texts is not None:
+                texts = tuple([seq[i] for i in keep] for seq in texts)  # type: ignore[assignment]
+            if not keep:
+                return
+        self._store(systems, sample_ids, langs, em, f1, rlc_values, costs, semantics, numbers,
+                    None, texts)
+
+    def _store(self, systems: list[str], sample_ids: list[str], langs: list[str],
+               em: list[float], f1: list[float], rlc_values: list[float],
+               costs: list[float | None], semantics: list[float | None],
+               numbers: Sequence[int], lid: list[float] | None,
+               texts: tuple[Sequence[Any], Sequence[Any], Sequence[Any]] | None) -> None:
+        """Append scored rows to their systems' columns (duplicates are an error)."""
+        cost = [ABSENT if c is None else c for c in costs] if None in costs else costs
+        sem = [ABSENT if x is None else x for x in semantics] if None in semantics else semantics
         for system, idx in _group_positions(systems).items():
             take = _taker(idx)
             cols = self._cols(system)
@@ -422,8 +463,8 @@ class _Accumulator:
             cols.semantic.extend(take(sem))
             if lid is not None:
                 cols.rlc_lid.extend(take(lid))
-            if self.keep_text:
-                cols.texts.extend(zip(take(questions), take(golds), take(preds), strict=True))  # type: ignore[arg-type]
+            if texts is not None:
+                cols.texts.extend(zip(*(take(t) for t in texts), strict=True))
 
     def _match(self, preds: list[str], golds: Sequence[str | tuple[str, ...]],
                langs: list[str], golds_are_text: bool = False) -> tuple[list[float], list[float]]:
