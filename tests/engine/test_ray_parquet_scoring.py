@@ -8,7 +8,6 @@ shards concatenated in sorted order (issue 14).  Loopback settings as in test_ra
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,34 +21,15 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 import ragmeter.multilingual  # noqa: E402
+from tests.engine.local_cluster import loopback_cluster  # noqa: E402
 from tests.suites.test_multilingual_speed_paths import _rows  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
-SRC = Path(ragmeter.multilingual.__file__).resolve().parents[1]
-
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    from ray.cluster_utils import Cluster
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # stay on loopback (RAY.md)
-        from ray._private import ray_constants
-
-        mp.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
-        mp.setenv("RAY_USAGE_STATS_ENABLED", "0")
-        mp.setenv("PYTHONPATH", os.pathsep.join([str(SRC), str(REPO)]))
-        c = Cluster(initialize_head=True,
-                    head_node_args={"num_cpus": 1, "include_dashboard": False})
-        c.add_node(num_cpus=1)
-        ray.init(address=c.address)
-        try:
-            yield c
-        finally:
-            ray.shutdown()
-            c.shutdown()
+    with loopback_cluster() as c:
+        yield c
 
 
 @pytest.fixture(scope="module")

@@ -78,9 +78,9 @@ def test_ten_row_score_imports_nothing_heavy(tmp_path: Path) -> None:
 @pytest.fixture
 def both_paths(monkeypatch: pytest.MonkeyPatch):
     """Score rows twice: small-batch reference functions forced, then numpy forms forced."""
-    from ragmeter.io import iter_rows
     import ragmeter.suites.multilingual.aggregate as aggregate
     import ragmeter.suites.multilingual.scorer as scorer
+    from ragmeter.io import iter_rows
     from ragmeter.suites.multilingual import MultilingualConfig, score_rows
 
     def run(rows: list[dict], **options):
