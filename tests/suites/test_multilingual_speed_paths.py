@@ -203,4 +203,12 @@ def test_plain_table_draws_like_rich() -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), max_size=40))
 def test_mean_std_equals_mean_and_sample_std(values: list[float]) -> None:
-    assert stats.mean_std(values) == (stats.mean(values), stats.sample_std(values))
+    want = (stats.mean(values), stats.sample_std(values))
+    assert stats.mean_std(values) == want
+    saved = stats.SMALL
+    try:
+        stats.SMALL = 0  # the numpy form, as for a big system
+        if values:
+            assert stats.mean_std(values) == want
+    finally:
+        stats.SMALL = saved

@@ -92,14 +92,22 @@ def sample_std(values: Sequence[float] | np.ndarray) -> float | None:
 def mean_std(values: Sequence[float] | np.ndarray) -> tuple[float | None, float | None]:
     """``(mean(values), sample_std(values))``, the exact sum computed once for both (the very
     same floats as the two functions; tested)."""
-    vals = values.tolist() if hasattr(values, "tolist") else [float(v) for v in values]
-    if not vals:
-        return None, None
-    n = len(vals)
-    m = math.fsum(vals) / n
+    vals = _floats(values)
+    if vals is not None:
+        if not vals:
+            return None, None
+        n = len(vals)
+        m = math.fsum(vals) / n
+        if n < 2:
+            return float(m), 0.0
+        return float(m), float(math.sqrt(math.fsum([(x - m) * (x - m) for x in vals]) / (n - 1)))
+    a = _arr(values)
+    n = a.size
     if n < 2:
-        return float(m), 0.0
-    return float(m), float(math.sqrt(math.fsum([(x - m) * (x - m) for x in vals]) / (n - 1)))
+        return (None, None) if n == 0 else (float(a[0]), 0.0)
+    m = math.fsum(a.tolist()) / n
+    d = a - m
+    return float(m), float(math.sqrt(math.fsum((d * d).tolist()) / (n - 1)))
 
 
 def _resample_means(a: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
