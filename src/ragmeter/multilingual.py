@@ -120,7 +120,8 @@ def _score_groups(data: Any, by: str, config: Any) -> dict[str, Any]:
 
 def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any = None,
           replay: bool = False, dry_run: bool = False, progress: bool | None = None,
-          fields: Mapping[str, str] | Iterable[str] | None = None, repeats: int = 1) -> Result:
+          fields: Mapping[str, str] | Iterable[str] | None = None, repeats: int = 1,
+          on_progress: Any = None) -> Result:
     """Add LBRAG's 0–1 ``semantic_score`` to each answer with a judge model.
 
     ``scoring``: ``generate`` (the judge writes ``{"score", "explanation"}``, LBRAG's way),
@@ -160,7 +161,8 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
             extra={"sample_lang": str(row.data.get("sample_lang", ""))}))
     backend_obj, the_store, config = model_context(backend, store, replay=replay,
                                                    progress=progress,
-                                                   description="semantic judge")
+                                                   description="semantic judge",
+                                                   on_progress=on_progress)
     mode = scoring if scoring != "auto" else ("choices" if backend_obj.name == "local"
                                               else "generate")
     if mode not in ("choices", "generate"):

@@ -91,7 +91,7 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
           seed: int = 2333, judge_prompts: str | None = None, judge_method: str = "auto",
           backend: Any = None, store: Any = None, replay: bool = False,
           dry_run: bool = False, progress: bool | None = None,
-          name: str | None = None) -> Result:
+          name: str | None = None, on_progress: Any = None) -> Result:
     """Rej* (default data; predictions at noise 1.0) or ED* and CR* (_fact data) of existing
     predictions, as ``rgb run`` judges them, without generating.
 
@@ -114,7 +114,8 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
     jprompts = _judge_prompts(judge_prompts)
     backend_obj, the_store, runner = model_context(backend, store, replay=replay,
                                                    progress=progress,
-                                                   description="rgb judge calls")
+                                                   description="rgb judge calls",
+                                                   on_progress=on_progress)
     if dry_run:
         tk = task_kind(dataset)
         cfg = BuildConfig(noise_rate=1.0 if tk == "reject" else 0.0)

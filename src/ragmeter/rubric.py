@@ -128,7 +128,7 @@ def judge(data: Any, *, strategy: str = "llm", prompt_file: str | None = None,
           seed: int = 0, grader: str | None = None, by: Sequence[str] = (),
           backend: Any = None, store: Any = None, replay: bool = False,
           dry_run: bool = False, progress: bool | None = None, fields: Fields = None,
-          ) -> Result:
+          on_progress: Any = None) -> Result:
     """Grade answers 0–5 against their reference answers.
 
     ``strategy``: ``llm`` (a judge model: ``backend`` is :func:`ragmeter.backends.local`
@@ -152,7 +152,8 @@ def judge(data: Any, *, strategy: str = "llm", prompt_file: str | None = None,
         return _judged_result("judge", out.rows, out.mode, out.judge_model, by, inputs, None,
                               None)
     backend_obj, the_store, config = model_context(backend, store, replay=replay,
-                                                   progress=progress, description="judge")
+                                                   progress=progress, description="judge",
+                                                   on_progress=on_progress)
     out = judge_answers(answers, options, backend_obj, the_store, config, dry_run)
     if out.estimate is not None:
         return dry_run_result(COMPONENT, "judge", out.estimate)
@@ -168,7 +169,8 @@ def run(data: Any, *, kb: str | Path, lang: str | None = None, embedder: str = "
         reader_max_tokens: int = 128, strategy: str = "llm", prompt_file: str | None = None,
         scoring: str = "auto", repeats: int = 1, temperature: float | None = None,
         seed: int = 0, grader: str | None = None, backend: Any = None, store: Any = None,
-        replay: bool = False, dry_run: bool = False, progress: bool | None = None) -> Result:
+        replay: bool = False, dry_run: bool = False, progress: bool | None = None,
+        on_progress: Any = None) -> Result:
     """RAGaliq's RAG pipeline on one language: embed ``kb`` (one chunk per line) offline,
     retrieve ``top_k``, rerank, keep reranker score > ``rerank_threshold``, pass at most
     ``max_context`` chunks to the reader (``backend``), judge, and RAGaliq's table.
@@ -196,7 +198,8 @@ def run(data: Any, *, kb: str | Path, lang: str | None = None, embedder: str = "
                            grader_file=grader)
     backend_obj, the_store, config = model_context(backend, store, replay=replay,
                                                    progress=progress,
-                                                   description="rubric run")
+                                                   description="rubric run",
+                                                   on_progress=on_progress)
     lang = lang or detect_lang(data) or "en"
     out = run_pipeline(kb, data, lang=lang, embedder=embedder, shape=shape, limit=limit,
                        reader_max_tokens=reader_max_tokens, judge=options,

@@ -96,7 +96,8 @@ def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
           max_doc_sentences: int | None = None, language: str = "en",
           limit: int | None = None, max_tokens: int = 2048, backend: Any = None,
           store: Any = None, replay: bool = False, dry_run: bool = False,
-          progress: bool | None = None, fields: Fields = None) -> Result:
+          progress: bool | None = None, fields: Fields = None,
+          on_progress: Any = None) -> Result:
     """RAGBench's label columns for (question, documents, response) rows.
 
     ``strategy``: ``detector`` (ragmeter's fitted detector, no model; ``detector`` names
@@ -148,7 +149,8 @@ def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
         judge = rows[0]["judge"] if rows else card["judge"]
     else:
         backend_obj, the_store, rconfig = model_context(
-            choice, store, replay=replay, progress=progress, description="trace label")
+            choice, store, replay=replay, progress=progress, description="trace label",
+            on_progress=on_progress)
         if dry_run:
             from ragmeter.runner import estimate_requests
 
@@ -187,7 +189,7 @@ def run(data: Any, *, strategy: str = "auto", detector: str | None = None,
         max_doc_sentences: int | None = None, language: str = "en", limit: int | None = None,
         max_tokens: int = 2048, backend: Any = None, store: Any = None, replay: bool = False,
         dry_run: bool = False, progress: bool | None = None, resamples: int = 1000,
-        seed: int = 12345, fields: Fields = None) -> Result:
+        seed: int = 12345, fields: Fields = None, on_progress: Any = None) -> Result:
     """Label an annotated split with a judge (as :func:`label`) and validate the labels
     against its annotations beside the released baselines, on the same rows.  The summary
     is the validation (``trace run --json``); the items are the label rows."""
@@ -195,7 +197,8 @@ def run(data: Any, *, strategy: str = "auto", detector: str | None = None,
                      tasks=tasks, threshold=threshold, evidence_sentences=evidence_sentences,
                      max_doc_sentences=max_doc_sentences, language=language, limit=limit,
                      max_tokens=max_tokens, backend=backend, store=store, replay=replay,
-                     dry_run=dry_run, progress=progress, fields=fields)
+                     dry_run=dry_run, progress=progress, fields=fields,
+                     on_progress=on_progress)
     if labelled.summary.get("dry_run"):
         return labelled
     rows = labelled.items
