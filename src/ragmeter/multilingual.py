@@ -29,7 +29,9 @@ COMPONENT = "multilingual"
 def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: bool = False,
           rlc_lid: bool = False, resamples: int = 1000, seed: int = 12345,
           fields: Mapping[str, str] | Iterable[str] | None = None,
-          keep_text: bool = True, normalize: str = "lbrag", by: str | None = None) -> Result:
+          keep_text: bool = True, normalize: str = "lbrag", by: str | None = None,
+          engine: str = "local", ray_address: str | None = None, ray_workers: int = 2
+          ) -> Result:
     """EM, F1, RLC, RLC_OK, cost, CNBE and semantic score per system, exactly as LBRAG.
 
     ``baseline``: the system CNBE and paired tests compare against (default ``direct``, skipped
@@ -42,10 +44,14 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
     ``gold_answer`` may be a list: EM and F1 are then the max over the golds (SQuAD's rule).
     ``by``: also score each group of rows sharing this field's value (``sample_lang``, or any
     column such as ``dataset``), with the same settings: ``summary["groups"]``.
+    ``engine="ray"``: ``data`` is a Parquet file, a folder of them or a glob; the per-row work
+    runs on Ray (``ray_address``: a cluster, else Ray on this machine; ``ray_workers``
+    workers) and the numbers equal one process on the files concatenated in sorted order
+    (docs/scale.md); the signature says ``engine:ray``.
     """
-    if normalize not in ("lbrag", "squad"):
-        from ragmeter.errors import ConfigError
+    from ragmeter.errors import ConfigError
 
+    if normalize not in ("lbrag", "squad"):
         raise ConfigError(f"multilingual: normalize={normalize!r}; expected lbrag or squad.")
     from ragmeter.io import is_path, iter_rows
     from ragmeter.suites.multilingual import MultilingualConfig, score_file, score_rows
@@ -54,7 +60,27 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
         keep_text=keep_text, baseline=baseline or "direct", baseline_required=baseline is not None,
         ci=ci, paired=paired, rlc_lid=rlc_lid, n_resamples=resamples, seed=seed,
         field_map=field_map(fields, COMPONENT), normalize=normalize)
+    if engine not in ("local", "ray"):
+        raise ConfigError(f"multilingual: engine={engine!r}; expected local or ray.")
+    if engine == "ray":
+        if by or not is_path(data):
+            raise ConfigError("multilingual: engine='ray' scores Parquet files (a file, folder "
+                              "or glob), without --by.")
+        from ragmeter.suites.multilingual.distributed import parquet_files, score_parquet_on_ray
+
+        detail = score_parquet_on_ray(data, config, address=ray_address, workers=ray_workers)
+        detail.signature = f"{detail.signature}|engine:ray"  # the console shows it too
+        return Result(COMPONENT, "score", detail.to_json(), items=detail.iter_items,
+                      ordered_items=detail.ordered_items, detail=detail,
+                      item_columns=detail.item_columns, engine="ray",
+                      inputs=[input_record(f) for f in parquet_files(data)])
     if is_path(data):
+        from pathlib import Path
+
+        if Path(data).is_dir():
+            raise ConfigError(f"multilingual: {data} is a folder; one process scores one file. "
+                              "Fix: name a file, or score a folder of Parquet files with "
+                              "--engine ray (engine='ray').")
         detail = score_file(data, config)
     else:
         from ragmeter.io import source_label
@@ -66,6 +92,7 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
         summary["groups"] = _score_groups(data, by, config)
     return Result(COMPONENT, "score", summary, items=detail.iter_items,
                   ordered_items=detail.ordered_items, detail=detail,
+                  item_columns=detail.item_columns,
                   inputs=[input_record(data, detail.coverage.get("rows"))])
 
 
