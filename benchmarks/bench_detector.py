@@ -154,7 +154,7 @@ def render(results: dict[str, Any]) -> str:
     modes = results["modes"]
     for split in SPLITS:
         shown: set[str] = set()
-        for mode, res in modes.items():
+        for res in modes.values():
             r = res[split]
             for judge, est in r["judges"].items():
                 if judge in shown:

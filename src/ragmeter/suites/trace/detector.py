@@ -12,11 +12,12 @@ features of :mod:`ragmeter.suites.trace.embed`):
   sentences with p >= ``threshold`` (fitted the same way on sentences), or else the one of
   highest p, are the row's ``unsupported_response_sentence_keys``; a row labelled adherent
   has none, so ``adherence_score`` always equals "no unsupported key".
-- **relevance** / **utilization**: p(document sentence is relevant / utilized).  The row's
-  expected count is ``sum(p)``; the labels are the ``round(sum(p))`` sentences of highest p, so
-  the relevance and utilization computed from the keys equal (up to rounding) the expected
-  share, which is what minimizes RMSE, rather than a thresholded count that would be biased
-  low for a rare class.
+- **relevance** / **utilization**: p(document sentence is relevant / utilized).  A linear
+  model per task (:func:`share_features`: the expected shares ``sum(p) / n`` and the row's
+  sizes, least squares on the training rows) predicts the row's share; the labels are that
+  many sentences of highest p (rounded), so the relevance and utilization computed from the
+  keys equal (up to rounding) the predicted share, which is what RMSE scores, rather than a
+  thresholded count that would be biased low for a rare class.
 
 Fitting (:func:`fit_detector`) is Newton's method on the standardized features (a fixed
 iteration rule, no randomness), and every stored number is rounded to 6 significant digits,
@@ -114,6 +115,20 @@ def _r(x: float) -> float:
     return float(f"{x:.6g}")
 
 
+SHARE_FEATURES = ("intercept", "relevance_sum_p", "utilization_sum_p", "response_sentences",
+                  "log_doc_sentences", "response_words")
+
+
+def share_features(p_relevance: np.ndarray, p_utilization: np.ndarray, n_response: int,
+                   response_tokens: int) -> np.ndarray:
+    """The row-level inputs of the relevance and utilization share models: the expected
+    shares ``sum(p) / n``, and response sentences, log sentence count and response words
+    per document sentence."""
+    n = max(len(p_relevance), 1)
+    return np.array([1.0, float(p_relevance.sum()) / n, float(p_utilization.sum()) / n,
+                     n_response / n, math.log1p(len(p_relevance)), response_tokens / n / 10])
+
+
 @dataclass(frozen=True)
 class Logistic:
     """``p = sigmoid(intercept + sum(weights * (x - mean) / scale))``."""
@@ -176,6 +191,7 @@ class Detector:
     threshold: float
     row_threshold: float
     models: dict[str, Logistic]
+    shares: dict[str, np.ndarray]  # relevance/utilization: SHARE_FEATURES coefficients
     raw: dict[str, Any]
 
     @property
@@ -201,10 +217,14 @@ class Detector:
         x = feature_matrices(rt, vectors if self.needs_vectors else None)
         doc_keys = [s.key for d in rt.documents for s in d]
         cols: dict[str, Any] = {}
+        probs = {t: self.models[t].predict(x[t]) for t in ("relevance", "utilization")}
+        f = share_features(probs["relevance"], probs["utilization"], len(rt.response),
+                           rt.response_tokens)
         for task, column in (("relevance", "all_relevant_sentence_keys"),
                              ("utilization", "all_utilized_sentence_keys")):
-            p = self.models[task].predict(x[task])
-            k = int(math.floor(float(p.sum()) + 0.5))
+            p = probs[task]
+            share = min(1.0, max(0.0, float(f @ self.shares[task])))
+            k = int(math.floor(share * len(p) + 0.5))
             top = sorted(np.argsort(-p, kind="stable")[:k].tolist())
             cols[column] = [doc_keys[i] for i in top]
             cols[f"{task}_probabilities"] = {key: round(float(v), 4)
@@ -272,6 +292,10 @@ def load_detector(path: str | Path | None = None, *, mode: str = "lexical") -> D
     try:
         models = {t: Logistic.from_json(raw["models"][t]) for t in _TASK_NAMES}
         thresholds = float(raw["threshold"]), float(raw["row_threshold"])
+        shares = {t: np.asarray(raw["shares"][t]["weights"], dtype=np.float64)
+                  for t in ("relevance", "utilization")}
+        if any(raw["shares"][t]["features"] != list(SHARE_FEATURES) for t in shares):
+            raise ValueError("share features differ")
     except (KeyError, TypeError, ValueError) as exc:
         raise _bad(where, f"models: {exc!r}") from None
     for task, names in task_features(mode).items():
@@ -281,7 +305,7 @@ def load_detector(path: str | Path | None = None, *, mode: str = "lexical") -> D
             raise ConfigError(f"trace: detector {where}: the {task} model's features differ "
                               "from this ragmeter's; refit it with `ragmeter trace fit`.")
     return Detector(str(raw.get("name", "detector")), str(raw.get("version", "?")), mode,
-                    thresholds[0], thresholds[1], models, raw)
+                    thresholds[0], thresholds[1], models, shares, raw)
 
 
 # ------------------------------------------------------------------------------ fitting
@@ -333,8 +357,8 @@ Matrices = dict[str, tuple[np.ndarray, np.ndarray]]
 
 def _matrices(rows: Sequence[Annotated], mode: str) -> Matrices:
     """Each model's training matrix and labels over ``rows``."""
-    xs: dict[str, list[np.ndarray]] = {t: [] for t in _TASK_NAMES}
-    ys: dict[str, list[float]] = {t: [] for t in _TASK_NAMES}
+    xs: dict[str, list[np.ndarray]] = {t: [] for t in (*_TASK_NAMES, "rows")}
+    ys: dict[str, list[float]] = {t: [] for t in (*_TASK_NAMES, "rows")}
     for a in rows:
         if mode == "embedding" and a.vectors is None:
             raise ConfigError("trace fit: the embedding mode needs every row's embeddings.")
@@ -343,13 +367,19 @@ def _matrices(rows: Sequence[Annotated], mode: str) -> Matrices:
             xs[t].append(x[t])
         ys["support"].extend(1.0 if r.key in a.unsupported else 0.0 for r in a.text.response)
         ys["adherence"].append(0.0 if a.adherent else 1.0)
+        xs["rows"].append(np.array([[sum(len(d) for d in a.text.documents),
+                                     len(a.text.response), a.text.response_tokens]]))
+        ys["rows"].extend((a.relevance, a.utilization))
         for d in a.text.documents:
             for sent in d:
                 ys["relevance"].append(1.0 if sent.key in a.relevant else 0.0)
                 ys["utilization"].append(1.0 if sent.key in a.utilized else 0.0)
     names = task_features(mode)
-    return {t: (np.vstack(xs[t]) if xs[t] else np.zeros((0, len(names[t]))),
-                np.asarray(ys[t])) for t in _TASK_NAMES}
+    out = {t: (np.vstack(xs[t]) if xs[t] else np.zeros((0, len(names[t]))),
+               np.asarray(ys[t])) for t in _TASK_NAMES}
+    out["rows"] = (np.vstack(xs["rows"]) if xs["rows"] else np.zeros((0, 3)),
+                   np.asarray(ys["rows"]).reshape(-1, 2))
+    return out
 
 
 def _stack(groups: Sequence[Matrices], task: str) -> tuple[np.ndarray, np.ndarray]:
@@ -400,7 +430,31 @@ def _fit_models(groups: Sequence[Matrices], mode: str) -> Detector:
     return Detector("fold", "fold", mode,
                     _rate_threshold(models["support"], *_stack(groups, "support")),
                     _rate_threshold(models["adherence"], *_stack(groups, "adherence")),
-                    models, {})
+                    models, _fit_shares(groups, models), {})
+
+
+def _fit_shares(groups: Sequence[Matrices], models: dict[str, Logistic]) -> dict[str, Any]:
+    """Least-squares coefficients of each row's relevance and utilization share on
+    :func:`share_features` (a ridge of 1e-6 keeps the solve defined), rounded as stored."""
+    feats: list[np.ndarray] = []
+    targets: list[np.ndarray] = []
+    for g in groups:
+        p_rel = models["relevance"].predict(g["relevance"][0])
+        p_util = models["utilization"].predict(g["utilization"][0])
+        start = 0
+        for (n, n_resp, tokens), y in zip(g["rows"][0].astype(int).tolist(), g["rows"][1],
+                                          strict=True):
+            feats.append(share_features(p_rel[start:start + n], p_util[start:start + n],
+                                        n_resp, tokens))
+            targets.append(y)
+            start += n
+    f = np.vstack(feats)
+    y = np.vstack(targets)
+    out = {}
+    for j, task in enumerate(("relevance", "utilization")):
+        w = np.linalg.solve(f.T @ f + 1e-6 * np.eye(f.shape[1]), f.T @ y[:, j])
+        out[task] = np.array([_r(v) for v in w])
+    return out
 
 
 def fit_rows(rows: Sequence[Annotated], name: str = "fitted",
@@ -488,6 +542,9 @@ def fit_detector(splits: dict[str, tuple[Sequence[Annotated], dict[str, Any]]], 
         "l2_rule": "adherence model: chosen from " + ", ".join(f"{v:g}" for v in ROW_L2_GRID)
                    + " by leave-one-split-out AUROC on the training splits; others fixed",
         "models": {t: det.models[t].to_json() for t in _TASK_NAMES},
+        "shares": {t: {"features": list(SHARE_FEATURES),
+                       "weights": [float(v) for v in det.shares[t]]}
+                   for t in ("relevance", "utilization")},
         "provenance": {
             "training": [{"split": s, **splits[s][1]} for s in names],
             "dataset": RAGBENCH_ATTRIBUTION,

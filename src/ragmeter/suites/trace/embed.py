@@ -91,10 +91,10 @@ class EmbeddingCache:
             vecs = np.asarray(self.embedder.queries(batch), dtype=np.float32).reshape(
                 len(batch), -1)
             norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-            vecs = vecs / np.where(norms > 0, norms, 1.0)
+            unit = (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
             self.embedded += len(batch)
             rows = []
-            for t, v in zip(batch, vecs, strict=True):
+            for t, v in zip(batch, unit, strict=True):
                 out[t] = self._memory[keys[t]] = v
                 rows.append((keys[t], self.model, int(v.shape[0]), v.tobytes()))
             if self.store is not None:
