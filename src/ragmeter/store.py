@@ -249,31 +249,26 @@ class Store:
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Response]:
         """Stored responses for many keys at once (missing keys are absent)."""
+        return {key: Response.from_dict(json.loads(raw)) for key, raw in
+                self._select_in("SELECT key, response_json FROM calls", keys)}
+
+    def _select_in(self, select: str, keys: Iterable[str]) -> list[tuple[str, Any]]:
+        """``(key, value)`` rows of ``select ... WHERE key IN (keys)``, 500 keys a query."""
         wanted = list(dict.fromkeys(keys))
-        found: dict[str, Response] = {}
+        rows: list[tuple[str, Any]] = []
         with self._lock:
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start:start + 500]
                 marks = ",".join("?" * len(chunk))
-                for key, raw in self._db.execute(
-                        f"SELECT key, response_json FROM calls WHERE key IN ({marks})", chunk):
-                    found[key] = Response.from_dict(json.loads(raw))
-        return found
+                rows.extend(self._db.execute(f"{select} WHERE key IN ({marks})", chunk))
+        return rows
 
     # -------------------------------------------------------------- vectors
 
     def get_vectors(self, keys: Iterable[str]) -> dict[str, bytes]:
         """Stored embedding vectors (raw float32 bytes) for many keys (missing keys absent)."""
-        wanted = list(dict.fromkeys(keys))
-        found: dict[str, bytes] = {}
-        with self._lock:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start:start + 500]
-                marks = ",".join("?" * len(chunk))
-                for key, blob in self._db.execute(
-                        f"SELECT key, vector FROM vectors WHERE key IN ({marks})", chunk):
-                    found[key] = bytes(blob)
-        return found
+        return {key: bytes(blob) for key, blob in
+                self._select_in("SELECT key, vector FROM vectors", keys)}
 
     def put_vectors(self, rows: Iterable[tuple[str, str, int, bytes]]) -> None:
         """Store ``(key, model, dim, float32 bytes)`` embeddings in one transaction."""

@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 
 from ragmeter.store import Store
-from ragmeter.suites.trace.data import LabelRow, SourceRow
+from ragmeter.suites.trace.data import SourceRow
 from ragmeter.suites.trace.detector import (
     EMBEDDING_DETECTOR,
-    annotate,
     detector_json,
     fit_detector,
     load_detector,
@@ -25,6 +24,7 @@ from ragmeter.suites.trace.embed import BATCH, EmbeddingCache
 from ragmeter.suites.trace.features import words
 from ragmeter.suites.trace.label import LabelConfig, detector_rows
 from tests.conftest import shared
+from tests.suites.trace.test_trace_detector import _canned_split
 
 SHIPPED_E5 = Path(__file__).resolve().parents[3] / "src" / "ragmeter" / "data" / "detector" \
     / EMBEDDING_DETECTOR
@@ -73,26 +73,10 @@ def test_second_run_embeds_nothing_and_vectors_come_back_equal(tmp_path):
     assert other.texts == 3
 
 
-def _split(seed: int, n: int = 12):
-    rows = []
-    for i in range(n):
-        docs = ((("0a", f"Team {seed}{i} plays at arena {i}."), ("0b", "Weather is mild.")),)
-        if i % 2:
-            resp, unsup = (("a", f"Team {seed}{i} plays at arena {i}."),), ()
-        else:
-            resp, unsup = (("a", f"Quasar {i} sold {seed * 7 + i} lamps."),), ("a",)
-        src = SourceRow(f"r{i}", i + 1, f"Where does team {seed}{i} play?", (), "", docs, resp)
-        lab = LabelRow(f"r{i}", i + 1, 2, ("0a",), ("0a",) if i % 2 else (), unsup)
-        a = annotate(src, lab)
-        assert a is not None
-        rows.append(a)
-    return rows
-
-
 def test_embedding_mode_fits_byte_for_byte_and_labels(tmp_path):
     emb = CountingEmbedder()
     cache = EmbeddingCache(emb)
-    splits = {name: (with_vectors(_split(k), cache), {"file": f"{name}.jsonl", "rows": 12})
+    splits = {name: (with_vectors(_canned_split(k), cache), {"file": f"{name}.jsonl", "rows": 12})
               for k, name in enumerate(("one", "two", "three"))}
     first = detector_json(fit_detector(splits, mode="embedding", embedder=emb.name))
     second = detector_json(fit_detector(splits, mode="embedding", embedder=emb.name))

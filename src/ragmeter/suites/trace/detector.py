@@ -526,7 +526,8 @@ def fit_detector(splits: dict[str, tuple[Sequence[Annotated], dict[str, Any]]], 
     if leave_one_out and len(names) > 1:
         for held in names:
             fold = fitted([mats[s] for s in names if s != held and len(splits[s][0])])
-            loso[held] = held_out_scores(fold, splits[held][0])
+            loso[held] = {**held_out_scores(fold, splits[held][0]),
+                          "adherence_l2": fold.models["adherence"].l2}
     content: dict[str, Any] = {
         "format": FORMAT,
         "name": name,

@@ -30,6 +30,7 @@ refused rather than misread.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -104,10 +105,19 @@ class _Sent:
     n_words: int
 
 
-def _sent(key: str, text: str) -> _Sent:
+@functools.lru_cache(maxsize=1 << 16)
+def _tokenized(text: str) -> tuple[tuple[str, ...], frozenset[str], frozenset[tuple[str, str]],
+                                   frozenset[str]]:
+    """Tokens, word set, bigram set and numbers of a text (cached: rows of one corpus
+    share their documents, so most document sentences are tokenized once per process)."""
     toks = words(text)
-    return _Sent(key, frozenset(toks), frozenset(_bigrams(toks)),
-                 frozenset(_NUMBER.findall(text)), len(toks))
+    return (tuple(toks), frozenset(toks), frozenset(_bigrams(toks)),
+            frozenset(_NUMBER.findall(text)))
+
+
+def _sent(key: str, text: str) -> _Sent:
+    toks, ws, bi, nums = _tokenized(text)
+    return _Sent(key, ws, bi, nums, len(toks))
 
 
 @dataclass(frozen=True)
@@ -142,7 +152,7 @@ def row_text(question: str, documents_sentences: Sequence[Sequence[tuple[str, st
     resp = tuple(_sent(k, t) for k, t in response_sentences)
     hits = np.array([[len(r.words & s.words) for s in flat] for r in resp],
                     dtype=np.float64).reshape(len(resp), len(flat))
-    toks = [w for _, t in response_sentences for w in words(t)]
+    toks = [w for _, t in response_sentences for w in _tokenized(t)[0]]
     return RowText(_sent("q", question), docs, resp,
                    tuple(t for _, t in response_sentences),
                    frozenset(dw), frozenset(db), frozenset(dn), lower, hits,
