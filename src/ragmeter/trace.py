@@ -225,7 +225,8 @@ def run(data: Any, *, strategy: str = "auto", detector: str | None = None,
     checked = validate(data, pred=rows, judge_name=name, pred_rows_only=True,
                        resamples=resamples, seed=seed, fields=fields)
     summary = {**checked.summary, "label": {k: labelled.summary[k] for k in (
-        "strategy", "judge", "seconds", "rows_per_s", "coverage")}}
+        "strategy", "judge", "seconds", "rows_per_s", "coverage", "embedded_texts")
+        if k in labelled.summary}}
     return Result(COMPONENT, "run", summary, items=rows, detail=checked.detail,
                   inputs=labelled.inputs, backends=labelled.backends,
                   models=labelled.models, judges=labelled.judges, alarms=labelled.alarms)

