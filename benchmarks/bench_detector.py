@@ -153,15 +153,14 @@ def render(results: dict[str, Any]) -> str:
              "utilization RMSE ↓ |", "|---|---|---|---|---|"]
     modes = results["modes"]
     for split in SPLITS:
-        shown: set[str] = set()
+        judges: dict[str, Any] = {}
         for res in modes.values():
-            r = res[split]
-            for judge, est in r["judges"].items():
-                if judge in shown:
-                    continue
-                shown.add(judge)
-                lines.append(f"| {split} ({r['rows']} rows) | {judge} | "
-                             + " | ".join(_cell(est.get(s)) for s in STATS) + " |")
+            judges.update(res[split]["judges"])
+        rows = next(iter(modes.values()))[split]["rows"]
+        # ours first (one line per mode), then the released judges and the constant
+        for judge in sorted(judges, key=lambda j: (not j.startswith("ragmeter"), j)):
+            lines.append(f"| {split} ({rows} rows) | {judge} | "
+                         + " | ".join(_cell(judges[judge].get(s)) for s in STATS) + " |")
     lines.append("")
     for mode, res in modes.items():
         lines.append(f"Labelling speed, {mode} mode"
