@@ -93,7 +93,8 @@ def _score_groups(data: Any, by: str, config: Any) -> dict[str, Any]:
 
 def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any = None,
           replay: bool = False, dry_run: bool = False, progress: bool | None = None,
-          fields: Mapping[str, str] | Iterable[str] | None = None, repeats: int = 1) -> Result:
+          fields: Mapping[str, str] | Iterable[str] | None = None, repeats: int = 1,
+          by: str | None = None, on_progress: Any = None) -> Result:
     """Add LBRAG's 0–1 ``semantic_score`` to each answer with a judge model.
 
     ``scoring``: ``generate`` (the judge writes ``{"score", "explanation"}``, LBRAG's way),
@@ -103,13 +104,18 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
     The result's ``items`` are the input rows with the semantic columns added: feed them to
     :func:`score`.  ``repeats``: judge every answer N times (distinct samples); the score is
     the mean over the scored repeats and ``summary["stability"]`` holds the flip rate, the
-    per-item agreement and Fleiss' κ over the verdicts rounded to 0.1.
+    per-item agreement and Fleiss' κ over the verdicts rounded to 0.1.  ``by``: the mean
+    semantic score (bootstrap 95% CI), coverage, stability and spend per group of rows
+    sharing this field (``lang`` = ``sample_lang``, ``system``, any column).
+    ``summary["spend"]``: tokens and money of the judge's calls (``semantic_usage`` per row).
     """
     from dataclasses import replace
 
     from ragmeter.io import as_text, iter_rows, require
     from ragmeter.judging import check_degenerate, judge_card
+    from ragmeter.repeats import check_repeats, repeat_requests
     from ragmeter.runner import estimate_requests, run_requests
+    from ragmeter.spend import add_usage, spend, usage_of
     from ragmeter.suites.rubric.judge import (
         Answer,
         SemanticPrompt,
@@ -133,7 +139,8 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
             extra={"sample_lang": str(row.data.get("sample_lang", ""))}))
     backend_obj, the_store, config = model_context(backend, store, replay=replay,
                                                    progress=progress,
-                                                   description="semantic judge")
+                                                   description="semantic judge",
+                                                   on_progress=on_progress)
     mode = scoring if scoring != "auto" else ("choices" if backend_obj.name == "local"
                                               else "generate")
     if mode not in ("choices", "generate"):
@@ -141,18 +148,12 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
 
         raise ConfigError(f"multilingual: scoring={scoring!r}; expected auto, choices or "
                           "generate.")
-    if repeats < 1:
-        from ragmeter.errors import ConfigError
-
-        raise ConfigError(f"multilingual: repeats={repeats}; expected 1 or more.")
+    check_repeats(repeats, COMPONENT)
     prompt = SemanticPrompt.default()
-    base = semantic_requests(answers, prompt, mode)  # type: ignore[arg-type]
     # Repeats are distinct samples: their own cache keys, and a per-repeat seed for servers
-    # that honour it (as rubric judge does).
-    requests = base if repeats == 1 else [
-        replace(r, id=f"{r.id}#{k}", repeat=k,
-                params={**r.params, "seed": k} if r.choices is None else r.params)
-        for k in range(repeats) for r in base]
+    # that honour it (ragmeter.repeats, shared by every judged verb).
+    requests = repeat_requests(semantic_requests(answers, prompt, mode),  # type: ignore[arg-type]
+                               repeats)
     if dry_run:
         return dry_run_result(COMPONENT, "judge", estimate_requests(requests, backend_obj,
                                                                     the_store, config))
@@ -165,10 +166,14 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
                 for o in outcomes if o.request.repeat == k] if repeats > 1 else outcomes
         per_repeat.append(semantic_rows(answers, mine, mode, prompt, model))  # type: ignore[arg-type]
     sem = per_repeat[0] if repeats == 1 else _mean_over_repeats(per_repeat)
+    calls: dict[str, list[Any]] = {}
+    for o in outcomes:
+        calls.setdefault(o.request.id.rsplit("#", 1)[0], []).append(o)
     merged = []
-    for row, s in zip(raw_rows, sem, strict=True):
+    for i, (row, s) in enumerate(zip(raw_rows, sem, strict=True)):
         out = dict(row.data)
         out.update({k: v for k, v in s.items() if k not in ("id", "sample_lang")})
+        out["semantic_usage"] = usage_of(calls.get(answers[i].id, []))
         merged.append(out)
     reasons: dict[str, int] = {}
     for s in sem:
@@ -193,10 +198,55 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
                              else round(float(rows[i]["semantic_score"]), 1)
                              for rows in per_repeat] for i in range(len(answers))}
         summary["stability"] = repeat_agreement(verdicts, repeats)
+        for k, out_row in enumerate(merged):
+            out_row["_verdicts"] = verdicts[str(k)]
+    prices = (config.price_prompt_per_mtok, config.price_completion_per_mtok)
+    summary["spend"] = spend(add_usage(r["semantic_usage"] for r in merged), *prices)
+    if by:
+        summary["groups"] = _judge_groups(merged, by, repeats, prices)
+    for out_row in merged:
+        out_row.pop("_verdicts", None)
     return Result(COMPONENT, "judge", summary, items=merged,
                   inputs=[input_record(data, len(raw_rows))], backends=[identity],
                   models=[model], prompt_versions={"semantic": prompt.version},
                   judges=[judge_card(judge_name)], alarms=[alarm] if alarm else [], engine=config.engine_name)
+
+
+def _judge_groups(rows: list[dict[str, Any]], by: str, repeats: int,
+                  prices: tuple[Any, Any]) -> dict[str, Any]:
+    """``multilingual judge --by``: mean semantic score with a bootstrap 95% CI, coverage,
+    stability (with repeats) and spend per group (:mod:`ragmeter.grouping`)."""
+    from ragmeter.grouping import FieldLookup, grouped
+    from ragmeter.metrics import stats
+    from ragmeter.metrics.stability import repeat_agreement
+
+    field = "sample_lang" if by == "lang" else by
+
+    def summarize(part: list[dict[str, Any]]) -> dict[str, Any]:
+        values = [float(r["semantic_score"]) for r in part if r["semantic_score"] is not None]
+        ci = stats.bootstrap_ci(values) if values else None
+        out: dict[str, Any] = {
+            "metrics": {"semantic_score": stats.mean(values), "n": len(values)},
+            "ci95": {"semantic_score": list(ci) if ci else None},
+            "coverage": {"rows": len(part), "scored": len(values),
+                         "unscored": len(part) - len(values),
+                         "reasons": _reasons(part)}}
+        if repeats > 1:
+            out["stability"] = repeat_agreement(
+                {str(k): r["_verdicts"] for k, r in enumerate(part)}, repeats)
+        return out
+
+    return grouped(by, rows, FieldLookup(field, COMPONENT), summarize, price_in=prices[0],
+                   price_out=prices[1], usage_of=lambda r: r.get("semantic_usage"))
+
+
+def _reasons(rows: list[dict[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in rows:
+        if r["semantic_score"] is None:
+            key = str(r.get("semantic_reason") or "unscored")
+            out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
 
 
 def _mean_over_repeats(per_repeat: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -225,6 +225,11 @@ class Store:
                     continue
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
+                    # another process may have applied it between our read and our lock
+                    if self._db.execute("SELECT 1 FROM schema_migrations WHERE version = ?",
+                                        (version,)).fetchone():
+                        self._db.execute("COMMIT")
+                        continue
                     apply(self._db)
                     self._db.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)",
                                      (version, name, _now()))

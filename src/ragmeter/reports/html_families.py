@@ -51,6 +51,12 @@ def multilingual(doc: Mapping[str, Any]) -> Markup:
     """LBRAG's systems table (metrics.json keys as columns) with CIs, paired tests, plots."""
     from ragmeter.reports.plots import bars_png
 
+    if doc.get("verb") == "judge" and "metrics" not in doc:
+        # `multilingual judge` adds semantic scores to the answers (its items); the LBRAG table
+        # comes from `multilingual score` over them.
+        return Markup(note("Semantic scores added to the answers (see the items); score them "
+                           "with ragmeter multilingual score for LBRAG's table.")
+                      + generic(doc))
     metrics: Mapping[str, Mapping[str, Any]] = doc["metrics"]
     ci: Mapping[str, Mapping[str, Any]] = doc.get("ci95") or {}
     baseline = doc.get("baseline")
