@@ -227,6 +227,8 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
         summary["stability"] = repeat_agreement(verdicts, repeats)
         for k, out_row in enumerate(merged):
             out_row["_verdicts"] = verdicts[str(k)]
+    headline = _judge_block(merged, 1)
+    summary["metrics"], summary["ci95"] = headline["metrics"], headline["ci95"]
     prices = (config.price_prompt_per_mtok, config.price_completion_per_mtok)
     summary["spend"] = spend(add_usage(r["semantic_usage"] for r in merged), *prices)
     if by:
@@ -244,27 +246,31 @@ def _judge_groups(rows: list[dict[str, Any]], by: str, repeats: int,
     """``multilingual judge --by``: mean semantic score with a bootstrap 95% CI, coverage,
     stability (with repeats) and spend per group (:mod:`ragmeter.grouping`)."""
     from ragmeter.grouping import FieldLookup, grouped
+
+    field = "sample_lang" if by == "lang" else by
+    return grouped(by, rows, FieldLookup(field, COMPONENT),
+                   lambda part: _judge_block(part, repeats), price_in=prices[0],
+                   price_out=prices[1], usage_of=lambda r: r.get("semantic_usage"))
+
+
+def _judge_block(part: list[dict[str, Any]], repeats: int) -> dict[str, Any]:
+    """Mean semantic score with a bootstrap 95% CI and coverage (and stability with repeats)
+    of some judged rows: the whole run's headline and each ``--by`` group's."""
     from ragmeter.metrics import stats
     from ragmeter.metrics.stability import repeat_agreement
 
-    field = "sample_lang" if by == "lang" else by
-
-    def summarize(part: list[dict[str, Any]]) -> dict[str, Any]:
-        values = [float(r["semantic_score"]) for r in part if r["semantic_score"] is not None]
-        ci = stats.bootstrap_ci(values) if values else None
-        out: dict[str, Any] = {
-            "metrics": {"semantic_score": stats.mean(values), "n": len(values)},
-            "ci95": {"semantic_score": list(ci) if ci else None},
-            "coverage": {"rows": len(part), "scored": len(values),
-                         "unscored": len(part) - len(values),
-                         "reasons": _reasons(part)}}
-        if repeats > 1:
-            out["stability"] = repeat_agreement(
-                {str(k): r["_verdicts"] for k, r in enumerate(part)}, repeats)
-        return out
-
-    return grouped(by, rows, FieldLookup(field, COMPONENT), summarize, price_in=prices[0],
-                   price_out=prices[1], usage_of=lambda r: r.get("semantic_usage"))
+    values = [float(r["semantic_score"]) for r in part if r["semantic_score"] is not None]
+    ci = stats.bootstrap_ci(values) if values else None
+    out: dict[str, Any] = {
+        "metrics": {"semantic_score": stats.mean(values), "n": len(values)},
+        "ci95": {"semantic_score": list(ci) if ci else None},
+        "coverage": {"rows": len(part), "scored": len(values),
+                     "unscored": len(part) - len(values),
+                     "reasons": _reasons(part)}}
+    if repeats > 1:
+        out["stability"] = repeat_agreement(
+            {str(k): r["_verdicts"] for k, r in enumerate(part)}, repeats)
+    return out
 
 
 def _reasons(rows: list[dict[str, Any]]) -> dict[str, int]:

@@ -53,6 +53,11 @@ def judge(path: str, out: str, scoring: str, repeats: int, by: str | None,
     cov = result.coverage
     click.echo(f"semantic score ({result.summary['method']}, judge {result.summary['judge']}, "
                f"prompt {result.summary['prompt_version']}): {cov['scored']}/{n} rows scored")
+    mean, ci = result.summary["metrics"]["semantic_score"], result.summary["ci95"]["semantic_score"]
+    if mean is not None:
+        interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+        click.echo(f"mean semantic score {mean:.3f}{interval} (bootstrap 95% CI, "
+                   f"n={result.summary['metrics']['n']}; unscored rows left out)")
     if cov["reasons"]:
         click.echo("unscored: " + ", ".join(f"{k} {v}" for k, v in
                                              sorted(cov["reasons"].items())))

@@ -88,6 +88,9 @@ def _rgb(doc: Mapping[str, Any]) -> list[Headline]:
 def _multilingual(doc: Mapping[str, Any]) -> list[Headline]:
     metrics = doc.get("metrics") or {}
     ci = doc.get("ci95") or {}
+    if doc.get("verb") == "judge":  # one judged mean over every row
+        return [Headline("semantic score", _num(metrics.get("semantic_score")),
+                         _ci(ci.get("semantic_score")))]
     return [Headline(f"{system} F1", _num(m.get("f1")), _ci((ci.get(system) or {}).get("f1")))
             for system, m in metrics.items() if isinstance(m, Mapping)]
 
