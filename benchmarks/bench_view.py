@@ -9,9 +9,13 @@ result documents) into a fresh ``RAGMETER_HOME``, then starts ``python -m ragmet
 * usable: the first ``GET /`` answered 200 with the run list (the whole list read through
   ``ragmeter.results.list_runs``), and then a second ``GET /`` (served from the list kept in
   memory) and ``GET /runs/<newest>`` twice (the first renders the report's plots, the second is
-  served from the rendered pages kept in memory).
+  served from the rendered pages kept in memory), and ``GET /launch`` (the rgb run form).
 
-    python benchmarks/bench_view.py [--runs 1000] [--rounds 3]
+``--compare SRC`` runs every round twice, interleaved (alternating which goes first), once
+with this checkout's ``src`` and once with SRC (e.g. another worktree's ``src``) on
+``PYTHONPATH``, and prints the ratios, so both sides are timed under the same load.
+
+    python benchmarks/bench_view.py [--runs 1000] [--rounds 3] [--compare ../main/src]
 """
 
 from __future__ import annotations
@@ -61,8 +65,10 @@ def _get(url: str) -> tuple[int, int]:
         return resp.status, len(resp.read())
 
 
-def _round(home: Path) -> dict[str, float]:
+def _round(home: Path, src: str | None = None) -> dict[str, float]:
     env = {**os.environ, "RAGMETER_HOME": str(home)}
+    if src is not None:
+        env["PYTHONPATH"] = src
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "ragmeter", "view", "--port", "0"], env=env,
                             stderr=subprocess.PIPE, text=True)
@@ -90,17 +96,23 @@ def _round(home: Path) -> dict[str, float]:
         t = time.perf_counter()
         _get(f"{url}/runs/{newest}")
         run_page_again = time.perf_counter() - t
+        t = time.perf_counter()
+        status, _ = _get(f"{url}/launch")
+        assert status == 200
+        launch_form = time.perf_counter() - t
     finally:
         proc.terminate()
         proc.wait(10)
     return {"ready_s": ready, "usable_s": usable, "list_again_s": again, "run_page_s": run_page,
-            "run_again_s": run_page_again}
+            "run_again_s": run_page_again, "launch_form_s": launch_form}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--compare", default=None, metavar="SRC",
+                        help="another src folder to time interleaved with this checkout's")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="ragmeter-view-bench-"))
     os.environ["RAGMETER_HOME"] = str(home)
@@ -108,12 +120,26 @@ def main() -> int:
     _write_records(home, args.runs)
     size = sum(p.stat().st_size for p in (home / "runs").iterdir())
     print(f"wrote {args.runs} run records ({size / 1e6:.1f} MB) in "
-          f"{time.perf_counter() - t:.1f} s")
-    rounds = [_round(home) for _ in range(args.rounds)]
-    for key in rounds[0]:
-        values = [r[key] for r in rounds]
-        print(f"{key:>13}: median {statistics.median(values):.2f} s  "
-              f"(rounds: {', '.join(f'{v:.2f}' for v in values)})")
+          f"{time.perf_counter() - t:.1f} s; load average {os.getloadavg()[0]:.2f}")
+    ours = str(Path(__file__).resolve().parents[1] / "src")
+    sides = {"this": ours} if args.compare is None else {"this": ours, "other": args.compare}
+    rounds: dict[str, list[dict[str, float]]] = {k: [] for k in sides}
+    for k in range(args.rounds):
+        order = list(sides) if k % 2 == 0 else list(reversed(list(sides)))
+        for side in order:
+            rounds[side].append(_round(home, sides[side]))
+    for side, done in rounds.items():
+        print(f"{side} ({sides[side]}):")
+        for key in done[0]:
+            values = [r[key] for r in done]
+            print(f"  {key:>13}: median {statistics.median(values):.2f} s  "
+                  f"(rounds: {', '.join(f'{v:.2f}' for v in values)})")
+    if args.compare is not None:
+        for key in rounds["this"][0]:
+            ratios = [a[key] / b[key] for a, b in zip(rounds["this"], rounds["other"],
+                                                      strict=True) if b[key] > 0]
+            print(f"ratio this/other {key:>13}: median {statistics.median(ratios):.2f}")
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
     return 0
 
 

@@ -99,6 +99,26 @@ def test_timeout_becomes_reason_timeout():
     assert (out[0].status, out[0].reason, backend.calls["q0"]) == ("unscored", "timeout", 2)
 
 
+def test_an_in_process_backend_is_not_timed_out(tmp_path):
+    """The local model cannot be interrupted: a timed-out attempt would go on computing, its
+    answer dropped unstored, and the retry would queue the same work again.  Its slow call is
+    waited for, made once and stored."""
+    backend = FakeBackend(delay=0.2)
+    backend.in_process = True  # type: ignore[attr-defined]
+    store = Store(tmp_path / "s.sqlite")
+    out = run_requests(reqs(1), backend, store,
+                       RunnerConfig(timeout_s=0.02, max_retries=1, **FAST))
+    assert (out[0].status, backend.calls["q0"]) == ("ok", 1)
+    again = run_requests(reqs(1), backend, store, RunnerConfig(timeout_s=0.02, **FAST))
+    assert again[0].cached and backend.calls["q0"] == 1
+
+
+def test_the_local_backend_is_in_process() -> None:
+    from ragmeter.llm.local import LocalBackend
+
+    assert LocalBackend.in_process is True
+
+
 def test_retry_after_is_honoured():
     backend = FakeBackend({"q0": [err("http_429", retry_after=0.2)]})
     run_requests(reqs(1), backend, None, RunnerConfig(**FAST))

@@ -99,3 +99,24 @@ def test_unopenable_path_is_a_user_error(tmp_path):
     bad.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(UserError, match="cannot open"):
         Store(bad)
+
+
+def test_many_processes_create_one_new_store_at_once(tmp_path):
+    """Eight real processes open the same not-yet-existing store at the same instant: each one
+    reads the applied migrations, then takes the write lock; one that finds a migration already
+    applied by another must skip it (before, it failed with "table calls already exists")."""
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "new.sqlite"
+    start = time.time() + 1.5
+    code = ("import sys, time; from ragmeter.store import Store\n"
+            "time.sleep(max(0.0, float(sys.argv[2]) - time.time()))\n"
+            "print(Store(sys.argv[1]).schema_version())")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(path), repr(start)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(8)]
+    results = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, [err[-300:] for _, err in results]
+    assert {out.strip() for out, _ in results} == {str(max(v for v, _, _ in MIGRATIONS))}

@@ -40,6 +40,8 @@ _LAZY = {
     "Result": "ragmeter.result:Result",
     "generate": "ragmeter.generation:generate",
     "agenerate": "ragmeter.generation:agenerate",
+    "demo": "ragmeter.demonstration:demo",
+    "ademo": "ragmeter.demonstration:ademo",
 }
 
 __all__ = [
@@ -53,8 +55,10 @@ __all__ = [
     "UnknownNameError",
     "UserError",
     "Result",
+    "ademo",
     "agenerate",
     "backends",
+    "demo",
     "generate",
     "judging",
     "multilingual",

@@ -127,7 +127,8 @@ def read_requests(data: Any) -> list[Request]:
 
 
 def generate(data: Any, *, backend: Any = None, store: Any = None, replay: bool = False,
-             dry_run: bool = False, progress: bool | None = None) -> Any:
+             dry_run: bool = False, progress: bool | None = None,
+             on_progress: Any = None) -> Any:
     """Send every request to ``backend`` (default: the offline local model) through the
     runner and the store; a :class:`~ragmeter.result.Result` whose items are the response rows
     in input order (failed calls: ``status`` "unscored" with a ``reason``).
@@ -141,7 +142,8 @@ def generate(data: Any, *, backend: Any = None, store: Any = None, replay: bool 
 
     requests = read_requests(data)
     backend_obj, the_store, config = model_context(backend, store, replay=replay,
-                                                   progress=progress, description="generate")
+                                                   progress=progress, description="generate",
+                                                   on_progress=on_progress)
     if dry_run:
         return dry_run_result(COMPONENT, "generate",
                               estimate_requests(requests, backend_obj, the_store, config))
@@ -153,6 +155,11 @@ def generate(data: Any, *, backend: Any = None, store: Any = None, replay: bool 
                "coverage": {"rows": len(rows), "scored": ok, "unscored": len(rows) - ok,
                             "reasons": dict(stats.reasons)},
                "stats": stats.to_dict()}
+    from ragmeter.spend import spend, usage_of
+
+    # the same spend block as every judged verb: cached responses at their original cost
+    summary["spend"] = spend(usage_of(outcomes), config.price_prompt_per_mtok,
+                             config.price_completion_per_mtok)
     identity = backend_obj.identity()
     return Result(COMPONENT, "generate", summary, items=rows,
                   inputs=[input_record(data, len(rows))], backends=[identity],

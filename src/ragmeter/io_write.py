@@ -22,6 +22,19 @@ def _default_file_mode() -> int:
     return 0o666 & ~umask
 
 
+def _temp_file(path: Path) -> tuple[int, str]:
+    """A new, empty ``.<name>.<random>.tmp`` beside ``path``, opened for writing (0600, as
+    ``tempfile.mkstemp``; not imported: it costs a small command more than its writing)."""
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                           0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")  # pragma: no cover
+
+
 def _atomic_write(path: Path, write: Any, *, binary: bool = False,
                   private: bool = False) -> None:
     """Write through a temporary file in the same folder, then rename it over ``path``: a
@@ -34,9 +47,7 @@ def _atomic_write(path: Path, write: Any, *, binary: bool = False,
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700 if private else 0o777)
-        import tempfile
-
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = _temp_file(path)
     except OSError as exc:
         raise _write_error(path, exc) from None
     try:

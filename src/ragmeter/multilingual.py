@@ -29,7 +29,9 @@ COMPONENT = "multilingual"
 def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: bool = False,
           rlc_lid: bool = False, resamples: int = 1000, seed: int = 12345,
           fields: Mapping[str, str] | Iterable[str] | None = None,
-          keep_text: bool = True, normalize: str = "lbrag", by: str | None = None) -> Result:
+          keep_text: bool = True, normalize: str = "lbrag", by: str | None = None,
+          engine: str = "local", ray_address: str | None = None, ray_workers: int = 2
+          ) -> Result:
     """EM, F1, RLC, RLC_OK, cost, CNBE and semantic score per system, exactly as LBRAG.
 
     ``baseline``: the system CNBE and paired tests compare against (default ``direct``, skipped
@@ -42,10 +44,14 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
     ``gold_answer`` may be a list: EM and F1 are then the max over the golds (SQuAD's rule).
     ``by``: also score each group of rows sharing this field's value (``sample_lang``, or any
     column such as ``dataset``), with the same settings: ``summary["groups"]``.
+    ``engine="ray"``: ``data`` is a Parquet file, a folder of them or a glob; the per-row work
+    runs on Ray (``ray_address``: a cluster, else Ray on this machine; ``ray_workers``
+    workers) and the numbers equal one process on the files concatenated in sorted order
+    (docs/scale.md); the signature says ``engine:ray``.
     """
-    if normalize not in ("lbrag", "squad"):
-        from ragmeter.errors import ConfigError
+    from ragmeter.errors import ConfigError
 
+    if normalize not in ("lbrag", "squad"):
         raise ConfigError(f"multilingual: normalize={normalize!r}; expected lbrag or squad.")
     from ragmeter.io import is_path, iter_rows
     from ragmeter.suites.multilingual import MultilingualConfig, score_file, score_rows
@@ -54,7 +60,27 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
         keep_text=keep_text, baseline=baseline or "direct", baseline_required=baseline is not None,
         ci=ci, paired=paired, rlc_lid=rlc_lid, n_resamples=resamples, seed=seed,
         field_map=field_map(fields, COMPONENT), normalize=normalize)
+    if engine not in ("local", "ray"):
+        raise ConfigError(f"multilingual: engine={engine!r}; expected local or ray.")
+    if engine == "ray":
+        if by or not is_path(data):
+            raise ConfigError("multilingual: engine='ray' scores Parquet files (a file, folder "
+                              "or glob), without --by.")
+        from ragmeter.suites.multilingual.distributed import parquet_files, score_parquet_on_ray
+
+        detail = score_parquet_on_ray(data, config, address=ray_address, workers=ray_workers)
+        detail.signature = f"{detail.signature}|engine:ray"  # the console shows it too
+        return Result(COMPONENT, "score", detail.to_json(), items=detail.iter_items,
+                      ordered_items=detail.ordered_items, detail=detail,
+                      item_columns=detail.item_columns, engine="ray",
+                      inputs=[input_record(f) for f in parquet_files(data)])
     if is_path(data):
+        from pathlib import Path
+
+        if Path(data).is_dir():
+            raise ConfigError(f"multilingual: {data} is a folder; one process scores one file. "
+                              "Fix: name a file, or score a folder of Parquet files with "
+                              "--engine ray (engine='ray').")
         detail = score_file(data, config)
     else:
         from ragmeter.io import source_label
@@ -66,6 +92,7 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
         summary["groups"] = _score_groups(data, by, config)
     return Result(COMPONENT, "score", summary, items=detail.iter_items,
                   ordered_items=detail.ordered_items, detail=detail,
+                  item_columns=detail.item_columns,
                   inputs=[input_record(data, detail.coverage.get("rows"))])
 
 
@@ -93,7 +120,8 @@ def _score_groups(data: Any, by: str, config: Any) -> dict[str, Any]:
 
 def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any = None,
           replay: bool = False, dry_run: bool = False, progress: bool | None = None,
-          fields: Mapping[str, str] | Iterable[str] | None = None, repeats: int = 1) -> Result:
+          fields: Mapping[str, str] | Iterable[str] | None = None, repeats: int = 1,
+          by: str | None = None, on_progress: Any = None) -> Result:
     """Add LBRAG's 0–1 ``semantic_score`` to each answer with a judge model.
 
     ``scoring``: ``generate`` (the judge writes ``{"score", "explanation"}``, LBRAG's way),
@@ -103,13 +131,18 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
     The result's ``items`` are the input rows with the semantic columns added: feed them to
     :func:`score`.  ``repeats``: judge every answer N times (distinct samples); the score is
     the mean over the scored repeats and ``summary["stability"]`` holds the flip rate, the
-    per-item agreement and Fleiss' κ over the verdicts rounded to 0.1.
+    per-item agreement and Fleiss' κ over the verdicts rounded to 0.1.  ``by``: the mean
+    semantic score (bootstrap 95% CI), coverage, stability and spend per group of rows
+    sharing this field (``lang`` = ``sample_lang``, ``system``, any column).
+    ``summary["spend"]``: tokens and money of the judge's calls (``semantic_usage`` per row).
     """
     from dataclasses import replace
 
     from ragmeter.io import as_text, iter_rows, require
     from ragmeter.judging import check_degenerate, judge_card
+    from ragmeter.repeats import check_repeats, repeat_requests
     from ragmeter.runner import estimate_requests, run_requests
+    from ragmeter.spend import add_usage, spend, usage_of
     from ragmeter.suites.rubric.judge import (
         Answer,
         SemanticPrompt,
@@ -133,7 +166,8 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
             extra={"sample_lang": str(row.data.get("sample_lang", ""))}))
     backend_obj, the_store, config = model_context(backend, store, replay=replay,
                                                    progress=progress,
-                                                   description="semantic judge")
+                                                   description="semantic judge",
+                                                   on_progress=on_progress)
     mode = scoring if scoring != "auto" else ("choices" if backend_obj.name == "local"
                                               else "generate")
     if mode not in ("choices", "generate"):
@@ -141,18 +175,12 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
 
         raise ConfigError(f"multilingual: scoring={scoring!r}; expected auto, choices or "
                           "generate.")
-    if repeats < 1:
-        from ragmeter.errors import ConfigError
-
-        raise ConfigError(f"multilingual: repeats={repeats}; expected 1 or more.")
+    check_repeats(repeats, COMPONENT)
     prompt = SemanticPrompt.default()
-    base = semantic_requests(answers, prompt, mode)  # type: ignore[arg-type]
     # Repeats are distinct samples: their own cache keys, and a per-repeat seed for servers
-    # that honour it (as rubric judge does).
-    requests = base if repeats == 1 else [
-        replace(r, id=f"{r.id}#{k}", repeat=k,
-                params={**r.params, "seed": k} if r.choices is None else r.params)
-        for k in range(repeats) for r in base]
+    # that honour it (ragmeter.repeats, shared by every judged verb).
+    requests = repeat_requests(semantic_requests(answers, prompt, mode),  # type: ignore[arg-type]
+                               repeats)
     if dry_run:
         return dry_run_result(COMPONENT, "judge", estimate_requests(requests, backend_obj,
                                                                     the_store, config))
@@ -165,10 +193,14 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
                 for o in outcomes if o.request.repeat == k] if repeats > 1 else outcomes
         per_repeat.append(semantic_rows(answers, mine, mode, prompt, model))  # type: ignore[arg-type]
     sem = per_repeat[0] if repeats == 1 else _mean_over_repeats(per_repeat)
+    calls: dict[str, list[Any]] = {}
+    for o in outcomes:
+        calls.setdefault(o.request.id.rsplit("#", 1)[0], []).append(o)
     merged = []
-    for row, s in zip(raw_rows, sem, strict=True):
+    for i, (row, s) in enumerate(zip(raw_rows, sem, strict=True)):
         out = dict(row.data)
         out.update({k: v for k, v in s.items() if k not in ("id", "sample_lang")})
+        out["semantic_usage"] = usage_of(calls.get(answers[i].id, []))
         merged.append(out)
     reasons: dict[str, int] = {}
     for s in sem:
@@ -193,10 +225,61 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
                              else round(float(rows[i]["semantic_score"]), 1)
                              for rows in per_repeat] for i in range(len(answers))}
         summary["stability"] = repeat_agreement(verdicts, repeats)
+        for k, out_row in enumerate(merged):
+            out_row["_verdicts"] = verdicts[str(k)]
+    headline = _judge_block(merged, 1)
+    summary["metrics"], summary["ci95"] = headline["metrics"], headline["ci95"]
+    prices = (config.price_prompt_per_mtok, config.price_completion_per_mtok)
+    summary["spend"] = spend(add_usage(r["semantic_usage"] for r in merged), *prices)
+    if by:
+        summary["groups"] = _judge_groups(merged, by, repeats, prices)
+    for out_row in merged:
+        out_row.pop("_verdicts", None)
     return Result(COMPONENT, "judge", summary, items=merged,
                   inputs=[input_record(data, len(raw_rows))], backends=[identity],
                   models=[model], prompt_versions={"semantic": prompt.version},
                   judges=[judge_card(judge_name)], alarms=[alarm] if alarm else [], engine=config.engine_name)
+
+
+def _judge_groups(rows: list[dict[str, Any]], by: str, repeats: int,
+                  prices: tuple[Any, Any]) -> dict[str, Any]:
+    """``multilingual judge --by``: mean semantic score with a bootstrap 95% CI, coverage,
+    stability (with repeats) and spend per group (:mod:`ragmeter.grouping`)."""
+    from ragmeter.grouping import FieldLookup, grouped
+
+    field = "sample_lang" if by == "lang" else by
+    return grouped(by, rows, FieldLookup(field, COMPONENT),
+                   lambda part: _judge_block(part, repeats), price_in=prices[0],
+                   price_out=prices[1], usage_of=lambda r: r.get("semantic_usage"))
+
+
+def _judge_block(part: list[dict[str, Any]], repeats: int) -> dict[str, Any]:
+    """Mean semantic score with a bootstrap 95% CI and coverage (and stability with repeats)
+    of some judged rows: the whole run's headline and each ``--by`` group's."""
+    from ragmeter.metrics import stats
+    from ragmeter.metrics.stability import repeat_agreement
+
+    values = [float(r["semantic_score"]) for r in part if r["semantic_score"] is not None]
+    ci = stats.bootstrap_ci(values) if values else None
+    out: dict[str, Any] = {
+        "metrics": {"semantic_score": stats.mean(values), "n": len(values)},
+        "ci95": {"semantic_score": list(ci) if ci else None},
+        "coverage": {"rows": len(part), "scored": len(values),
+                     "unscored": len(part) - len(values),
+                     "reasons": _reasons(part)}}
+    if repeats > 1:
+        out["stability"] = repeat_agreement(
+            {str(k): r["_verdicts"] for k, r in enumerate(part)}, repeats)
+    return out
+
+
+def _reasons(rows: list[dict[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in rows:
+        if r["semantic_score"] is None:
+            key = str(r.get("semantic_reason") or "unscored")
+            out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
 
 
 def _mean_over_repeats(per_repeat: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:

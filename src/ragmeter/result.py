@@ -17,7 +17,6 @@ record and every report.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -37,7 +36,8 @@ class Result:
                  detail: Any = None, inputs: Sequence[Any] = (), backends: Sequence[Any] = (),
                  models: Sequence[str] = (), prompt_versions: Mapping[str, str] | None = None,
                  judges: Sequence[Mapping[str, Any]] = (),
-                 alarms: Sequence[Mapping[str, Any]] = (), engine: str | None = None) -> None:
+                 alarms: Sequence[Mapping[str, Any]] = (), engine: str | None = None,
+                 item_columns: Callable[[], Any] | None = None) -> None:
         self.family = family
         self.verb = verb
         self.summary: dict[str, Any] = dict(summary)
@@ -59,6 +59,9 @@ class Result:
             self.summary["alarms"] = self.alarms
         self._items_source = items
         self._ordered_source = ordered_items
+        # the items as ragmeter.record_items.ItemColumns (or None): a run record built from
+        # them builds only the items it keeps
+        self._item_columns = item_columns
         self._items: list[dict[str, Any]] | None = None
         for listener in list(_CREATED):
             listener(self)
@@ -95,6 +98,15 @@ class Result:
             return
         yield from (dict(i) for i in (source() if callable(source) else source))
 
+    def record_items(self) -> Iterable[Mapping[str, Any]]:
+        """The items for a run record: columns when the family has them (a record then
+        builds only the items it keeps), else :meth:`iter_items`."""
+        if self._items is None and self._item_columns is not None:
+            columns = self._item_columns()
+            if columns is not None:
+                return columns  # type: ignore[no-any-return]
+        return self.iter_items()
+
     @property
     def items(self) -> list[dict[str, Any]]:
         """The per-item dicts (what ``--items`` writes), as a list."""
@@ -130,7 +142,7 @@ class Result:
         """This result as a run record in memory (what :meth:`save` writes)."""
         from ragmeter.results import build_record
 
-        return build_record(self.family, self.summary, self.iter_items(), inputs=self.inputs,
+        return build_record(self.family, self.summary, self.record_items(), inputs=self.inputs,
                             command=list(command) if command is not None
                             else ["python", f"ragmeter.{self.family}.{self.verb}"],
                             backends=self.backends, models=self.models,
@@ -141,7 +153,7 @@ class Result:
         """Write a run record (``$RAGMETER_HOME/runs`` or ``runs_dir``) and return it."""
         from ragmeter.results import record_run
 
-        return record_run(self.family, self.summary, self.iter_items(), inputs=self.inputs,
+        return record_run(self.family, self.summary, self.record_items(), inputs=self.inputs,
                           command=list(command) if command is not None
                           else ["python", f"ragmeter.{self.family}.{self.verb}"],
                           backends=self.backends, models=self.models,
@@ -154,6 +166,8 @@ class Result:
         return headline_rows(self.summary)
 
     def _repr_html_(self) -> str:
+        import html
+
         esc = html.escape
         cov = self.coverage
         rows = "".join(

@@ -24,9 +24,8 @@ raises :class:`~ragmeter.errors.InputError` naming the file and the field.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import secrets
+import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -77,7 +76,7 @@ def new_run_id(family: str, now: datetime | None = None) -> str:
     now = now or datetime.now(timezone.utc)
     stamp = now.strftime("%Y%m%dT%H%M%S") + f"{now.microsecond // 1000:03d}Z"
     safe = "".join(c if c.isalnum() or c in "_." else "_" for c in family) or "run"
-    return f"{stamp}-{safe}-{secrets.token_hex(3)}"
+    return f"{stamp}-{safe}-{os.urandom(3).hex()}"
 
 
 @dataclass
@@ -97,6 +96,8 @@ class InputFile:
         p = Path(path)
         digest: str | None = None
         if p.is_file():
+            import hashlib
+
             h = hashlib.sha256()
             with p.open("rb") as fh:
                 for block in iter(lambda: fh.read(1 << 20), b""):
@@ -152,7 +153,9 @@ def build_record(family: str, result: Mapping[str, Any], items: Iterable[Mapping
     max_items)."""
     from ragmeter._run_record import RunRecord
 
-    return RunRecord.model_construct(**_record_fields(family, result, items, **options))
+    fields = _record_fields(family, result, items, **options)
+    fields["items"] = list(fields["items"])
+    return RunRecord.model_construct(**fields)
 
 
 def _record_fields(
@@ -171,7 +174,13 @@ def _record_fields(
     from ragmeter.redact import redact_text
 
     now = datetime.now(timezone.utc)
-    kept, total, n_unscored, truncated = _cap_items(items, max_items)
+    from ragmeter.record_items import ItemColumns, keep_items
+
+    kept: Any
+    if isinstance(items, ItemColumns):  # only the kept items are built (issue 14)
+        kept, total, n_unscored, truncated = keep_items(items, max_items)
+    else:
+        kept, total, n_unscored, truncated = _cap_items(items, max_items)
     notes = []
     if truncated:
         notes.append(f"items capped at {max_items} of {total}: all unscored first "
@@ -205,7 +214,7 @@ def record_run(family: str, result: Mapping[str, Any], items: Iterable[Mapping[s
 
     fields, target = write_run(family, result, items, runs_dir_override=runs_dir_override,
                                **options)
-    record = RunRecord.model_construct(**fields)
+    record = RunRecord.model_construct(**{**fields, "items": list(fields["items"])})
     record._path = target
     return record
 
@@ -259,16 +268,33 @@ def write_items(path: Path, items: Iterable[Mapping[str, Any]]) -> None:
     encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=str,
                               separators=(",", ":")).encode
 
+    from ragmeter.record_items import KeptItems
+
+    def runs() -> Iterable[tuple[tuple[str, ...], Sequence[Sequence[Any]]]]:
+        """(keys, rows) runs in item order; one item each for dicts."""
+        if isinstance(items, KeptItems):
+            for kept in items.unscored:
+                yield tuple(kept), [list(kept.values())]
+            yield from items.scored
+            return
+        for it in items:
+            yield tuple(it), [list(it.values())]
+
     def blocks() -> Iterable[dict[str, Any]]:
         keys: tuple[str, ...] | None = None
-        rows: list[list[Any]] = []
-        for it in items:
-            these = tuple(it)
-            if these != keys or len(rows) >= 4096:
+        rows: list[Sequence[Any]] = []
+        for these, more in runs():
+            if these != keys:
                 if rows:
                     yield {"keys": list(keys or ()), "rows": rows}
                 keys, rows = these, []
-            rows.append(list(it.values()))
+            while more:
+                take = 4096 - len(rows)
+                rows.extend(more[:take])
+                more = more[take:]
+                if len(rows) >= 4096:
+                    yield {"keys": list(keys or ()), "rows": rows}
+                    rows = []
         if rows:
             yield {"keys": list(keys or ()), "rows": rows}
 

@@ -64,20 +64,81 @@ def build(data: Any, *, noise_rate: float, kind: str | None = None, lang: str | 
 
 def score(predictions: Any, *, data: Any, noise_rate: float, kind: str | None = None,
           lang: str | None = None, correct_rate: float = 0.0, passage_num: int = 5,
-          seed: int = 2333, mode: str = "strict", name: str | None = None) -> Result:
+          seed: int = 2333, mode: str = "strict", name: str | None = None,
+          by: str | None = None) -> Result:
     """evalue.py's labels and rates for predictions ``{"id", "prediction"}`` made at
     ``noise_rate``.  ``mode``: ``strict`` (the paper), ``lenient`` (ragmeter's flexible labels)
     or ``refactor`` (the refactored RGB app's rules); the last two are reported beside strict
-    with their flips, never instead of it."""
+    with their flips, never instead of it.  ``by``: also the rates per group of items sharing
+    this field (a column of the predictions or data rows, or ``lang``/``kind``/``dataset``):
+    ``summary["groups"]``."""
     from ragmeter.suites.rgb import BuildConfig, read_predictions, score_predictions
 
     dataset = _dataset(data, kind, lang, name)
     config = BuildConfig(noise_rate=noise_rate, passage_num=passage_num,
                          correct_rate=correct_rate, seed=seed)
     detail = score_predictions(dataset, read_predictions(predictions), config, mode=mode)
-    return Result(COMPONENT, "score", detail.to_json(), items=detail.items, detail=detail,
+    summary = detail.to_json()
+    if by:
+        summary["groups"] = _groups(by, detail.items, [dataset], predictions, data,
+                                    noise_rate=noise_rate, task=None, with_spend=False)
+    return Result(COMPONENT, "score", summary, items=detail.items, detail=detail,
                   inputs=[input_record(predictions), input_record(data,
                                                                   len(dataset.instances))])
+
+
+def _groups(by: str, items: Sequence[dict[str, Any]], datasets: Sequence[Any],
+            predictions: Any, data: Any, *, noise_rate: float | None, task: str | None,
+            runner: Any = None, with_spend: bool = True) -> dict[str, Any]:
+    """RGB's rates per ``by`` group (:mod:`ragmeter.suites.rgb.groups`).  The field comes
+    from the item (``dataset``, ``setting``, ``role``, ``noise_rate`` in runs), the data file
+    (``lang``, ``kind``, ``dataset``), else the predictions' or data's row of the item's id."""
+    from ragmeter.grouping import FieldLookup, grouped
+    from ragmeter.suites.rgb.groups import raw_rows_by_id, rgb_group_summary
+
+    by_name = {d.name: d for d in datasets}
+    first = datasets[0]
+
+    def extra(item: Any) -> dict[str, Any]:
+        ds = by_name.get(item.get("dataset"), first)
+        out = {"dataset": ds.name, "lang": ds.lang, "kind": ds.kind}
+        if noise_rate is not None:
+            out["noise_rate"] = noise_rate
+        return out
+
+    def kind_of(item: Any) -> str:
+        return str(by_name.get(item.get("dataset"), first).kind)
+
+    def task_of(item: Any) -> str | None:
+        role = item.get("role")
+        if role is None:
+            return task
+        return {"rejection": "reject", "fact_doc": "fact"}.get(role)
+
+    rows: dict[str, dict[str, Any]] = {}
+    probe = FieldLookup(by, COMPONENT, extra=extra)
+    for item in items:
+        probe(item)
+    if probe.found < len(items):  # not on every item: look in the input rows too
+        for source in (predictions, data):
+            if source is not None:
+                for key, row in raw_rows_by_id(source).items():
+                    rows.setdefault(key, row)
+    lookup = FieldLookup(by, COMPONENT, extra=extra, rows=rows,
+                         row_key=lambda i: str(i.get("id")))
+    return grouped(by, items, lookup, lambda part: rgb_group_summary(
+        part, is_fact=lambda i: kind_of(i) == "fact" and i.get("role") != "fact_nodoc",
+        task_of=task_of), with_spend=with_spend,
+        price_in=getattr(runner, "price_prompt_per_mtok", None),
+        price_out=getattr(runner, "price_completion_per_mtok", None))
+
+
+def _spend(items: Sequence[dict[str, Any]], runner: Any) -> dict[str, Any]:
+    """What this run spent, from its items' usage (:mod:`ragmeter.spend`)."""
+    from ragmeter.spend import add_usage, spend
+
+    return spend(add_usage(i.get("usage") for i in items), runner.price_prompt_per_mtok,
+                 runner.price_completion_per_mtok)
 
 
 def _judge_prompts(judge_prompts: str | None) -> Any:
@@ -91,7 +152,8 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
           seed: int = 2333, judge_prompts: str | None = None, judge_method: str = "auto",
           backend: Any = None, store: Any = None, replay: bool = False,
           dry_run: bool = False, progress: bool | None = None,
-          name: str | None = None) -> Result:
+          name: str | None = None, repeats: int = 1, by: str | None = None,
+          on_progress: Any = None) -> Result:
     """Rej* (default data; predictions at noise 1.0) or ED* and CR* (_fact data) of existing
     predictions, as ``rgb run`` judges them, without generating.
 
@@ -99,7 +161,14 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
     choice scoring for ED* with the local model), ``text``, ``choice`` or ``detector``.
     ``backend``: :func:`ragmeter.backends.local` (default) or ``.openai(...)``.  Each rate
     carries n and a Wilson 95% interval; a degenerate judge raises an alarm in ``alarms``.
+    ``repeats``: judge every item N times with distinct calls; ``summary["stability"]`` has
+    the flip rate, mean per-item agreement and Fleiss' κ (the rates stay repeat 0's).
+    ``by``: the rates, coverage and spend per group (as :func:`score`).  ``summary["spend"]``:
+    the tokens and money of the judge calls, from the endpoint's usage.
     """
+    from ragmeter.repeats import check_repeats
+
+    check_repeats(repeats, COMPONENT)
     from ragmeter.runner import estimate_requests
     from ragmeter.suites.rgb import BuildConfig, read_predictions, score_predictions
     from ragmeter.suites.rgb.judged import (
@@ -114,19 +183,30 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
     jprompts = _judge_prompts(judge_prompts)
     backend_obj, the_store, runner = model_context(backend, store, replay=replay,
                                                    progress=progress,
-                                                   description="rgb judge calls")
+                                                   description="rgb judge calls",
+                                                   on_progress=on_progress)
     if dry_run:
         tk = task_kind(dataset)
         cfg = BuildConfig(noise_rate=1.0 if tk == "reject" else 0.0)
         task = JudgeTask(dataset.name, tk, dataset, score_predictions(dataset, preds, cfg))
-        return dry_run_result(COMPONENT, "judge", estimate_requests(
-            judge_requests([task], jprompts, judge_method, backend_obj.name), backend_obj,
-            the_store, runner))
+        from ragmeter.repeats import repeat_requests
+
+        return dry_run_result(COMPONENT, "judge", estimate_requests(repeat_requests(
+            judge_requests([task], jprompts, judge_method, backend_obj.name), repeats),
+            backend_obj, the_store, runner))
     detail = judge_predictions(dataset, preds, jprompts, backend_obj, the_store, runner,
                                method=judge_method, noise_rate=noise_rate,
-                               passage_num=passage_num, correct_rate=correct_rate, seed=seed)
+                               passage_num=passage_num, correct_rate=correct_rate, seed=seed,
+                               repeats=repeats)
     identity = backend_obj.identity()
-    return Result(COMPONENT, "judge", detail.to_json(), items=detail.iter_items, detail=detail,
+    items = detail.iter_items()
+    summary = detail.to_json()
+    summary["spend"] = _spend(items, runner)
+    if by:
+        summary["groups"] = _groups(by, items, [dataset], predictions, data,
+                                    noise_rate=detail.score.config.noise_rate,
+                                    task=detail.kind, runner=runner)
+    return Result(COMPONENT, "judge", summary, items=items, detail=detail,
                   inputs=[input_record(predictions), input_record(data,
                                                                   len(dataset.instances))],
                   backends=[identity], models=[str(identity.get("model", ""))],
@@ -167,12 +247,20 @@ def run(data: Any = None, *, lang: str | None = None,
         judge_prompts: str | None = None, judge_model: str | None = None,
         judge_method: str = "auto", mode: str = "strict", backend: Any = None,
         store: Any = None, replay: bool = False, dry_run: bool = False,
-        progress: bool | None = None, on_progress: Any = None) -> Result:
+        progress: bool | None = None, on_progress: Any = None, repeats: int = 1,
+        by: str | None = None) -> Result:
     """Build every setting of the paper's tables, generate through the runner (cached,
     resumable), score and (``judge=True``) judge.  ``on_progress(stats, done, todo)``: called
     as calls finish (``ragmeter view`` pushes it to the page; raising in it stops the run).  ``data``: one RGB data file (path) or a
     list of paths [default: the built-in sample].  The Result's ``detail`` is the run (tables,
-    per-setting scores) that ``rgb run`` prints and writes."""
+    per-setting scores) that ``rgb run`` prints and writes.  ``repeats``: judge every judged
+    item N times (as :func:`judge`; the answers are generated once).  ``by``: rates, coverage
+    and spend per group (``noise_rate``, ``lang``, ``dataset``, ``role``, ``setting`` or a
+    column of the data).  ``summary["spend"]``: tokens and money of every call, from the
+    endpoint's usage."""
+    from ragmeter.repeats import check_repeats
+
+    check_repeats(repeats, COMPONENT)
     from ragmeter.backends import resolve
     from ragmeter.runner import estimate_requests
     from ragmeter.samples import sample_path
@@ -197,7 +285,7 @@ def run(data: Any = None, *, lang: str | None = None,
         int_noise_rates=_rates(int_noise_rates, "--int-noise-rates"),
         rejection=not no_rejection, passage_num=passage_num, correct_rate=correct_rate,
         seed=seed, temperature=temperature, max_tokens=max_tokens, mode=mode, judge=judge,
-        judge_method=judge_method, limit=limit)
+        judge_method=judge_method, limit=limit, repeats=repeats)
     backend_value = resolve(backend)
     backend_obj, the_store, runner = model_context(backend_value, store, replay=replay,
                                                    progress=progress, description="rgb answers",
@@ -234,7 +322,14 @@ def run(data: Any = None, *, lang: str | None = None,
         card = row.get("card")
         if card and card not in judges:
             judges.append(card)
-    return Result(COMPONENT, "run", detail.to_json(), items=detail.iter_items, detail=detail,
+    items = list(detail.iter_items())
+    summary = detail.to_json()
+    summary["spend"] = _spend(items, runner)
+    if by:
+        summary["groups"] = _groups(by, items, datasets, None,
+                                    None if len(files) != 1 else files[0], noise_rate=None,
+                                    task=None, runner=runner)
+    return Result(COMPONENT, "run", summary, items=items, detail=detail,
                   inputs=[input_record(f) for f in files], backends=[identity],
                   models=[str(identity.get("model", ""))],
                   prompt_versions={"instruction": str(the_prompts.version)},

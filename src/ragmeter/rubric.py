@@ -106,11 +106,13 @@ def _alarm(rows: Sequence[Mapping[str, Any]], judge_name: str) -> dict[str, Any]
 def _judged_result(verb: str, rows: list[dict[str, Any]], mode: str, judge_model: str | None,
                    by: Sequence[str], inputs: list[Any], backend_obj: Any,
                    prompt_version: str | None, extra: Mapping[str, Any] | None = None,
-                   ) -> Result:
+                   prices: tuple[Any, Any] | None = None) -> Result:
     from ragmeter.suites.rubric import RubricConfig, score_files
 
     detail = score_files([rows], RubricConfig(by=tuple(by)))
     summary = detail.to_json()
+    if prices is not None:
+        _add_spend(summary, rows, by, prices)
     summary["coverage"] = _with_rows(summary["coverage"])
     summary.update({"verb": verb, "method": mode, "judge": judge_model})
     summary.update(extra or {})
@@ -123,12 +125,23 @@ def _judged_result(verb: str, rows: list[dict[str, Any]], mode: str, judge_model
                   judges=[card], alarms=[alarm] if alarm else [])
 
 
+def _add_spend(summary: dict[str, Any], rows: list[dict[str, Any]], by: Sequence[str],
+               prices: tuple[Any, Any]) -> None:
+    """The judge calls' tokens and money (ragmeter.spend), in total and per ``by`` group."""
+    from ragmeter.spend import add_usage, spend
+
+    summary["spend"] = spend(add_usage(r.get("usage") for r in rows), *prices)
+    for g in summary.get("groups") or []:
+        mine = [r for r in rows if all(str(r.get(c)) == str(g.get(c)) for c in by)]
+        g["spend"] = spend(add_usage(r.get("usage") for r in mine), *prices)
+
+
 def judge(data: Any, *, strategy: str = "llm", prompt_file: str | None = None,
           scoring: str = "auto", repeats: int = 1, temperature: float | None = None,
           seed: int = 0, grader: str | None = None, by: Sequence[str] = (),
           backend: Any = None, store: Any = None, replay: bool = False,
           dry_run: bool = False, progress: bool | None = None, fields: Fields = None,
-          ) -> Result:
+          on_progress: Any = None) -> Result:
     """Grade answers 0–5 against their reference answers.
 
     ``strategy``: ``llm`` (a judge model: ``backend`` is :func:`ragmeter.backends.local`
@@ -152,13 +165,15 @@ def judge(data: Any, *, strategy: str = "llm", prompt_file: str | None = None,
         return _judged_result("judge", out.rows, out.mode, out.judge_model, by, inputs, None,
                               None)
     backend_obj, the_store, config = model_context(backend, store, replay=replay,
-                                                   progress=progress, description="judge")
+                                                   progress=progress, description="judge",
+                                                   on_progress=on_progress)
     out = judge_answers(answers, options, backend_obj, the_store, config, dry_run)
     if out.estimate is not None:
         return dry_run_result(COMPONENT, "judge", out.estimate)
     version = out.rows[0].get("prompt_version") if out.rows else None
     return _judged_result("judge", out.rows, out.mode, out.judge_model, by, inputs,
-                          backend_obj, version)
+                          backend_obj, version, prices=(config.price_prompt_per_mtok,
+                                                        config.price_completion_per_mtok))
 
 
 def run(data: Any, *, kb: str | Path, lang: str | None = None, embedder: str = "auto",
@@ -168,7 +183,8 @@ def run(data: Any, *, kb: str | Path, lang: str | None = None, embedder: str = "
         reader_max_tokens: int = 128, strategy: str = "llm", prompt_file: str | None = None,
         scoring: str = "auto", repeats: int = 1, temperature: float | None = None,
         seed: int = 0, grader: str | None = None, backend: Any = None, store: Any = None,
-        replay: bool = False, dry_run: bool = False, progress: bool | None = None) -> Result:
+        replay: bool = False, dry_run: bool = False, progress: bool | None = None,
+        on_progress: Any = None) -> Result:
     """RAGaliq's RAG pipeline on one language: embed ``kb`` (one chunk per line) offline,
     retrieve ``top_k``, rerank, keep reranker score > ``rerank_threshold``, pass at most
     ``max_context`` chunks to the reader (``backend``), judge, and RAGaliq's table.
@@ -196,7 +212,8 @@ def run(data: Any, *, kb: str | Path, lang: str | None = None, embedder: str = "
                            grader_file=grader)
     backend_obj, the_store, config = model_context(backend, store, replay=replay,
                                                    progress=progress,
-                                                   description="rubric run")
+                                                   description="rubric run",
+                                                   on_progress=on_progress)
     lang = lang or detect_lang(data) or "en"
     out = run_pipeline(kb, data, lang=lang, embedder=embedder, shape=shape, limit=limit,
                        reader_max_tokens=reader_max_tokens, judge=options,

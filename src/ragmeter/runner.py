@@ -156,6 +156,12 @@ class RunStats:
 class _Run:
     def __init__(self, backend: Backend, store: Store | None, config: RunnerConfig) -> None:
         self.backend = backend
+        # An in-process backend (the local model) cannot be interrupted: a timed-out attempt
+        # would go on computing, its answer would be dropped unstored and the retry would
+        # queue the same work again behind it.  Its calls are waited for; the per-attempt
+        # timeout is for remote backends (a hung connection).
+        self._timeout: float | None = (None if getattr(backend, "in_process", False)
+                                       else config.timeout_s)
         self.store = store
         self.config = config
         self.identity = backend.identity()
@@ -289,7 +295,7 @@ class _Run:
                 self.stats.calls += 1
                 try:
                     response = await asyncio.wait_for(self.backend.complete(request),
-                                                      cfg.timeout_s)
+                                                      self._timeout)
                 except asyncio.TimeoutError:
                     last = BackendError("timeout", f"no answer within {cfg.timeout_s:g} s",
                                         retryable=True)

@@ -20,6 +20,8 @@ pattern of simonw/llm's ``llm/migrations.py``)::
                  call_key TEXT, cached INT, values_json TEXT, PK (run_id, item_id))
     claims(key TEXT PK, owner TEXT, expires_at REAL)   -- a call being made right now (003)
     runs.owner TEXT                                     -- "host:pid" of the running process (004)
+    vectors(key TEXT PK, model TEXT, dim INT, vector BLOB,   -- embeddings (005): key is
+            created_at TEXT)                                 -- sha256(model, text)
 
 **Claims** keep two processes on one store from paying for the same call: a process claims a
 key (a lease of ``lease_s`` seconds, renewed while it runs) before sending the request, and
@@ -104,12 +106,19 @@ def _m004_run_owner(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN owner TEXT")
 
 
+def _m005_vectors(db: sqlite3.Connection) -> None:
+    db.execute("""CREATE TABLE vectors (
+        key TEXT PRIMARY KEY, model TEXT NOT NULL, dim INTEGER NOT NULL,
+        vector BLOB NOT NULL, created_at TEXT NOT NULL)""")
+
+
 # Forward-only: append new numbered migrations, never edit or reorder old ones.
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite3.Connection], None]], ...] = (
     (1, "initial", _m001_initial),
     (2, "calls_by_model", _m002_calls_by_model),
     (3, "claims", _m003_claims),
     (4, "run_owner", _m004_run_owner),
+    (5, "vectors", _m005_vectors),
 )
 
 
@@ -216,6 +225,11 @@ class Store:
                     continue
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
+                    # another process may have applied it between our read and our lock
+                    if self._db.execute("SELECT 1 FROM schema_migrations WHERE version = ?",
+                                        (version,)).fetchone():
+                        self._db.execute("COMMIT")
+                        continue
                     apply(self._db)
                     self._db.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)",
                                      (version, name, _now()))
@@ -240,16 +254,42 @@ class Store:
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Response]:
         """Stored responses for many keys at once (missing keys are absent)."""
+        return {key: Response.from_dict(json.loads(raw)) for key, raw in
+                self._select_in("SELECT key, response_json FROM calls", keys)}
+
+    def _select_in(self, select: str, keys: Iterable[str]) -> list[tuple[str, Any]]:
+        """``(key, value)`` rows of ``select ... WHERE key IN (keys)``, 500 keys a query."""
         wanted = list(dict.fromkeys(keys))
-        found: dict[str, Response] = {}
+        rows: list[tuple[str, Any]] = []
         with self._lock:
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start:start + 500]
                 marks = ",".join("?" * len(chunk))
-                for key, raw in self._db.execute(
-                        f"SELECT key, response_json FROM calls WHERE key IN ({marks})", chunk):
-                    found[key] = Response.from_dict(json.loads(raw))
-        return found
+                rows.extend(self._db.execute(f"{select} WHERE key IN ({marks})", chunk))
+        return rows
+
+    # -------------------------------------------------------------- vectors
+
+    def get_vectors(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """Stored embedding vectors (raw float32 bytes) for many keys (missing keys absent)."""
+        return {key: bytes(blob) for key, blob in
+                self._select_in("SELECT key, vector FROM vectors", keys)}
+
+    def put_vectors(self, rows: Iterable[tuple[str, str, int, bytes]]) -> None:
+        """Store ``(key, model, dim, float32 bytes)`` embeddings in one transaction."""
+        now = _now()
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO vectors VALUES (?, ?, ?, ?, ?)",
+                    [(k, m, d, v, now) for k, m, d, v in rows])
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise UserError(f"store: cannot write embeddings to {self.path} ({exc}). "
+                                "Fix: free disk space or choose another --store PATH.") from None
 
     def _full(self, exc: sqlite3.Error) -> UserError:
         """The one-line error for a store that cannot be written (full disk, read-only)."""

@@ -37,6 +37,25 @@ def test_demo_with_local_model(tmp_path: Path, run_cli, _isolated_home) -> None:
     assert (tmp_path / "out" / "rgb" / "rgb_accuracy_vs_noise.png").exists()
     html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert "rgb" in html and "<img" in html
+    # ragmeter.demo() gives the CLI's numbers: the same requests (every call from the store
+    # the CLI filled) and the same summaries.
+    import ragmeter
+    from ragmeter.store import Store
+
+    def stored_calls() -> int:
+        store = Store()
+        try:
+            return store.stats().calls
+        finally:
+            store.close()
+
+    calls = stored_calls()
+    api = ragmeter.demo(tmp_path / "api", runs_dir=tmp_path / "api-runs", progress=False)
+    assert stored_calls() == calls
+    assert {r.family for r in api.results} == set(records)
+    for result in api.results:
+        assert records[result.family]["result"] == json.loads(json.dumps(result.summary)), \
+            result.family
     _replayed_one_at_a_time(_isolated_home / "store.sqlite")
 
 

@@ -36,6 +36,15 @@ def test_judge_then_score(tmp_path: Path, scripted_server, run_cli) -> None:
     assert by[("direct", "demo_q01_en")]["semantic_score"] is None  # "Sydney": unparseable
     assert by[("direct", "demo_q01_en")].get("semantic_reason")
     assert by[("direct", "demo_q02_de")]["semantic_score"] == 0.25
+    # the judge's own headline: the mean over the scored rows of its output, with its n
+    scored = [r["semantic_score"] for r in rows if r["semantic_score"] is not None]
+    code, stdout, err = run_cli("multilingual", "judge", sample_path("multilingual_answers.jsonl"),
+                                "--out", tmp_path / "again.jsonl", "--backend", "openai",
+                                "--base-url", server.url, "--model", "judge-x",
+                                "--scoring", "generate", "--store", tmp_path / "s.sqlite")
+    assert code == 0, err
+    assert (f"mean semantic score {sum(scored) / len(scored):.3f} [" in stdout
+            and f"n={len(scored)};" in stdout), stdout
 
     code, _, err = run_cli("multilingual", "score", out, "--json", tmp_path / "m.json",
                            "--no-record")

@@ -162,7 +162,7 @@ def test_backend_values_carry_the_engine_and_never_the_key() -> None:
 def test_a_worker_that_cannot_build_its_backend_reports_one_line() -> None:
     """On a node without the model (here: a target that does not exist) the actor does not die
     silently: its first batch raises the line the driver turns into a ConfigError."""
-    from ragmeter.engine.ray_engine import BackendWorker, _one_line
+    from ragmeter.engine.ray_engine import BackendWorker, one_line
     from ragmeter.llm.registry import BackendRecipe
 
     recipe = BackendRecipe(name="local", target="ragmeter.llm.base:NoSuchBackend")
@@ -170,5 +170,5 @@ def test_a_worker_that_cannot_build_its_backend_reports_one_line() -> None:
     with pytest.raises(RuntimeError, match="cannot build backend 'local': AttributeError") as err:
         worker({"key": ["k"], "request": ["{}"]})
     ray_text = f"Traceback (most recent call last):\n  File x\nRuntimeError: {err.value}\n\nmore"
-    assert _one_line(RuntimeError(ray_text)).startswith("ragmeter worker on ")
-    assert _one_line(RuntimeError("The actor died.\nmore")) == "The actor died."
+    assert one_line(RuntimeError(ray_text)).startswith("ragmeter worker on ")
+    assert one_line(RuntimeError("The actor died.\nmore")) == "The actor died."

@@ -33,6 +33,7 @@ from ragmeter.engine import RayOptions, make_engine  # noqa: E402
 from ragmeter.llm.registry import backend_recipe  # noqa: E402
 from ragmeter.runner import Outcome, RunnerConfig, RunStats, run_requests  # noqa: E402
 from ragmeter.store import Store  # noqa: E402
+from tests.engine.local_cluster import loopback_cluster  # noqa: E402
 from tests.engine.ray_driver import requests  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -45,28 +46,11 @@ WORKER_TITLE = b"MapWorker(MapBatches(BackendWorker))"
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
     """A head node and one worker node, one CPU each, on 127.0.0.1; this process connected."""
-    from ray.cluster_utils import Cluster
-
     marker = uuid.uuid4().hex
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # stay on loopback (RAY.md)
-        from ray._private import ray_constants  # read at import: this process needs it too
-
-        mp.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
-        mp.setenv("RAY_USAGE_STATS_ENABLED", "0")
-        mp.setenv("RAGMETER_RAY_TEST", marker)  # lets a test find this cluster's workers
-        mp.setenv("PYTHONPATH", os.pathsep.join([str(SRC), str(REPO)]))
-        c = Cluster(initialize_head=True,
-                    head_node_args={"num_cpus": 1, "include_dashboard": False})
-        c.add_node(num_cpus=1)
-        c.marker = marker  # type: ignore[attr-defined]
-        assert c.address.startswith("127.0.0.1:"), c.address
-        ray.init(address=c.address)
-        try:
-            yield c
-        finally:
-            ray.shutdown()
-            c.shutdown()
+    # RAGMETER_RAY_TEST lets a test find this cluster's workers
+    with loopback_cluster(RAGMETER_RAY_TEST=marker) as c:
+        c.marker = marker
+        yield c
 
 
 def _worker_pids(marker: str) -> list[int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ragmeter.view.app import ViewSettings
 from ragmeter.view.security import Security
@@ -26,8 +27,15 @@ def write_endpoints(home: Path, url: str, name: str = "scripted") -> None:
 
 
 def start_server(root: Path, *, token: str | None = None, host: str = "127.0.0.1",
-                 data_dirs: list[Path] | None = None) -> ServerThread:
+                 data_dirs: list[Path] | None = None, max_jobs: int = 2) -> ServerThread:
     settings = ViewSettings(runs_dir=str(root / "runs"), store_path=str(root / "store.sqlite"),
                             data_dirs=data_dirs or [],
-                            security=Security(host=host, port=0, token=token), list_ttl_s=0.0)
+                            security=Security(host=host, port=0, token=token), list_ttl_s=0.0,
+                            max_jobs=max_jobs)
     return ServerThread(settings).start()
+
+
+def jobs_of(server: ServerThread) -> Any:
+    """The app's :class:`~ragmeter.view.jobs.JobManager` (the Starlette app inside the
+    security middleware keeps it in its state)."""
+    return server.server.config.app.app.state.jobs

@@ -79,14 +79,16 @@ def test_posts_need_the_csrf_token_and_own_origin(served, tmp_path: Path) -> Non
     server, _ = served
     with httpx.Client(base_url=server.url, timeout=60) as client:
         form = {"backend": "local", "language": "en", "noise_rates": "0", "limit": "1"}
-        assert client.post("/launch/start", data=form).status_code == 403
-        assert client.post("/launch/start", data={**form, "csrf": "wrong"}).status_code == 403
+        assert client.post("/launch/rgb-run/start", data=form).status_code == 403
+        assert client.post("/launch/rgb-run/start",
+                           data={**form, "csrf": "wrong"}).status_code == 403
         csrf = _csrf(client.get("/launch").text)
-        r = client.post("/launch/start", data={**form, "csrf": csrf},
+        r = client.post("/launch/rgb-run/start", data={**form, "csrf": csrf},
                         headers={"Origin": "http://evil.example"})
         assert r.status_code == 403
         # A data file outside the configured folders is refused (none are configured here).
-        r = client.post("/launch/estimate", data={**form, "csrf": csrf, "data": "/etc/passwd"})
+        r = client.post("/launch/rgb-run/estimate",
+                        data={**form, "csrf": csrf, "data": "/etc/passwd"})
         assert r.status_code == 400 and "not in a configured data folder" in r.text
 
 
@@ -116,13 +118,16 @@ def test_endpoints_file_and_cli_option(tmp_path: Path, monkeypatch, _isolated_ho
 def test_cancelled_job_resumes_from_the_store(tmp_path: Path, scripted_server,
                                               _isolated_home) -> None:
     from ragmeter.results import list_runs
-    from ragmeter.view.jobs import JobManager, RgbLaunch
+    from ragmeter.view.forms import validate
+    from ragmeter.view.jobs import JobManager
+    from ragmeter.view.verbs import SPECS
 
     server = scripted_server(latency=0.05)
     write_endpoints(_isolated_home, server.url)
     manager = JobManager(store_path=str(tmp_path / "store.sqlite"),
                          runs_dir=str(tmp_path / "runs"))
-    launch = RgbLaunch(backend="endpoint:scripted", noise_rates=(0.0,), concurrency=1)
+    launch = validate(SPECS["rgb-run"], {"backend": "endpoint:scripted", "noise_rates": "0",
+                                         "concurrency": "1"}, [])
     first = manager.start(launch)
     deadline = time.monotonic() + 20
     while first.done < 3 and time.monotonic() < deadline:

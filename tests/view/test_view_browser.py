@@ -147,3 +147,59 @@ def test_token_is_required_when_set(page, tmp_path: Path) -> None:
         assert page.locator("#launch-form").is_visible()
     finally:
         server.stop()
+
+
+def test_launch_multilingual_judge_and_two_jobs_at_once(app, page, scripted_server,
+                                                        _isolated_home) -> None:
+    """A non-RGB family from its own form: the estimate, live progress, the run in the list;
+    then two jobs launched one after the other run at once on the job list."""
+    from playwright.sync_api import expect
+
+    server, _ = app
+    model = scripted_server(latency=0.04,
+                            reply=lambda body: '{"score": 0.9, "explanation": "ok"}')
+    (_isolated_home / "endpoints.toml").write_text("".join(
+        f'[endpoints.{m}]\nbase_url = "{model.url}"\nmodel = "judge-{m}"\n' for m in "abc"),
+        encoding="utf-8")
+
+    def launch(endpoint: str) -> None:
+        page.goto(server.url + "/launch/multilingual-judge")
+        page.select_option("#answers", "sample:multilingual_answers.jsonl")
+        page.select_option("#scoring", "generate")
+        page.select_option("#backend", f"endpoint:{endpoint}")
+        page.fill("input[name=concurrency]", "1")
+        page.locator("#estimate-button").click()
+        assert page.locator("#est-calls").inner_text() == "28", page.locator("main").inner_text()
+        page.locator("#start-button").click()
+        page.wait_for_url(re.compile("/jobs/"))
+
+    launch("a")
+    _shot(page, "launch-multilingual-judge-job")
+    expect(page.locator("[data-k=status]")).to_have_text("done", timeout=30_000)
+    assert int(page.locator("#job").get_attribute("data-updates") or 0) >= 3
+    assert page.locator("[data-k=done]").inner_text() == "28"
+    assert page.locator("[data-k=calls]").inner_text() == "28"
+    expect(page.locator("#running-badge")).to_be_hidden()  # no job left running
+    page.locator("#run-link").click()
+    page.wait_for_url(re.compile("/runs/"))
+    run_id = page.url.rsplit("/", 1)[-1]
+    assert "judge-a" in page.locator("main").inner_text()
+    page.goto(server.url + "/?family=multilingual")
+    row = page.locator(f'tr[data-run="{run_id}"]')
+    assert row.is_visible() and "judge" in row.inner_text()
+    # Two jobs at once (--max-jobs 2): both running on the job list, then both done.
+    launch("b")
+    launch("c")
+    page.goto(server.url + "/jobs")
+    active = page.locator("tr[data-job][data-active='1']")
+    expect(active).to_have_count(2, timeout=10_000)
+    expect(page.locator("tr[data-job] [data-k=status]", has_text="running")).to_have_count(2)
+    _shot(page, "jobs-two-running")
+    expect(page.locator("tr[data-job][data-active='1']")).to_have_count(0, timeout=30_000)
+    assert page.locator("tr[data-job] [data-k=status]", has_text="done").count() >= 3
+    assert model.stats()["calls"] == 3 * 28
+    links = page.locator("tr[data-job] td[data-k=run_id] a")
+    ids = [links.nth(k).inner_text() for k in range(links.count())]
+    page.goto(server.url + "/")
+    for rid in ids:
+        assert page.locator(f'tr[data-run="{rid}"]').is_visible()

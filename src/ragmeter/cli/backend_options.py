@@ -67,7 +67,9 @@ def backend_options(f: F) -> F:
                      metavar="N", help="Limit tokens per minute (prompt + completion, estimated)."),
         click.option("--timeout", default=120.0, show_default=True,
                      type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
-                     help="Give up on one attempt of a call after this long (then retry)."),
+                     help="Give up on one attempt of a call to a remote backend after this "
+                          "long (then retry). The local model's calls run to the end (they "
+                          "cannot be interrupted)."),
         click.option("--max-retries", default=5, show_default=True, type=click.IntRange(0, 100),
                      help="Retries of a call on 429, 5xx, timeouts, connection errors and "
                           "malformed bodies; then the item is reported unscored with its reason."),

@@ -54,3 +54,6 @@ def generate(requests_path: str, out_path: str, **kwargs: Any) -> None:
     if stats.get("cost_usd") is not None:
         msg += f", cost ${stats['cost_usd']:.4f}"
     click.echo(msg + f". Store: {result.summary['store']}", err=True)
+    from ragmeter.spend import spend_line
+
+    click.echo(spend_line(result.summary["spend"]), err=True)

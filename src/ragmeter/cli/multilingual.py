@@ -6,8 +6,8 @@ import click
 
 from ragmeter.cli import LazyGroup
 from ragmeter.cli.options import (
+    GuardedPath,
     field_option,
-    input_path,
     items_out_option,
     json_out_option,
     write_outputs,
@@ -23,7 +23,7 @@ def group() -> None:
 
 
 @group.command(name="score")
-@input_path()
+@click.argument("path", type=GuardedPath("input", pattern="*.parquet"))
 @click.option("--baseline", default=None, metavar="SYSTEM",
               help="System that CNBE and paired tests compare against [default: direct, "
                    "skipped with a note when the data has no such system].")
@@ -48,11 +48,21 @@ def group() -> None:
 @click.option("--by", default=None, metavar="FIELD",
               help="Also score each group of rows sharing FIELD's value (lang = sample_lang, "
                    "or any column such as dataset): quality, coverage and cost per group.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True,
+              help="ray: PATH is a Parquet file, a folder of them or a quoted glob; the "
+                   "per-row work runs on Ray, the numbers equal one process (docs/scale.md; "
+                   "needs ragmeter[ray]).")
+@click.option("--ray-address", default=None, metavar="ADDR",
+              help="With --engine ray: the cluster to join (HOST:PORT from `ray start "
+                   "--head`) [default: Ray on this machine].")
+@click.option("--ray-workers", default=2, show_default=True, type=click.IntRange(min=1),
+              metavar="N", help="With --engine ray: workers scoring batches in parallel.")
 @record_options
 def score(path: str, baseline: str | None, json_out: str | None, items_out: str | None,
           fields: tuple[str, ...], ci: bool, paired: bool, rlc_lid: bool, resamples: int,
-          seed: int, normalize: str, by: str | None, no_record: bool,
-          runs_dir: str | None) -> None:
+          seed: int, normalize: str, by: str | None, engine: str, ray_address: str | None,
+          ray_workers: int, no_record: bool, runs_dir: str | None) -> None:
     """Score an answers file: EM, F1, RLC and RLC_OK recomputed from the text.
 
     PATH holds one row per (system, sample) with sample_id, sample_lang, system, gold_answer,
@@ -60,13 +70,16 @@ def score(path: str, baseline: str | None, json_out: str | None, items_out: str 
     CSV or Parquet.  gold_answer may be a list of golds: EM and F1 are the max over them.
 
     Example: ragmeter multilingual score answers.jsonl --json metrics.json
+
+    Beyond one process: ragmeter multilingual score 'answers/*.parquet' --engine ray
     """
     import ragmeter.multilingual
     from ragmeter.reports.console import print_multilingual
 
     result = ragmeter.multilingual.score(
         path, baseline=baseline, ci=ci, paired=paired, rlc_lid=rlc_lid, resamples=resamples,
-        seed=seed, fields=fields, normalize=normalize, by=by,
+        seed=seed, fields=fields, normalize=normalize, by=by, engine=engine,
+        ray_address=ray_address, ray_workers=ray_workers,
         # answer text is kept only when something writes it (--items); the run record keeps
         # ids and scores (issue 14: 1M rows in < 1 GiB)
         keep_text=items_out is not None)

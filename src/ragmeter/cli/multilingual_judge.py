@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ragmeter.cli.backend_options import backend_options
-from ragmeter.cli.options import field_option, input_file, output_file
+from ragmeter.cli.options import by_option, field_option, input_file, output_file, repeats_option
 
 
 @click.command(name="judge")
@@ -22,13 +22,12 @@ from ragmeter.cli.options import field_option, input_file, output_file
                    "way, parsed and clipped); choices: P(yes) of a yes/no question, from "
                    "logits/logprobs. auto: choices for --backend local (the tiny offline model "
                    "cannot write JSON reliably), generate otherwise.")
-@click.option("--repeats", default=1, show_default=True, type=click.IntRange(1, 50),
-              help="Judge every answer N times: the score is the mean over the scored repeats, "
-                   "and the flip rate, per-item agreement and Fleiss' kappa are printed.")
+@repeats_option
+@by_option
 @field_option
 @backend_options
-def judge(path: str, out: str, scoring: str, repeats: int, fields: tuple[str, ...],
-          **kwargs: Any) -> None:
+def judge(path: str, out: str, scoring: str, repeats: int, by: str | None,
+          fields: tuple[str, ...], **kwargs: Any) -> None:
     """Add a semantic score (0-1) to multilingual answers with an LLM judge.
 
     PATH is the multilingual answers file (sample_id, sample_lang, system, question,
@@ -41,11 +40,12 @@ def judge(path: str, out: str, scoring: str, repeats: int, fields: tuple[str, ..
     from ragmeter.backends import from_options
     from ragmeter.io import write_jsonl
     from ragmeter.judging import alarm_lines, card_line
+    from ragmeter.reports.console_extras import print_extras
 
     result = ragmeter.multilingual.judge(
         path, scoring=scoring, backend=from_options(**kwargs), store=kwargs.get("store"),
         replay=bool(kwargs.get("replay")), dry_run=bool(kwargs.get("dry_run")), fields=fields,
-        repeats=repeats)
+        repeats=repeats, by=by)
     if result.summary.get("dry_run"):
         click.echo(result.dry_run_text)  # type: ignore[attr-defined]
         return
@@ -53,21 +53,17 @@ def judge(path: str, out: str, scoring: str, repeats: int, fields: tuple[str, ..
     cov = result.coverage
     click.echo(f"semantic score ({result.summary['method']}, judge {result.summary['judge']}, "
                f"prompt {result.summary['prompt_version']}): {cov['scored']}/{n} rows scored")
+    mean, ci = result.summary["metrics"]["semantic_score"], result.summary["ci95"]["semantic_score"]
+    if mean is not None:
+        interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+        click.echo(f"mean semantic score {mean:.3f}{interval} (bootstrap 95% CI, "
+                   f"n={result.summary['metrics']['n']}; unscored rows left out)")
     if cov["reasons"]:
         click.echo("unscored: " + ", ".join(f"{k} {v}" for k, v in
                                              sorted(cov["reasons"].items())))
-    st = result.summary.get("stability")
-    if st:
-        kappa = st["fleiss_kappa"]
-        click.echo(f"stability over {st['repeats']} repeats ({st['items']} items): flip rate "
-                   f"{_pct(st['flip_rate'])}, mean agreement {_pct(st['mean_agreement'])}, "
-                   f"Fleiss' kappa {'—' if kappa is None else f'{kappa:.3f}'}")
+    print_extras(result.summary)
     for card in result.judges:
         click.echo(f"judge: {card_line(card)}")
     for line in alarm_lines(result.alarms):
         click.echo(line, err=True)
     click.echo(f"wrote {n} rows to {out}", err=True)
-
-
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.1f}%"

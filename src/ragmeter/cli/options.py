@@ -17,6 +17,23 @@ def field_option(f: F) -> F:
     )(f)
 
 
+def repeats_option(f: F) -> F:
+    """``--repeats N`` of a judged command (ragmeter.repeats)."""
+    return click.option(
+        "--repeats", default=1, show_default=True, type=click.IntRange(1, 50),
+        help="Judge every item N times with distinct calls (resumable from the store) and "
+             "print the judge's stability: flip rate, per-item agreement, Fleiss' kappa. "
+             "The headline numbers stay the first repeat's.")(f)
+
+
+def by_option(f: F) -> F:
+    """``--by FIELD`` of a score or judge command (ragmeter.grouping)."""
+    return click.option(
+        "--by", "by", default=None, metavar="FIELD",
+        help="Also report quality, coverage and cost per group of items sharing FIELD "
+             "(e.g. lang, dataset, system, or any column of your data), with 95% CIs.")(f)
+
+
 def json_out_option(f: F) -> F:
     return click.option("--json", "json_out", type=output_file(),
                         help="Write the aggregate results as JSON to this file.")(f)

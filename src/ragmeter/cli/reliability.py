@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ragmeter.cli.options import (
+    by_option,
     field_option,
     input_path,
     items_out_option,
@@ -39,11 +40,12 @@ def group() -> None:
 @click.option("--flag-no", "flag_no", multiple=True, metavar="VALUE",
               help="item_flag value meaning ratable (repeatable; replaces the defaults No, N, "
                    "False, 0; give '' to let an empty cell mean ratable).")
+@by_option
 @record_options
 def score(path: str, qc: tuple[str, ...], json_out: str | None, items_out: str | None,
           plot_out: str | None, min_applicable: int, fields: tuple[str, ...],
-          flag_yes: tuple[str, ...], flag_no: tuple[str, ...], no_record: bool,
-          runs_dir: str | None) -> None:
+          flag_yes: tuple[str, ...], flag_no: tuple[str, ...], by: str | None,
+          no_record: bool, runs_dir: str | None) -> None:
     """Score every evaluator against QC: reliability, flag mismatch %, Cohen's κ, Wilson CI.
 
     PATH holds one row per (item, evaluator) with item_id, evaluator, item_flag (Yes =
@@ -54,12 +56,14 @@ def score(path: str, qc: tuple[str, ...], json_out: str | None, items_out: str |
     --plot rel.png
     """
     import ragmeter.reliability
+    from ragmeter.reports.console_extras import print_extras
     from ragmeter.suites.reliability.report import print_reliability
 
     result = ragmeter.reliability.score(
         path, qc=qc, min_applicable=min_applicable, fields=fields, flag_yes=flag_yes,
-        flag_no=flag_no, plot=plot_out)
+        flag_no=flag_no, plot=plot_out, by=by)
     print_reliability(result.detail)
+    print_extras(result.summary)
     write_outputs(result, json_out, items_out)
     if plot_out:
         click.echo(f"wrote {plot_out}", err=True)

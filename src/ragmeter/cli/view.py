@@ -24,12 +24,15 @@ __all__ = ["view"]
               help="SQLite store of calls used by launched jobs [default: the usual store].")
 @click.option("--data-dir", "data_dirs", multiple=True, type=click.Path(file_okay=False,
                                                                         exists=True),
-              help="A folder of RGB data files the launch form may use (repeatable); no other "
+              help="A folder of data files the launch forms may use (repeatable); no other "
                    "file is ever read on the browser's request.")
+@click.option("--max-jobs", default=2, show_default=True, type=click.IntRange(1, 64),
+              help="Jobs launched from the page that run at once; later ones wait in a queue.")
 def view(host: str, port: int, token: str | None, runs_dir: str | None, store: str | None,
-         data_dirs: tuple[str, ...]) -> None:
+         data_dirs: tuple[str, ...], max_jobs: int) -> None:
     """Serve a local web app: the list of stored runs, one run's page, a comparison of runs,
-    and a form that launches an RGB run with live progress.
+    launch forms for the run verbs (rgb run/judge, trace run, rubric run, multilingual judge,
+    generate) with a dry-run estimate first, and live progress of up to --max-jobs jobs.
 
     Example: ragmeter view --port 8000   (then open http://127.0.0.1:8000/)
     """
@@ -44,7 +47,8 @@ def view(host: str, port: int, token: str | None, runs_dir: str | None, store: s
 
     security, generated = Security.for_bind(host, port, token)
     settings = ViewSettings(runs_dir=runs_dir, store_path=store,
-                            data_dirs=[Path(d) for d in data_dirs], security=security)
+                            data_dirs=[Path(d) for d in data_dirs], security=security,
+                            max_jobs=max_jobs)
     if generated:
         click.echo(f"token: {security.token}  (generated: every request needs it)", err=True)
 

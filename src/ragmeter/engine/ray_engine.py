@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ragmeter.llm.registry import BackendRecipe
     from ragmeter.runner import Outcome, RunnerConfig
 
-__all__ = ["RayEngine", "BackendWorker", "import_ray"]
+__all__ = ["RayEngine", "BackendWorker", "import_ray", "connect", "one_line"]
 
 INSTALL = "pip install 'ragmeter[ray]'"
 WORKER_ERROR = "ragmeter worker on"  # marks the one line the driver shows of a worker failure
@@ -106,21 +106,7 @@ class RayEngine:
 
     def _connect(self, ray: Any) -> bool:
         """Join the cluster (or start Ray here); True when this call started the connection."""
-        if ray.is_initialized():
-            return False
-        kwargs: dict[str, Any] = {"configure_logging": True, "log_to_driver": False}
-        if self.options.address:
-            kwargs["address"] = self.options.address
-        else:  # Ray on this machine for this run only: no dashboard to start and stop
-            kwargs["include_dashboard"] = False
-        try:
-            ray.init(**kwargs)
-        except ConnectionError as err:
-            raise ConfigError(
-                f"engine: cannot reach the Ray cluster at {self.options.address!r} ({err}). "
-                "Fix: start it with `ray start --head` and pass the address it prints to "
-                "--ray-address, or drop --ray-address to start Ray on this machine.") from None
-        return True
+        return connect(ray, self.options.address)
 
     def run(self, todo: Mapping[str, Request], config: RunnerConfig,
             identity: Mapping[str, Any]) -> Iterator[tuple[str, Outcome]]:
@@ -151,7 +137,7 @@ class RayEngine:
         try:
             yield from self._stream(dataset, todo, identity)
         except ray.exceptions.RayError as err:
-            raise ConfigError(f"engine: the Ray run failed: {_one_line(err)}. Fix: check that "
+            raise ConfigError(f"engine: the Ray run failed: {one_line(err)}. Fix: check that "
                               "every node has ragmeter, its extras and the model at the same "
                               "path (ray logs are under /tmp/ray/session_latest/logs).") from None
 
@@ -170,7 +156,27 @@ class RayEngine:
                 yield key, outcome_from_wire(json.loads(doc), todo[key], key)
 
 
-def _one_line(err: BaseException) -> str:
+def connect(ray: Any, address: str | None) -> bool:
+    """Join the cluster at ``address`` (or start Ray on this machine for None); True when this
+    call started the connection (the caller then shuts it down)."""
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"configure_logging": True, "log_to_driver": False}
+    if address:
+        kwargs["address"] = address
+    else:  # Ray on this machine for this run only: no dashboard to start and stop
+        kwargs["include_dashboard"] = False
+    try:
+        ray.init(**kwargs)
+    except ConnectionError as err:
+        raise ConfigError(
+            f"engine: cannot reach the Ray cluster at {address!r} ({err}). "
+            "Fix: start it with `ray start --head` and pass the address it prints to "
+            "--ray-address, or drop --ray-address to start Ray on this machine.") from None
+    return True
+
+
+def one_line(err: BaseException) -> str:
     """The line of a Ray error that says what went wrong: a worker's own report when there is
     one, else Ray's first line."""
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]

@@ -288,6 +288,9 @@ class LocalBackend:
     """
 
     name = "local"
+    # Runs in this process and cannot be interrupted: the runner does not time its calls out
+    # (see ragmeter.runner; --timeout is for remote backends).
+    in_process = True
 
     def __init__(self, model: str | os.PathLike[str] | None = None, *, runtime: str = "auto",
                  threads: int | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 
 from ragmeter.llm.base import Request, Response, canonical_json
 
@@ -69,45 +69,42 @@ class RequestBatcher:
     def drain(self) -> None:
         """Run batches until nothing is waiting (on the model thread).
 
-        A caller that gave up (its future cancelled, e.g. by the runner's timeout) is skipped
-        before its batch runs and never answered; a drain that ends on an error still lets
-        the next ``submit`` start a new one (else every later request would wait forever).
+        A request whose caller gave up (its future cancelled) before its batch starts is
+        dropped; once a batch starts its futures can no longer be cancelled, so every answer
+        reaches its future.  (Setting a result on a cancelled future raised
+        ``InvalidStateError`` here, which ended the drain with ``_draining`` still set: every
+        later request then waited forever.)
         """
         try:
-            while self._drain_one():
-                pass
+            while True:
+                with self._cond:
+                    deadline = time.monotonic() + self.wait_s
+                    while len(self._pending) < self.batch_size:
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            break
+                        self._cond.wait(left)
+                    if not self._pending:
+                        self._draining = False
+                        return
+                    group = [(request, future) for request, future in self._take_group()
+                             if future.set_running_or_notify_cancel()]
+                if not group:
+                    continue
+                self.batch_sizes.append(len(group))
+                try:
+                    outcomes = self.run_batch([request for request, _ in group])
+                except BaseException as exc:  # noqa: BLE001 - handed to every waiting caller
+                    outcomes = [exc] * len(group)
+                for (_, future), outcome in zip(group, outcomes, strict=True):
+                    if isinstance(outcome, BaseException):
+                        future.set_exception(outcome)
+                    else:
+                        future.set_result(outcome)
         except BaseException:
-            with self._cond:
+            with self._cond:  # never leave the queue without a drainer
                 self._draining = False
             raise
-
-    def _drain_one(self) -> bool:
-        with self._cond:
-            deadline = time.monotonic() + self.wait_s
-            while len(self._pending) < self.batch_size:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._cond.wait(left)
-            self._pending = [e for e in self._pending if not e[1].cancelled()]
-            if not self._pending:
-                self._draining = False
-                return False
-            group = self._take_group()
-        self.batch_sizes.append(len(group))
-        try:
-            outcomes = self.run_batch([request for request, _ in group])
-        except BaseException as exc:  # noqa: BLE001 - handed to every waiting caller
-            outcomes = [exc] * len(group)
-        for (_, future), outcome in zip(group, outcomes, strict=True):
-            try:
-                if isinstance(outcome, BaseException):
-                    future.set_exception(outcome)
-                else:
-                    future.set_result(outcome)
-            except InvalidStateError:
-                pass  # cancelled while its batch ran: nobody waits for it
-        return True
 
     def _take_group(self) -> list[tuple[Request, Future[Response]]]:
         first = self._pending[0]

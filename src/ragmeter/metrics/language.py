@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy only inside the batch functions: a small score never imports it
+    import numpy as np
     from lingua import Language, LanguageDetector
 
 __all__ = ["rlc", "rlc_ok", "rlc_batch", "RLC_OK_THRESHOLD", "LidRlc"]
@@ -102,6 +101,8 @@ def _flags(cp: int) -> int:
 def _codepoint_table() -> np.ndarray:
     """Memo of per-code-point flags, filled on demand (a pure function's cache: each entry is
     computed once from ``str`` methods and never changes)."""
+    import numpy as np
+
     table = np.full(0x110000, _UNKNOWN, dtype=np.uint8)
     table[:128] = [_flags(cp) for cp in range(128)]
     return table
@@ -119,6 +120,8 @@ def _flags_of(cps: np.ndarray) -> np.ndarray:
 
 def rlc_batch(predictions: Sequence[str], langs: Sequence[str]) -> np.ndarray:
     """RLC of many predictions at once; equal to ``[rlc(p, l) for p, l in ...]``."""
+    import numpy as np
+
     n = len(predictions)
     out = np.ones(n, dtype=np.float64)
     if n == 0:
@@ -129,10 +132,8 @@ def rlc_batch(predictions: Sequence[str], langs: Sequence[str]) -> np.ndarray:
     lengths = np.fromiter((len(p) for p in predictions), dtype=np.int64, count=n)
     owner = np.repeat(np.arange(n), lengths)
     # Per language class, the flag bits that count as a hit (see the module docstring).
-    by_lang: dict[str, int] = {}
-    hit_bits = np.fromiter(
-        (by_lang.get(lang) or by_lang.setdefault(lang, _HIT_BITS[_lang_class(lang)])
-         for lang in langs), dtype=np.uint8, count=n)
+    by_lang = {lang: _HIT_BITS[_lang_class(lang)] for lang in set(langs)}
+    hit_bits = np.fromiter(map(by_lang.__getitem__, langs), dtype=np.uint8, count=n)
     counted = (flags & _SKIP) == 0
     hit = counted & ((flags & hit_bits[owner]) != 0)
     total = np.bincount(owner[counted], minlength=n)

@@ -8,7 +8,8 @@ from collections import Counter
 from ragmeter.text.languages import CHAR_TOKEN_LANGUAGES
 from ragmeter.text.normalize import normalize_text
 
-__all__ = ["exact_match", "token_f1", "f1_from_normalized", "tokens_for_f1", "multiset_overlap"]
+__all__ = ["exact_match", "token_f1", "f1_from_normalized", "f1_from_tokens", "tokens_for_f1",
+           "multiset_overlap"]
 
 
 def exact_match(prediction: str, gold: str) -> float:
@@ -29,8 +30,12 @@ def f1_from_normalized(pred_norm: str, gold_norm: str, lang: str) -> float:
         return 1.0
     if not pred_norm or not gold_norm:
         return 0.0
-    pred_tokens = tokens_for_f1(pred_norm, lang)
-    gold_tokens = tokens_for_f1(gold_norm, lang)
+    return f1_from_tokens(tokens_for_f1(pred_norm, lang), tokens_for_f1(gold_norm, lang))
+
+
+def f1_from_tokens(pred_tokens: list[str], gold_tokens: list[str]) -> float:
+    """Token F1 of two non-empty token lists: multiset overlap, then the harmonic mean of
+    precision and recall (LBRAG's ``f1_score`` after tokenization)."""
     overlap = multiset_overlap(pred_tokens, gold_tokens)
     if overlap == 0:
         return 0.0

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["fleiss_kappa", "repeat_agreement"]
+__all__ = ["fleiss_kappa", "item_agreement", "repeat_agreement"]
 
 
 def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float | None:
@@ -40,6 +40,15 @@ def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float | None:
     return (p_bar - p_e) / (1.0 - p_e)
 
 
+def item_agreement(verdicts: Sequence[Hashable | None]) -> float | None:
+    """Share of an item's scored repeats that give its most common verdict; None with fewer
+    than two scored repeats (its stability is unknown)."""
+    scored = [v for v in verdicts if v is not None]
+    if len(scored) < 2:
+        return None
+    return Counter(scored).most_common(1)[0][1] / len(scored)
+
+
 def repeat_agreement(verdicts_by_item: Mapping[str, Sequence[Hashable | None]],
                      repeats: int) -> dict[str, Any]:
     """Flip rate, mean per-item agreement and Fleiss' κ of a judge over ``repeats`` repeats.
@@ -51,12 +60,12 @@ def repeat_agreement(verdicts_by_item: Mapping[str, Sequence[Hashable | None]],
     agreements: list[float] = []
     full: list[list[Hashable]] = []
     for verdicts in verdicts_by_item.values():
-        scored = [v for v in verdicts if v is not None]
-        if len(scored) < 2:
+        agreement = item_agreement(verdicts)
+        if agreement is None:
             continue
-        top = Counter(scored).most_common(1)[0][1]
-        agreements.append(top / len(scored))
-        flips += 1 if top < len(scored) else 0
+        scored = [v for v in verdicts if v is not None]
+        agreements.append(agreement)
+        flips += 1 if agreement < 1.0 else 0
         if len(scored) == repeats:
             full.append(scored)
     n = len(agreements)

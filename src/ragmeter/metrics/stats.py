@@ -10,12 +10,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported by the functions that use it: a small score needs none
+    import numpy as np
 
 __all__ = [
     "mean",
     "sample_std",
+    "mean_std",
     "bootstrap_ci",
     "PairedTest",
     "paired_bootstrap",
@@ -35,31 +38,82 @@ DEFAULT_SEED = 12345
 
 
 def _arr(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    import numpy as np
+
     return np.asarray(values, dtype=np.float64)
+
+
+SMALL = 2048
+"""Below this many values, :func:`mean` and :func:`sample_std` run in plain Python, so that a
+small score never imports numpy.  Both ways give the very same float: the same IEEE
+subtractions and products, summed exactly by ``math.fsum`` (tested)."""
+
+
+def _floats(values: Sequence[float] | np.ndarray) -> list[float] | None:
+    """``values`` as a list of floats when it is small and numpy is not needed, else None."""
+    if hasattr(values, "tolist"):  # ndarray, array('d')
+        return values.tolist() if len(values) < SMALL else None  # type: ignore[no-any-return]
+    if len(values) >= SMALL:
+        return None
+    return [float(v) for v in values]
 
 
 def mean(values: Sequence[float] | np.ndarray) -> float | None:
     """Arithmetic mean; None for no values (never NaN)."""
-    a = _arr(values)
-    if a.size == 0:
+    vals = _floats(values)
+    if vals is None:
+        vals = _arr(values).tolist()
+    if not vals:
         return None
-    return float(math.fsum(a.tolist()) / a.size)
+    return float(math.fsum(vals) / len(vals))
 
 
 def sample_std(values: Sequence[float] | np.ndarray) -> float | None:
     """Sample standard deviation (n-1), as Python's ``statistics.stdev``; 0.0 when n < 2
     (LBRAG's convention), None for no values."""
+    vals = _floats(values)
+    if vals is not None:
+        if not vals:
+            return None
+        if len(vals) < 2:
+            return 0.0
+        m = math.fsum(vals) / len(vals)
+        return float(math.sqrt(math.fsum([(x - m) * (x - m) for x in vals]) / (len(vals) - 1)))
     a = _arr(values)
     if a.size == 0:
         return None
     if a.size < 2:
         return 0.0
     m = math.fsum(a.tolist()) / a.size
-    return float(math.sqrt(math.fsum(((a - m) ** 2).tolist()) / (a.size - 1)))
+    d = a - m
+    return float(math.sqrt(math.fsum((d * d).tolist()) / (a.size - 1)))
+
+
+def mean_std(values: Sequence[float] | np.ndarray) -> tuple[float | None, float | None]:
+    """``(mean(values), sample_std(values))``, the exact sum computed once for both (the very
+    same floats as the two functions; tested)."""
+    vals = _floats(values)
+    if vals is not None:
+        if not vals:
+            return None, None
+        n = len(vals)
+        m = math.fsum(vals) / n
+        if n < 2:
+            return float(m), 0.0
+        return float(m), float(math.sqrt(math.fsum([(x - m) * (x - m) for x in vals]) / (n - 1)))
+    a = _arr(values)
+    n = a.size
+    if n < 2:
+        return (None, None) if n == 0 else (float(a[0]), 0.0)
+    m = math.fsum(a.tolist()) / n
+    d = a - m
+    return float(m), float(math.sqrt(math.fsum((d * d).tolist()) / (n - 1)))
 
 
 def _resample_means(a: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Means of ``n_resamples`` bootstrap resamples, in chunks to bound memory."""
+    import numpy as np
+
     n = a.size
     out = np.empty(n_resamples)
     chunk = max(1, min(n_resamples, 4_000_000 // max(n, 1)))
@@ -74,6 +128,8 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, *, confidence: float = 0.
                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
                  ) -> tuple[float, float] | None:
     """Percentile bootstrap confidence interval of the mean; None for no values."""
+    import numpy as np
+
     a = _arr(values)
     if a.size == 0:
         return None
@@ -105,6 +161,8 @@ def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nd
     The two-sided p-value is the share of resampled differences on the other side of zero,
     doubled (Koehn 2004 style, as sacrebleu's paired bootstrap).
     """
+    import numpy as np
+
     x, y = _arr(a), _arr(b)
     if x.size != y.size or x.size == 0:
         raise ValueError("paired_bootstrap needs two non-empty sequences of equal length")
@@ -131,6 +189,8 @@ def paired_permutation(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.
     p = (1 + #{|mean of flipped d| >= |observed|}) / (1 + n_resamples), so never 0.
     The CI reported is the paired bootstrap percentile interval.
     """
+    import numpy as np
+
     x, y = _arr(a), _arr(b)
     if x.size != y.size or x.size == 0:
         raise ValueError("paired_permutation needs two non-empty sequences of equal length")
@@ -167,6 +227,8 @@ def auroc(scores: Sequence[float] | np.ndarray, labels: Sequence[int | bool] | n
 
     ``labels`` are 1 for the positive class.  None when either class is absent.
     """
+    import numpy as np
+
     s = _arr(scores)
     y = np.asarray(labels, dtype=bool)
     if s.size != y.size:
@@ -183,6 +245,8 @@ def auroc(scores: Sequence[float] | np.ndarray, labels: Sequence[int | bool] | n
 def rankdata(values: Sequence[float] | np.ndarray, axis: int = -1) -> np.ndarray:
     """Ranks from 1, ties given their average rank, along ``axis`` (``scipy.stats.rankdata``
     with ``method="average"``, written in numpy so the core needs no scipy)."""
+    import numpy as np
+
     a = np.moveaxis(np.asarray(values, dtype=np.float64), axis, -1)
     shape = a.shape
     n = shape[-1] if shape else 1
@@ -281,6 +345,8 @@ def cohen_kappa_ci(a: Sequence[str], b: Sequence[str], *, confidence: float = 0.
                    ) -> tuple[float, float] | None:
     """Percentile bootstrap interval of Cohen's kappa, resampling items (pairs) with
     replacement; None for no items."""
+    import numpy as np
+
     if len(a) != len(b):
         raise ValueError("cohen_kappa_ci needs two label sequences of equal length")
     n = len(a)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from ragmeter.reports.plain import number
 
 __all__ = ["esc", "number", "cell", "table", "kv_table", "figure", "png_figure", "generic", "note",
            "is_scalar", "Markup"]
@@ -35,23 +36,6 @@ def is_scalar(value: Any) -> bool:
 def _is_interval(value: Any) -> bool:
     return (isinstance(value, (list, tuple)) and len(value) == 2
             and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value))
-
-
-def number(value: Any, digits: int = 4) -> str:
-    """A number as table text: floats to ``digits`` decimals, '—' for None or non-finite."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return "—"
-        if value != 0 and abs(value) < 10 ** -digits:
-            return f"{value:.2e}"
-        return f"{value:.{digits}f}"
-    return str(value)
 
 
 def cell(value: Any, digits: int = 4) -> Markup:

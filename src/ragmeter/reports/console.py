@@ -1,12 +1,12 @@
-"""Console tables (rich)."""
+"""Console tables (rich; the multilingual table is plain text, :mod:`ragmeter.reports.plain`,
+so that ``multilingual score`` never imports rich)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["console", "coverage_line", "fmt", "print_multilingual"]
 
@@ -22,6 +22,8 @@ def console(*, stderr: bool = False) -> Console:
     import os
     import sys
 
+    from rich.console import Console
+
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() or os.environ.get("COLUMNS") else 140
     return Console(highlight=False, soft_wrap=False, width=width, markup=False,
@@ -30,7 +32,7 @@ def console(*, stderr: bool = False) -> Console:
 
 def fmt(value: Any, digits: int = 4) -> str:
     """A number for a table cell; '—' for a missing value (the HTML report's formatting)."""
-    from ragmeter.reports._html import number
+    from ragmeter.reports.plain import number
 
     return number(value, digits)
 
@@ -61,9 +63,9 @@ def _with_ci(result: Any, system: str, key: str, digits: int = 4) -> str:
 
 
 def print_multilingual(result: Any) -> None:
-    """One table, systems as rows (LBRAG's metrics.json keys as columns)."""
-    con = console()
-    table = Table(title="Multilingual QA (LBRAG metrics)", title_justify="left")
+    """One table, systems as rows (LBRAG's metrics.json keys as columns), in plain text."""
+    from ragmeter.reports.plain import box_table, write_lines
+
     has_sem = any(m.get("semantic_score") is not None for m in result.metrics.values())
     has_lid = any("rlc_lid" in m for m in result.metrics.values())
     cols = ["em", "f1", "rlc", "rlc_ok", "cost", "cnbe"]
@@ -71,40 +73,42 @@ def print_multilingual(result: Any) -> None:
         cols.append("semantic_score")
     if has_lid:
         cols.append("rlc_lid")
-    table.add_column("system")
-    for c in cols:
-        table.add_column({"semantic_score": "semantic", "rlc_ok": "RLC_OK"}.get(c, c.upper()),
-                         justify="right")
-    table.add_column("n", justify="right")
-    for system in result.systems:
-        mark = " (baseline)" if system == result.baseline else ""
-        digits = {"cost": 2, "cnbe": 6}
-        table.add_row(system + mark, *[_with_ci(result, system, c, digits.get(c, 4)) for c in cols],
-                      fmt(result.metrics[system]["n"]))
-    con.print(table)
-    con.print(coverage_line(result.coverage))
+    headers = [("system", "left")]
+    headers += [({"semantic_score": "semantic", "rlc_ok": "RLC_OK"}.get(c, c.upper()), "right")
+                for c in cols]
+    headers.append(("n", "right"))
+    digits = {"cost": 2, "cnbe": 6}
+    rows = [[system + (" (baseline)" if system == result.baseline else ""),
+             *[_with_ci(result, system, c, digits.get(c, 4)) for c in cols],
+             fmt(result.metrics[system]["n"])] for system in result.systems]
+    lines = [box_table("Multilingual QA (LBRAG metrics)", headers, rows),
+             coverage_line(result.coverage)]
     if result.paired_tests:
-        pt = Table(title=f"Paired tests against {result.baseline}", title_justify="left")
-        for c in ("system", "metric", "mean diff", "95% CI", "p (bootstrap)",
-                  "p (permutation)", "n"):
-            pt.add_column(c, justify="left" if c in ("system", "metric") else "right")
+        pt_rows = []
         for system, tests in result.paired_tests.items():
             for metric, t in tests.items():
                 sig = " *" if t["significant"] == "yes" else ""
-                pt.add_row(system, metric, f"{t['mean_diff']:+.4f}{sig}",
-                           f"[{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]",
-                           f"{t['p_bootstrap']:.4f}", f"{t['p_permutation']:.4f}", str(t["n"]))
-        con.print(pt)
-        con.print("* p (permutation) < 0.05")
-    for note in result.notes:
-        con.print(f"note: {note}")
-    con.print(f"signature: {result.signature}", style="dim")
+                pt_rows.append([system, metric, f"{t['mean_diff']:+.4f}{sig}",
+                                f"[{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]",
+                                f"{t['p_bootstrap']:.4f}", f"{t['p_permutation']:.4f}",
+                                str(t["n"])])
+        pt_cols = [(c, "left" if c in ("system", "metric") else "right")
+                   for c in ("system", "metric", "mean diff", "95% CI", "p (bootstrap)",
+                             "p (permutation)", "n")]
+        lines += [box_table(f"Paired tests against {result.baseline}", pt_cols, pt_rows),
+                  "* p (permutation) < 0.05"]
+    lines += [f"note: {note}" for note in result.notes]
+    lines.append(f"signature: {result.signature}")
+    write_lines(*lines)
 
 
 def print_groups(groups: Any, keys: tuple[str, ...] = ("em", "f1", "rlc_ok", "cost",
                                                        "semantic_score")) -> None:
     """One table of per-group results (``--by``): group, system, the metrics with their CI
     when computed, n and coverage."""
+    from rich.markup import escape
+    from rich.table import Table
+
     con = console()
     table = Table(title=f"By {groups['by']}", title_justify="left")
     for c in ("group", "system", *keys, "n", "coverage"):

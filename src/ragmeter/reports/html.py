@@ -251,19 +251,21 @@ def _items(record: RunRecord, index: int) -> Markup:
 
 
 def _family_body(record: RunRecord) -> Markup:
+    from ragmeter.reports.html_extras import without_extras
     from ragmeter.reports.html_families import SECTIONS
 
     section = SECTIONS.get(record.family)
+    doc = without_extras(record.result)
     if section is not None:
         try:
-            return section(record.result)
+            return section(doc)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
             # The family's document has a shape this section does not know (an older or newer
             # record): show it generically and say so, rather than failing the whole report.
             return Markup(note(f"the {record.family} section could not read this result "
                                f"({type(err).__name__}: {err}); shown generically.", "warn")
-                          + generic(record.result))
-    return generic(record.result)
+                          + generic(doc))
+    return generic(doc)
 
 
 def _judging(record: RunRecord) -> Markup:
@@ -286,11 +288,13 @@ def _judging(record: RunRecord) -> Markup:
 def _run(record: RunRecord, index: int) -> Markup:
     """One run: the headline numbers first (alarms, judge cards, results with CIs, coverage),
     then where they came from (provenance, notes), then the items."""
+    from ragmeter.reports.html_extras import extras
+
     notes = "".join(note(f"note: {n}") for n in record.notes)
     return Markup(
         f'<article class="run" id="run-{index}"><h3>{esc(record.family)} · '
         f'{esc(_short_id(record))}</h3>{_judging(record)}'
-        f'<h4>Results</h4>{_family_body(record)}{_coverage(record)}'
+        f'<h4>Results</h4>{_family_body(record)}{extras(record.result)}{_coverage(record)}'
         f'<h4>Provenance</h4>{_provenance(record)}{notes}'
         f'{_items(record, index)}</article>')
 

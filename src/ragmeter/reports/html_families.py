@@ -51,6 +51,20 @@ def multilingual(doc: Mapping[str, Any]) -> Markup:
     """LBRAG's systems table (metrics.json keys as columns) with CIs, paired tests, plots."""
     from ragmeter.reports.plots import bars_png
 
+    if doc.get("verb") == "judge":
+        # `multilingual judge` adds semantic scores to the answers (its items) and reports their
+        # mean; the LBRAG table per system comes from `multilingual score` over them.
+        mean = (doc.get("metrics") or {}).get("semantic_score")
+        head = ""
+        if mean is not None:
+            head = table(["metric", "value (95% CI)", "n"],
+                         [["mean semantic score",
+                           _with_ci(mean, (doc.get("ci95") or {}).get("semantic_score")),
+                           doc["metrics"].get("n")]], caption="Semantic judge")
+        rest = {k: v for k, v in doc.items() if k not in ("metrics", "ci95")}
+        return Markup(head + note("Semantic scores added to the answers (see the items); score "
+                                  "them with ragmeter multilingual score for LBRAG's table "
+                                  "per system.") + generic(rest))
     metrics: Mapping[str, Mapping[str, Any]] = doc["metrics"]
     ci: Mapping[str, Mapping[str, Any]] = doc.get("ci95") or {}
     baseline = doc.get("baseline")

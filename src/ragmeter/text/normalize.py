@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy only inside the batch function: a small score never imports it
+    import numpy as np
 
 __all__ = ["normalize_text", "normalize_many", "normalize_squad", "NORMALIZERS", "KEEP_CHARS"]
 
@@ -51,6 +53,8 @@ _RANGES = ((0x30, 0x39), (0x61, 0x7A), (0xC0, 0x24F), (0x400, 0x4FF), (0x590, 0x
 @lru_cache(maxsize=1)
 def _keep_table() -> np.ndarray:
     """Boolean table over all code points: True for the whitelist (and the NUL separator)."""
+    import numpy as np
+
     table = np.zeros(0x110000, dtype=bool)
     for lo, hi in _RANGES:
         table[lo:hi + 1] = True
@@ -68,6 +72,8 @@ def normalize_many(texts: list[str]) -> list[str]:
     ``str.lower`` as a string end does).  When a text contains NUL itself, each text is
     normalized on its own.  Property tests check equality with :func:`normalize_text`.
     """
+    import numpy as np
+
     if not texts:
         return []
     joined = _SEP.join(texts)

@@ -1,10 +1,12 @@
-"""The Starlette application of ``ragmeter view``: pages, the launch form and the progress stream.
+"""The Starlette application of ``ragmeter view``: pages, the launch forms, the job list and the
+progress streams.
 
 Pages are Jinja2 templates (autoescaped) around fragments built by the HTML report's own
 functions (:func:`ragmeter.reports.html.render_run`, :func:`render_comparison`), so a run's page
 shows what ``ragmeter report`` writes for it.  Run records are read through
 :mod:`ragmeter.results` only; run ids from the URL are looked up among the listed runs, never
-used as paths.  Launches go through :mod:`ragmeter.view.jobs`.
+used as paths.  Launch forms come from the specs of :mod:`ragmeter.view.verbs` (validated by
+:mod:`ragmeter.view.forms`); jobs run through :mod:`ragmeter.view.jobs`.
 """
 
 from __future__ import annotations
@@ -14,24 +16,26 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
 from ragmeter.errors import ConfigError, UserError
-from ragmeter.view.jobs import (
-    LANGUAGES,
-    JobManager,
-    RgbLaunch,
+from ragmeter.view.forms import (
+    VerbSpec,
     backend_choices,
-    estimate_rgb,
-    list_data_files,
-    resolve_data,
+    estimate,
+    file_options,
+    form_defaults,
+    form_echo,
+    validate,
 )
+from ragmeter.view.jobs import FINISHED, JobManager
 from ragmeter.view.listing import RunIndex
 from ragmeter.view.security import Security, SecurityMiddleware
+from ragmeter.view.verbs import SPECS, spec_of
 
 __all__ = ["ViewSettings", "create_app"]
 
@@ -52,6 +56,7 @@ class ViewSettings:
     data_dirs: list[Path] = field(default_factory=list)
     security: Security = field(default_factory=Security)
     list_ttl_s: float = 30.0
+    max_jobs: int = 2
 
 
 def _templates() -> Any:
@@ -81,18 +86,19 @@ def create_app(settings: ViewSettings) -> Any:
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
-    from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+    from starlette.responses import HTMLResponse, RedirectResponse, Response
     from starlette.routing import Route
 
     env = _templates()
     sec = settings.security
     index = RunIndex(settings.runs_dir, ttl_s=settings.list_ttl_s)
     jobs = JobManager(store_path=settings.store_path, runs_dir=settings.runs_dir,
-                      on_finished=index.invalidate)
+                      max_jobs=settings.max_jobs, on_finished=index.invalidate)
 
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         context.setdefault("title", "ragmeter view")
-        html = env.get_template(name).render(csrf=sec.csrf, running=jobs.running(), **context)
+        html = env.get_template(name).render(csrf=sec.csrf, counts=jobs.counts(), specs=SPECS,
+                                               **context)
         return HTMLResponse(html, status_code=status)
 
     def error(message: str, status: int = 400) -> HTMLResponse:
@@ -187,28 +193,38 @@ def create_app(settings: ViewSettings) -> Any:
     # ------------------------------------------------------------------ launch
 
     def launch_page(request: Request) -> HTMLResponse:
-        return page("launch.html", title="launch rgb run", form=_default_form(),
-                    **_launch_context(settings))
+        try:
+            spec = spec_of(request.path_params.get("verb", "rgb-run"))
+        except UserError as err:
+            return error(str(err), 404)
+        return page("launch.html", title=f"launch {spec.title}", spec=spec,
+                    form=form_defaults(spec), **_launch_context(settings, spec))
 
     async def launch_estimate(request: Request) -> Response:
         form: dict[str, str] = {}
         try:
+            spec = spec_of(request.path_params["verb"])
+        except UserError as err:
+            return error(str(err), 404)
+        context = {"title": f"launch {spec.title}", "spec": spec,
+                   **_launch_context(settings, spec)}
+        try:
             form = await form_of(request)
-            launch = _launch_from_form(form, settings.data_dirs)
-            estimate = await run_in_threadpool(estimate_rgb, launch, settings.store_path)
+            launch = validate(spec, form, settings.data_dirs)
+            found = await run_in_threadpool(estimate, launch, settings.store_path)
         except PermissionError as err:
             return error(str(err), 403)
         except UserError as err:
-            return page("launch.html", status=400, title="launch rgb run", message=str(err),
-                        form=_form_echo(form),
-                        **_launch_context(settings))
-        return page("launch.html", title="launch rgb run", form=form, estimate=estimate,
-                    command=" ".join(launch.command()), **_launch_context(settings))
+            return page("launch.html", status=400, message=str(err),
+                        form=form_echo(spec, form), **context)
+        return page("launch.html", form=form_echo(spec, form), estimate=found,
+                    command=" ".join(launch.command()), **context)
 
     async def launch_start(request: Request) -> Response:
         try:
+            spec = spec_of(request.path_params["verb"])
             form = await form_of(request)
-            launch = _launch_from_form(form, settings.data_dirs)
+            launch = validate(spec, form, settings.data_dirs)
             job = jobs.start(launch)
         except PermissionError as err:
             return error(str(err), 403)
@@ -216,17 +232,23 @@ def create_app(settings: ViewSettings) -> Any:
             return error(str(err))
         return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
+    def jobs_page(request: Request) -> HTMLResponse:
+        listed = sorted(jobs.jobs.values(), key=lambda j: j.queued_at, reverse=True)
+        return page("jobs.html", title="jobs", jobs=listed, max_jobs=jobs.max_jobs,
+                    position=jobs.position)
+
     def job_page(request: Request) -> HTMLResponse:
         job = jobs.jobs.get(request.path_params["job_id"])
         if job is None:
             return error("No such job (jobs live as long as the server).", 404)
-        return page("job.html", title=f"job {job.id}", job=job, state=job.snapshot(),
+        return page("job.html", title=f"{job.title} · job {job.id}", job=job,
+                    state=job.snapshot(), position=jobs.position(job),
                     command=" ".join(job.launch.command()))
 
     async def job_action(request: Request) -> Response:
         job_id, action = request.path_params["job_id"], request.path_params["action"]
         try:
-            await form_of(request)
+            form = await form_of(request)
         except PermissionError as err:
             return error(str(err), 403)
         except UserError as err:
@@ -234,40 +256,28 @@ def create_app(settings: ViewSettings) -> Any:
         job = jobs.jobs.get(job_id)
         if job is None:
             return error("No such job.", 404)
+        back = "/jobs" if form.get("back") == "list" else f"/jobs/{job_id}"
         if action == "cancel":
             jobs.cancel(job_id)
-            return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+            return RedirectResponse(back, status_code=303)
         if action == "resume":
-            try:
-                new = jobs.start(job.launch)
-            except UserError as err:
-                return error(str(err))
+            if job.status not in ("cancelled", "failed"):
+                return error("Only a cancelled or failed job can be resumed.")
+            new = jobs.start(job.launch)
             return RedirectResponse(f"/jobs/{new.id}", status_code=303)
         return error("Unknown action.", 404)
+
+    async def jobs_events(request: Request) -> Response:
+        return _event_stream(lambda: jobs.version, lambda: {
+            "jobs": [dict(j.snapshot(), position=jobs.position(j))
+                     for j in list(jobs.jobs.values())], **jobs.counts()}, every=0.3)
 
     async def job_events(request: Request) -> Response:
         job = jobs.jobs.get(request.path_params["job_id"])
         if job is None:
             return Response("no such job", status_code=404)
-
-        async def stream() -> AsyncIterator[str]:
-            seen, idle = -1, 0.0
-            while True:
-                if job.version != seen:
-                    seen = job.version
-                    yield f"data: {json.dumps(job.snapshot())}\n\n"
-                    idle = 0.0
-                    if job.status in ("done", "failed", "cancelled"):
-                        yield "event: end\ndata: {}\n\n"
-                        return
-                elif idle > 15:
-                    yield ": keep-alive\n\n"
-                    idle = 0.0
-                await asyncio.sleep(0.2)
-                idle += 0.2
-
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"X-Accel-Buffering": "no"})
+        return _event_stream(lambda: job.version, lambda: {**job.snapshot(), **jobs.counts()},
+                             ended=lambda: job.status in FINISHED)
 
     def static(request: Request) -> Response:
         from ragmeter.reports.html import REPORT_CSS
@@ -283,9 +293,10 @@ def create_app(settings: ViewSettings) -> Any:
 
     routes = [
         Route("/", runs_page), Route("/runs/{run_id}", run_page), Route("/compare", compare_page),
-        Route("/launch", launch_page),
-        Route("/launch/estimate", launch_estimate, methods=["POST"]),
-        Route("/launch/start", launch_start, methods=["POST"]),
+        Route("/launch", launch_page), Route("/launch/{verb}", launch_page),
+        Route("/launch/{verb}/estimate", launch_estimate, methods=["POST"]),
+        Route("/launch/{verb}/start", launch_start, methods=["POST"]),
+        Route("/jobs", jobs_page), Route("/jobs/events", jobs_events),
         Route("/jobs/{job_id}", job_page), Route("/jobs/{job_id}/events", job_events),
         Route("/jobs/{job_id}/{action}", job_action, methods=["POST"]),
         Route("/static/{name}", static),
@@ -296,69 +307,39 @@ def create_app(settings: ViewSettings) -> Any:
     return SecurityMiddleware(app, sec)
 
 
+def _event_stream(version: Callable[[], int], payload: Callable[[], Any], *,
+                  ended: Callable[[], bool] = lambda: False, every: float = 0.2) -> Any:
+    """Server-sent events: ``payload()`` as JSON whenever ``version()`` changes, a keep-alive
+    comment every 15 s, and an ``end`` event once ``ended()``."""
+    from starlette.responses import StreamingResponse
+
+    async def stream() -> AsyncIterator[str]:
+        seen, idle = -1, 0.0
+        while True:
+            if version() != seen:
+                seen = version()
+                yield f"data: {json.dumps(payload())}\n\n"
+                idle = 0.0
+                if ended():
+                    yield "event: end\ndata: {}\n\n"
+                    return
+            elif idle > 15:
+                yield ": keep-alive\n\n"
+                idle = 0.0
+            await asyncio.sleep(every)
+            idle += every
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={"X-Accel-Buffering": "no"})
+
+
 def _escape(text: str) -> str:
     from ragmeter.reports._html import esc
 
     return esc(text)
 
 
-def _default_form() -> dict[str, str]:
-    return {"backend": "local", "language": "en", "data": "", "noise_rates": "0,0.4,0.8",
-            "passage_num": "5", "limit": "", "temperature": "0.7", "max_tokens": "256",
-            "concurrency": "8", "price_prompt": "", "price_completion": ""}
-
-
-def _form_echo(form: Mapping[str, str]) -> dict[str, str]:
-    out = _default_form()
-    out.update({k: v for k, v in form.items() if k in out})
-    return out
-
-
-def _launch_context(settings: ViewSettings) -> dict[str, Any]:
-    return {"backends": backend_choices(), "languages": list(LANGUAGES),
-            "data_files": list_data_files(settings.data_dirs)}
-
-
-def _opt_float(form: Mapping[str, str], name: str, label: str) -> float | None:
-    text = (form.get(name) or "").strip()
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise ConfigError(f"view: {label} {text!r} is not a number.") from None
-    if not value >= 0:
-        raise ConfigError(f"view: {label} must be 0 or more.")
-    return value
-
-
-def _int(form: Mapping[str, str], name: str, label: str, default: int | None) -> int | None:
-    text = (form.get(name) or "").strip()
-    if not text:
-        return default
-    try:
-        return int(text)
-    except ValueError:
-        raise ConfigError(f"view: {label} {text!r} is not a whole number.") from None
-
-
-def _launch_from_form(form: Mapping[str, str], data_dirs: list[Path]) -> RgbLaunch:
-    """Validate the launch form (every field is checked; data only from data folders)."""
-    from ragmeter.rgb import _rates  # the API's own parser of "0,0.4,0.8"
-
-    choices = {c.value for c in backend_choices()}
-    backend = form.get("backend") or "local"
-    if backend not in choices:
-        raise ConfigError(f"view: unknown backend {backend!r}. Fix: pick one from the list.")
-    data = form.get("data") or ""
-    files = (resolve_data(data, data_dirs),) if data else ()
-    return RgbLaunch(
-        backend=backend, language=form.get("language") or "en", data=files,
-        noise_rates=_rates(form.get("noise_rates") or "0", "noise rates"),
-        passage_num=_int(form, "passage_num", "passage count", 5) or 5,
-        limit=_int(form, "limit", "sample size", None),
-        temperature=_opt_float(form, "temperature", "temperature") or 0.0,
-        max_tokens=_int(form, "max_tokens", "max tokens", 256) or 256,
-        concurrency=_int(form, "concurrency", "concurrency", 8) or 8,
-        price_prompt=_opt_float(form, "price_prompt", "prompt price"),
-        price_completion=_opt_float(form, "price_completion", "completion price"))
+def _launch_context(settings: ViewSettings, spec: VerbSpec) -> dict[str, Any]:
+    files = {f.name: file_options(f, settings.data_dirs) for f in spec.all_fields()
+             if f.kind == "file"}
+    return {"backends": backend_choices(), "files": files}

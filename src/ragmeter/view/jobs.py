@@ -1,12 +1,17 @@
-"""Jobs launched from the web app: an ``rgb run`` in a background thread with live progress.
+"""Jobs launched from the web app: any launch form's verb in a background thread, with live
+progress, several at a time.
 
-A launch goes through the same functions as ``ragmeter rgb run``: the backend, store and runner
-come from :func:`ragmeter.backends.from_options` (the CLI's own translation of its options), the
-run is :func:`ragmeter.rgb.run`, the function ``ragmeter rgb run`` calls, and the record is the
-result's :meth:`~ragmeter.result.Result.save` with the equivalent command line.  Progress
-comes from the runner's ``on_progress`` callback; cancelling makes that callback raise, which
-stops the runner after the calls already finished were stored, so launching the same job again
-answers them from the store (resume) and calls only the rest.
+A job calls the verb's public function (:meth:`ragmeter.view.forms.Launch.run`: the function
+its CLI command calls, with the backend built by :func:`ragmeter.backends.from_options`, the
+CLI's own translation of its options) and saves the result's run record
+(:meth:`~ragmeter.result.Result.save`) with the equivalent command line.  Progress comes from
+the runner's ``on_progress`` callback; cancelling makes that callback raise, which stops the
+runner after the calls already finished were stored, so launching the same job again answers
+them from the store (resume) and calls only the rest.
+
+:class:`JobManager` runs at most ``max_jobs`` jobs at once (``ragmeter view --max-jobs``,
+default 2) and queues the others in launch order; a queued job can be cancelled before it
+starts.  Jobs live as long as the server; their results live in the store and the run records.
 """
 
 from __future__ import annotations
@@ -15,160 +20,46 @@ import dataclasses
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import ConfigError, UserError
+from ragmeter.view.forms import (
+    BackendChoice,
+    Launch,
+    backend_choices,
+    list_data_files,
+    resolve_data,
+)
 
-__all__ = ["RgbLaunch", "Job", "JobManager", "JobCancelled", "estimate_rgb",
-           "run_rgb_job", "LANGUAGES", "BackendChoice", "backend_choices", "resolve_data",
-           "list_data_files"]
+__all__ = ["Job", "JobManager", "JobCancelled", "run_job", "BackendChoice", "backend_choices",
+           "resolve_data", "list_data_files", "ACTIVE", "FINISHED"]
 
-LANGUAGES = {"en": ("rgb_en.jsonl", "rgb_en_int.jsonl", "rgb_en_fact.jsonl"),
-             "zh": ("rgb_zh.jsonl",)}
-MAX_LIMIT = 100_000
+ACTIVE = ("queued", "starting", "running")
+FINISHED = ("done", "failed", "cancelled")
 
 
 class JobCancelled(Exception):
     """Raised from the progress callback to stop a job's runner."""
 
 
-@dataclass(frozen=True)
-class BackendChoice:
-    """One entry of the backend dropdown: ``local`` or ``endpoint:NAME`` (no key, ever)."""
-
-    value: str
-    label: str
-
-
-def backend_choices() -> list[BackendChoice]:
-    """The local model and every endpoint of endpoints.toml (name, model and URL only)."""
-    from ragmeter.llm.endpoints import load_endpoints
-
-    out = [BackendChoice("local", "local: offline SmolLM2-135M-Instruct (CPU)")]
-    for ep in load_endpoints().values():
-        out.append(BackendChoice(f"endpoint:{ep.name}", f"{ep.name}: {ep.model} at {ep.base_url}"))
-    return out
-
-
-@dataclass(frozen=True)
-class RgbLaunch:
-    """The form of an ``rgb run`` launch, validated; the same options as the CLI's flags."""
-
-    backend: str = "local"  # local | endpoint:NAME
-    language: str = "en"
-    data: tuple[str, ...] = ()  # resolved data files; empty: the built-in sample of language
-    noise_rates: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8)
-    passage_num: int = 5
-    limit: int | None = None
-    temperature: float = 0.7
-    max_tokens: int = 256
-    concurrency: int = 8
-    price_prompt: float | None = None
-    price_completion: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.language not in LANGUAGES:
-            raise ConfigError(f"view: unknown language {self.language!r}. Fix: use en or zh.")
-        if not self.noise_rates or any(not 0.0 <= r <= 1.0 for r in self.noise_rates):
-            raise ConfigError("view: noise rates must be numbers in [0, 1], e.g. 0,0.4,0.8.")
-        if not 1 <= self.passage_num <= 50:
-            raise ConfigError("view: passage count must be between 1 and 50.")
-        if self.limit is not None and not 1 <= self.limit <= MAX_LIMIT:
-            raise ConfigError(f"view: sample size must be between 1 and {MAX_LIMIT}.")
-        if not 1 <= self.max_tokens <= 8192 or not 0.0 <= self.temperature <= 2.0:
-            raise ConfigError("view: max tokens must be 1..8192 and temperature 0..2.")
-        if not 1 <= self.concurrency <= 256:
-            raise ConfigError("view: concurrency must be between 1 and 256.")
-
-    def files(self) -> list[str]:
-        from ragmeter.samples import sample_path
-
-        return list(self.data) or [str(sample_path(n)) for n in LANGUAGES[self.language]]
-
-    def backend_kwargs(self) -> dict[str, Any]:
-        """The CLI option values (``runner_context`` keys) this launch stands for."""
-        out: dict[str, Any] = {"concurrency": self.concurrency,
-                               "price_prompt": self.price_prompt,
-                               "price_completion": self.price_completion}
-        if self.backend == "local":
-            out["backend"] = "local"
-        elif self.backend.startswith("endpoint:"):
-            out.update(backend="openai", endpoint=self.backend.split(":", 1)[1])
-        else:
-            raise ConfigError(f"view: unknown backend choice {self.backend!r}.")
-        return out
-
-    def command(self) -> list[str]:
-        """The equivalent command line (stored in the run record)."""
-        out = ["ragmeter", "rgb", "run"]
-        for f in self.data:
-            out += ["--data", f]
-        if self.data:
-            out += ["--lang", self.language]
-        if self.backend.startswith("endpoint:"):
-            out += ["--endpoint", self.backend.split(":", 1)[1]]
-        out += ["--noise-rates", ",".join(f"{r:g}" for r in self.noise_rates),
-                "--passage-num", str(self.passage_num), "--temperature", f"{self.temperature:g}",
-                "--max-tokens", str(self.max_tokens)]
-        if self.limit:
-            out += ["--limit", str(self.limit)]
-        return out
-
-    def run_config(self) -> Any:
-        from ragmeter.suites.rgb.run import RgbRunConfig
-
-        return RgbRunConfig(noise_rates=self.noise_rates, passage_num=self.passage_num,
-                            temperature=self.temperature, max_tokens=self.max_tokens,
-                            limit=self.limit)
-
-
-def _api_options(launch: RgbLaunch) -> dict[str, Any]:
-    """The arguments of :func:`ragmeter.rgb.run` this launch stands for (the same function
-    ``ragmeter rgb run`` calls)."""
-    from ragmeter.backends import from_options
-
-    return dict(lang=launch.language if launch.data else None,
-                noise_rates=launch.noise_rates, passage_num=launch.passage_num,
-                temperature=launch.temperature, max_tokens=launch.max_tokens,
-                limit=launch.limit, backend=from_options(**launch.backend_kwargs()),
-                progress=False)
-
-
-def estimate_rgb(launch: RgbLaunch, store_path: str | None = None) -> Any:
-    """What ``rgb run --dry-run`` prints for the answers, as the runner's
-    :class:`~ragmeter.runner.DryRunEstimate` (calls, tokens, money at the given prices)."""
-    import dataclasses
-
-    import ragmeter.rgb
-    from ragmeter.runner import DryRunEstimate
-
-    summary = ragmeter.rgb.run(launch.files(), store=store_path, dry_run=True,
-                               **_api_options(launch)).summary
-    return DryRunEstimate(**{f.name: summary[f.name]
-                             for f in dataclasses.fields(DryRunEstimate)})
-
-
-def run_rgb_job(launch: RgbLaunch, *, store_path: str | None, runs_dir: str | None,
-                on_progress: Callable[..., None]) -> str:
-    """Run the launch to the end through :func:`ragmeter.rgb.run` and save its run record;
+def run_job(launch: Launch, *, store_path: str | None, runs_dir: str | None,
+            on_progress: Callable[..., None]) -> str:
+    """Run the launch to the end through its verb's public function and save its run record;
     returns the run id."""
-    import ragmeter.rgb
-
-    result = ragmeter.rgb.run(launch.files(), store=store_path, on_progress=on_progress,
-                              **_api_options(launch))
+    result = launch.run(store_path=store_path, on_progress=on_progress)
     return str(result.save(runs_dir, command=launch.command()).run_id)
 
 
 @dataclass
 class Job:
-    """One launched job and its live counters (read by the progress stream)."""
+    """One launched job and its live counters (read by the progress streams)."""
 
     id: str
-    launch: RgbLaunch
-    status: str = "starting"  # starting | running | done | failed | cancelled
+    launch: Launch
+    status: str = "queued"  # queued | starting | running | done | failed | cancelled
     phase: str = ""
     done: int = 0
     todo: int = 0
@@ -184,78 +75,149 @@ class Job:
     error: str | None = None
     version: int = 0
     cancel_requested: bool = False
+    queued_at: float = field(default_factory=time.time)
+
+    @property
+    def title(self) -> str:
+        return self.launch.title
 
     def snapshot(self) -> dict[str, Any]:
         out = {k: v for k, v in dataclasses.asdict(self).items()
-               if k not in ("launch", "started", "phase_started", "cancel_requested")}
-        out["elapsed_s"] = round(time.monotonic() - self.started, 1)
+               if k not in ("launch", "started", "phase_started", "cancel_requested",
+                            "queued_at")}
+        out["title"] = self.title
+        out["elapsed_s"] = (0.0 if self.status == "queued"
+                            else round(time.monotonic() - self.started, 1))
         return out
 
 
 class JobManager:
-    """Starts jobs in background threads, one at a time, and keeps their state."""
+    """Runs jobs in background threads, at most ``max_jobs`` at once; the rest wait in a queue
+    (first launched, first started)."""
 
-    def __init__(self, *, store_path: str | None, runs_dir: str | None,
+    def __init__(self, *, store_path: str | None, runs_dir: str | None, max_jobs: int = 2,
                  on_finished: Callable[[], None] = lambda: None) -> None:
+        if max_jobs < 1:
+            raise ConfigError("view: --max-jobs must be 1 or more.")
         self.store_path = store_path
         self.runs_dir = runs_dir
+        self.max_jobs = max_jobs
         self.on_finished = on_finished
         self.jobs: dict[str, Job] = {}
+        self._queue: deque[Job] = deque()
         self._lock = threading.Lock()
         self._threads: dict[str, threading.Thread] = {}
+        self.version = 0  # bumped on every change of any job (the job list's stream reads it)
 
-    def running(self) -> Job | None:
-        return next((j for j in self.jobs.values() if j.status in ("starting", "running")),
-                    None)
+    def active(self) -> list[Job]:
+        """Running jobs first, then the queued ones in the order they will start."""
+        running = [j for j in self.jobs.values() if j.status in ("starting", "running")]
+        return running + [j for j in self._queue if j.status == "queued"]
 
-    def start(self, launch: RgbLaunch) -> Job:
+    def counts(self) -> dict[str, int]:
+        out = {"running": 0, "queued": 0}
+        for j in self.jobs.values():
+            if j.status in ("starting", "running"):
+                out["running"] += 1
+            elif j.status == "queued":
+                out["queued"] += 1
+        return out
+
+    def position(self, job: Job) -> int | None:
+        """1 for the next queued job to start; None when it is not queued."""
+        for k, queued in enumerate(self._queue, 1):
+            if queued is job:
+                return k
+        return None
+
+    def start(self, launch: Launch) -> Job:
+        """Queue a job; it starts at once when fewer than ``max_jobs`` are running."""
+        job = Job(id=uuid.uuid4().hex[:12], launch=launch)
         with self._lock:
-            busy = self.running()
-            if busy is not None:
-                raise ConfigError(f"view: job {busy.id} is still running. Fix: wait for it or "
-                                  "cancel it first.")
-            job = Job(id=uuid.uuid4().hex[:12], launch=launch)
             self.jobs[job.id] = job
-        thread = threading.Thread(target=self._work, args=(job,), name=f"ragmeter-job-{job.id}",
-                                  daemon=True)
-        self._threads[job.id] = thread
-        thread.start()
+            self._queue.append(job)
+        self._pump()
         return job
 
+    def _pump(self) -> None:
+        starting = []
+        with self._lock:
+            running = sum(1 for j in self.jobs.values() if j.status in ("starting", "running"))
+            while self._queue and running < self.max_jobs:
+                job = self._queue.popleft()
+                if job.status != "queued":
+                    continue
+                job.status = "starting"
+                job.started = job.phase_started = time.monotonic()
+                job.version += 1
+                running += 1
+                thread = threading.Thread(target=self._work, args=(job,),
+                                          name=f"ragmeter-job-{job.id}", daemon=True)
+                self._threads[job.id] = thread
+                starting.append(thread)
+            self.version += 1
+        for thread in starting:
+            thread.start()
+
     def cancel(self, job_id: str) -> Job | None:
-        job = self.jobs.get(job_id)
-        if job is not None and job.status in ("starting", "running"):
-            job.cancel_requested = True
-            job.version += 1
+        with self._lock:
+            job = self.jobs.get(job_id)
+            if job is not None and job.status == "queued":
+                job.status = "cancelled"
+                self._queue = deque(j for j in self._queue if j is not job)
+            elif job is not None and job.status in ("starting", "running"):
+                job.cancel_requested = True
+            if job is not None:
+                job.version += 1
+                self.version += 1
         return job
 
     def wait(self, job_id: str, timeout: float | None = None) -> None:
+        """Wait for a job to end (a queued job: to start, then to end)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        job = self.jobs.get(job_id)
+        while job is not None and job.status == "queued":
+            if deadline is not None and time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
         thread = self._threads.get(job_id)
         if thread is not None:
-            thread.join(timeout)
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def _work(self, job: Job) -> None:
-        phases = iter(("answers", "judge"))
+        phases = iter(job.launch.spec.phases)
+        passes = [0]
+        counters = ("calls", "unscored", "prompt_tokens", "completion_tokens")
+        before = dict.fromkeys(counters, 0)  # the finished passes' totals
+        cost_before: list[float | None] = [None]
+        current: list[Any] = [None]  # the runner pass's RunStats (one per pass)
 
         def progress(stats: Any, done: int, todo: int) -> None:
             if job.cancel_requested:
                 raise JobCancelled()
             now = time.monotonic()
-            if done == 0:
-                job.phase = next(phases, "calls")
+            if stats is not current[0]:  # a new runner pass: counters go on from the last's
+                current[0] = stats
+                passes[0] += 1
+                job.phase = next(phases, f"pass {passes[0]}")
                 job.phase_started = now
+                before.update({k: getattr(job, k) for k in counters})
+                cost_before[0] = job.cost_usd
             job.status = "running"
             job.done, job.todo = done, todo
-            job.calls, job.unscored = stats.calls, stats.unscored
-            job.prompt_tokens, job.completion_tokens = stats.prompt_tokens, stats.completion_tokens
-            job.cost_usd = stats.cost_usd
+            for k in counters:
+                setattr(job, k, before[k] + int(getattr(stats, k) or 0))
+            if stats.cost_usd is not None:
+                job.cost_usd = (cost_before[0] or 0.0) + stats.cost_usd
             elapsed = now - job.phase_started
             job.eta_s = round(elapsed / done * (todo - done), 1) if done and todo else None
             job.version += 1
+            self.version += 1
 
+        job.status = "running"
         try:
-            job.run_id = run_rgb_job(job.launch, store_path=self.store_path,
-                                     runs_dir=self.runs_dir, on_progress=progress)
+            job.run_id = run_job(job.launch, store_path=self.store_path,
+                                 runs_dir=self.runs_dir, on_progress=progress)
             job.status = "done"
         except JobCancelled:
             job.status = "cancelled"
@@ -267,32 +229,4 @@ class JobManager:
             job.eta_s = None
             job.version += 1
             self.on_finished()
-
-
-def resolve_data(name: str, folders: list[Path]) -> str:
-    """A data file chosen in the form: must lie inside one of the configured data folders."""
-    if not name:
-        raise ConfigError("view: no data file given.")
-    for folder in folders:
-        base = folder.resolve()
-        candidate = (base / name).resolve()
-        if candidate.is_file() and candidate.is_relative_to(base):
-            return str(candidate)
-    raise ConfigError(f"view: data file {name!r} is not in a configured data folder. Fix: start "
-                      "ragmeter view with --data-dir FOLDER and pick a file listed there.")
-
-
-def list_data_files(folders: list[Path], limit: int = 500) -> list[str]:
-    """RGB-format files (``*.json``, ``*.jsonl``) under the data folders, relative names."""
-    out: list[str] = []
-    for folder in folders:
-        if not folder.is_dir():
-            continue
-        base = folder.resolve()
-        for p in sorted(folder.rglob("*.json*")):
-            if p.suffix in (".json", ".jsonl") and p.is_file() \
-                    and p.resolve().is_relative_to(base):  # no links out of the folder
-                out.append(str(p.relative_to(folder)))
-                if len(out) >= limit:
-                    return out
-    return out
+            self._pump()

@@ -77,14 +77,20 @@ def _rgb(doc: Mapping[str, Any]) -> list[Headline]:
         for ds, row in (tables.get("counterfactual") or {}).items():
             out.append(Headline(f"{ds} Acc_doc", _num(row.get("acc_doc"))))
     metrics = doc.get("metrics")
-    if not out and isinstance(metrics, Mapping):  # rgb score
-        out.append(Headline("accuracy", _num(metrics.get("accuracy"))))
+    if not out and isinstance(metrics, Mapping):  # rgb score, rgb judge (rates with CIs)
+        found = doc.get("ci95")
+        ci: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        out += [Headline(k, _num(v), _ci(ci.get(k))) for k, v in metrics.items()
+                if k.endswith(("accuracy", "_rate", "rate_judged", "_doc"))]
     return out
 
 
 def _multilingual(doc: Mapping[str, Any]) -> list[Headline]:
     metrics = doc.get("metrics") or {}
     ci = doc.get("ci95") or {}
+    if doc.get("verb") == "judge":  # one judged mean over every row
+        return [Headline("semantic score", _num(metrics.get("semantic_score")),
+                         _ci(ci.get("semantic_score")))]
     return [Headline(f"{system} F1", _num(m.get("f1")), _ci((ci.get(system) or {}).get("f1")))
             for system, m in metrics.items() if isinstance(m, Mapping)]
 
@@ -94,10 +100,12 @@ def _trace(doc: Mapping[str, Any]) -> list[Headline]:
     for name, m in (doc.get("metrics") or {}).items():
         if isinstance(m, Mapping):
             out.append(Headline(name, _num(m.get("mean")), _ci(m.get("ci95"))))
-    for judge, vals in (doc.get("judges") or {}).items():
+    judges = doc.get("judges") or {}
+    for judge, vals in judges.items():
         for name, v in (vals or {}).items():
-            if isinstance(v, Mapping):
-                out.append(Headline(f"{judge} {name}", _num(v.get("value")), _ci(v.get("ci95"))))
+            if isinstance(v, Mapping):  # one judge: it is in the model column already
+                label = name if len(judges) == 1 else f"{judge} {name}"
+                out.append(Headline(label, _num(v.get("value")), _ci(v.get("ci95"))))
     return out
 
 
@@ -162,7 +170,7 @@ def _row(record: RunRecord) -> RunRow:
     judge = doc.get("judge")
     if isinstance(judge, Mapping) and judge.get("model"):
         models += f" · judge {judge.get('model')}"
-    return RunRow(run_id=record.run_id, family=record.family, kind=str(doc.get("kind") or ""),
+    return RunRow(run_id=record.run_id, family=record.family, kind=str(doc.get("kind") or doc.get("verb") or ""),
                   created_at=record.created_at.replace("T", " ").replace("+00:00", " UTC"),
                   data=data, models=models, items_total=record.items_total,
                   items_unscored=record.items_unscored, headlines=headlines(record),

@@ -1,5 +1,6 @@
-"""``rgb run`` / ``run_demo`` end to end: a scripted in-test backend (fast), the scripted
-OpenAI-compatible server, and the real local model on a handful of instances."""
+"""``rgb run`` end to end: a scripted in-test backend (fast), the scripted OpenAI-compatible
+server, and the real local model on a handful of instances (the demo's RGB part through
+``ragmeter.demo``: tests/api/test_demo_api.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,11 @@ import pytest
 
 from ragmeter.errors import BackendError
 from ragmeter.llm.base import Request, Response, Usage
-from ragmeter.reports.console import console
 from ragmeter.runner import RunnerConfig
 from ragmeter.samples import sample_path
 from ragmeter.store import Store
 from ragmeter.suites.rgb import load_dataset, load_prompts
-from ragmeter.suites.rgb.demo import SAMPLE_FILES, run_demo
+from ragmeter.suites.rgb.demo import SAMPLE_FILES
 from ragmeter.suites.rgb.outputs import write_run_outputs
 from ragmeter.suites.rgb.run import RgbRunConfig, run_rgb
 
@@ -156,21 +156,3 @@ def test_demo_on_local_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         assert sc.metrics["accuracy"] is not None and 0.0 <= sc.metrics["accuracy"] <= 1.0
     written = write_run_outputs(result, tmp_path / "out", plot=False)
     assert Path(written["results"]).exists()
-
-
-def test_run_demo_with_scripted_backend(tmp_path: Path) -> None:
-    """The demo's RGB part end to end: every sample file and setting, tables, outputs, and a
-    second run answered from the store."""
-    backend = FakeBackend()
-    store = tmp_path / "s.sqlite"
-    first = run_demo(tmp_path / "out", console(), backend=backend, store_path=store)
-    doc = first["results_doc"]
-    assert doc["coverage"]["unscored"] == 0 and doc["coverage"]["scored"] == 49
-    assert Path(first["results"]).exists() and Path(first["items"]).exists()
-    items = list(first["result"].iter_items())
-    assert len(items) == 49
-    calls = backend.calls
-    assert calls > 49  # answers plus judge calls
-    again = run_demo(tmp_path / "out2", console(), backend=backend, store_path=store)
-    assert backend.calls == calls  # everything from the store
-    assert again["results_doc"]["tables"] == doc["tables"]

@@ -63,8 +63,8 @@ def test_copied_sentence_is_supported_and_invented_one_is_not():
     bad = _row([("a", "Zorblax Quintar signed 4,312 xylophonists in Reykjavik during 2091.")])
     assert good["unsupported_response_sentence_keys"] == [] and good["adherence_score"] is True
     assert bad["unsupported_response_sentence_keys"] == ["a"] and bad["adherence_score"] is False
-    # probabilities are calibrated to RAGBench's base rate (~10% of sentences unsupported)
-    threshold = load_detector().threshold
+    # rows are flagged at the row threshold, fitted to RAGBench's base rate (~14% of rows)
+    threshold = load_detector().row_threshold
     assert 0 <= good["not_adherent_probability"] < threshold
     assert threshold <= bad["not_adherent_probability"] <= 1
     assert good["adherence_probability"] == pytest.approx(1 - good["not_adherent_probability"])
@@ -75,13 +75,23 @@ def test_copied_sentence_is_supported_and_invented_one_is_not():
     assert set(rel) == {"0a", "0b", "0c", "1a", "1b"}
 
 
-def test_row_probability_is_the_noisy_or_of_its_sentences():
+def test_row_probability_is_the_adherence_model_and_labels_agree_with_it():
+    det = load_detector()
     row = _row([("a", "The Nets play at Barclays Center."),
                 ("b", "Zorblax Quintar signed 4,312 xylophonists in 2091.")])
-    ps = list(row["support_probabilities"].values())
-    assert row["not_adherent_probability"] == pytest.approx(1 - (1 - ps[0]) * (1 - ps[1]),
-                                                            abs=1e-4)
+    from ragmeter.suites.trace.features import row_features, row_text
+
+    rt = row_text("Where do the Nets play their home games?", DOCS,
+                  [("a", "The Nets play at Barclays Center."),
+                   ("b", "Zorblax Quintar signed 4,312 xylophonists in 2091.")])
+    expected = float(det.models["adherence"].predict(row_features(rt).reshape(1, -1))[0])
+    assert row["not_adherent_probability"] == pytest.approx(expected, abs=1e-6)
+    assert row["not_adherent_probability"] >= det.row_threshold
+    # the flagged row names its invented sentence, not the copied one
     assert row["unsupported_response_sentence_keys"] == ["b"]
+    sp = row["support_probabilities"]
+    assert sp["b"] > sp["a"]
+    assert row["adherence_score"] is False
 
 
 def test_label_counts_equal_rounded_expected_counts():
@@ -97,7 +107,7 @@ def test_detector_rows_are_scored_by_trace_score():
         "The Nets are a basketball team. They play in Brooklyn.", "Paris is in France."),
         "The Nets play in Brooklyn.")
     (row,) = detector_rows([source], LabelConfig(strategy="detector"))
-    assert row["strategy"] == "detector" and row["judge"] == "ragmeter:trace-detector-v1"
+    assert row["strategy"] == "detector" and row["judge"] == "ragmeter:trace-detector-v2"
     from ragmeter.io import Row
     from ragmeter.suites.trace.data import parse_label_row
 
@@ -200,7 +210,7 @@ def test_trace_run_detector_on_a_shared_split(tmp_path, run_cli):
     rows = [json.loads(x) for x in labels.read_text().splitlines()]
     assert len(rows) == 132 and all(r["status"] == "ok" for r in rows)
     judges = json.loads(report.read_text())["judges"]
-    ours = judges["ragmeter:trace-detector-v1 (detector)"]
+    ours = judges["ragmeter:trace-detector-v2 (detector)"]
     assert ours["hallucination_auroc"]["n"] == 132
     # emanual is in the shipped detector's training data; its held-out score is in the file
     assert 0.5 < ours["hallucination_auroc"]["value"] <= 1
@@ -271,7 +281,7 @@ def test_degenerate_alarm_trips_for_a_detector_that_never_flags(tmp_path):
 
     split = str(shared("ragbench", "emanual", "test-00000-of-00001.parquet"))
     raw = json.loads(SHIPPED.read_text(encoding="utf-8"))
-    raw["threshold"] = 1.0
+    raw["row_threshold"] = 1.0
     never = tmp_path / "never.json"
     never.write_text(json.dumps(raw))
     flat = ragmeter.trace.label(split, detector=str(never), limit=40)

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from array import array
 
-import numpy as np
-
 from ragmeter.errors import InputError, UnknownNameError
 from ragmeter.metrics import stats
-from ragmeter.metrics.cost import cnbe_many
+from ragmeter.metrics.cost import cnbe, cnbe_many
 from ragmeter.metrics.language import RLC_OK_THRESHOLD, LidRlc
 from ragmeter.suites.multilingual.scorer import (
     COMPONENT,
+    SMALL_BATCH,
     FastPathUnsupported,
     MultilingualConfig,
     MultilingualResult,
@@ -23,6 +22,22 @@ from ragmeter.suites.multilingual.scorer import (
 )
 
 __all__ = ["aggregate"]
+
+
+def _cnbe_values(f1: array, base_f1: array, positions: list[int], cost: array) -> list[float]:
+    """CNBE per row against the baseline row at ``positions`` (-1: none, given 0 here and
+    removed by the caller): :func:`cnbe_many` over the columns, or :func:`cnbe` per row for
+    a small system (the same values; no numpy import)."""
+    if len(f1) < SMALL_BATCH:
+        return [cnbe(f, base_f1[p] if p >= 0 else base_f1[0], c)
+                for f, p, c in zip(f1, positions, cost, strict=True)]
+    import numpy as np
+
+    pos = np.fromiter(positions, dtype=np.int64, count=len(positions))
+    base_aligned = np.frombuffer(base_f1, dtype=np.float64)[np.where(pos < 0, 0, pos)]
+    value = cnbe_many(np.frombuffer(f1, dtype=np.float64), base_aligned,
+                      np.frombuffer(cost, dtype=np.float64))
+    return value.tolist()  # type: ignore[no-any-return]
 
 
 def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str, path: str,
@@ -36,15 +51,21 @@ def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str, p
         if system == baseline:
             out[system] = [0.0] * len(cols.f1)
             continue
-        positions = [base_index.get(sid, -1) for sid in cols.sample_ids]
-        pos = np.fromiter(positions, dtype=np.int64, count=len(positions))
-        missing = np.flatnonzero(pos < 0).tolist()
-        f1 = np.frombuffer(cols.f1, dtype=np.float64) if len(cols.f1) else np.zeros(0)
-        cost = np.frombuffer(cols.cost, dtype=np.float64) if len(cols.cost) else np.zeros(0)
-        base_aligned = np.frombuffer(base_f1, dtype=np.float64)[np.where(pos < 0, 0, pos)]
-        value = cnbe_many(f1, base_aligned, cost)
-        vals: list[float | None] = value.tolist()
-        for i in np.flatnonzero(np.isnan(cost) | (pos < 0)).tolist():
+        get = base_index.get
+        positions = [get(sid, -1) for sid in cols.sample_ids]
+        vals: list[float | None] = _cnbe_values(cols.f1, base_f1, positions,  # type: ignore[assignment]
+                                                cols.cost)
+        if len(positions) < SMALL_BATCH:
+            missing = [i for i, p in enumerate(positions) if p < 0]
+            no_value = [i for i, c in enumerate(cols.cost) if c != c] + missing
+        else:
+            import numpy as np
+
+            pos = np.asarray(positions)
+            missing = np.flatnonzero(pos < 0).tolist()
+            no_value = np.flatnonzero(
+                (pos < 0) | np.isnan(np.frombuffer(cols.cost, dtype=np.float64))).tolist()
+        for i in no_value:
             vals[i] = None  # no cost, or no baseline row
         if missing:
             if not exact_places:
@@ -63,9 +84,11 @@ def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str, p
 
 def _present(values: array | list[float | None]) -> list[float]:
     """The values that are there (not None, not the internal NaN marker)."""
-    if isinstance(values, array):
-        arr = np.frombuffer(values, dtype=np.float64) if len(values) else np.zeros(0)
-        return arr[~np.isnan(arr)].tolist()
+    if isinstance(values, array) and len(values) >= SMALL_BATCH:
+        import numpy as np
+
+        arr = np.frombuffer(values, dtype=np.float64)
+        return arr[~np.isnan(arr)].tolist()  # type: ignore[no-any-return]
     return [v for v in values if v is not None and v == v]
 
 
@@ -93,10 +116,10 @@ def aggregate(acc: _Accumulator, config: MultilingualConfig, lid: LidRlc | None,
     for system in systems:
         cols = columns[system]
         n = len(cols.em)
-        rlc_arr = np.frombuffer(cols.rlc, dtype=np.float64) if n else np.zeros(0)
+        rlc_list = cols.rlc.tolist()
         per: dict[str, list[float]] = {
-            "em": cols.em.tolist(), "f1": cols.f1.tolist(), "rlc": cols.rlc.tolist(),
-            "rlc_ok": (rlc_arr >= RLC_OK_THRESHOLD).astype(np.float64).tolist(),
+            "em": cols.em.tolist(), "f1": cols.f1.tolist(), "rlc": rlc_list,
+            "rlc_ok": [1.0 if v >= RLC_OK_THRESHOLD else 0.0 for v in rlc_list],
             "cost": _present(cols.cost), "cnbe": _present(cnbe.get(system, [])),
             "semantic_score": _present(cols.semantic),
         }
@@ -106,8 +129,7 @@ def aggregate(acc: _Accumulator, config: MultilingualConfig, lid: LidRlc | None,
         m: dict[str, float | int | None] = {}
         sys_ci: dict[str, list[float] | None] = {}
         for key, present in per.items():
-            m[key] = stats.mean(present)
-            m[f"{key}_std"] = stats.sample_std(present)
+            m[key], m[f"{key}_std"] = stats.mean_std(present)
             if len(present) != n:
                 m[f"{key}_n"] = len(present)
             if config.ci:
@@ -160,6 +182,8 @@ def _paired_tests(columns: dict[str, _Columns], systems: list[str], baseline: st
             continue
         res: dict[str, dict[str, float | int | str]] = {}
         for key in ("f1", "em"):
+            import numpy as np
+
             a = np.array([getattr(cols, key)[i] for i, _ in pairs])
             b = np.array([getattr(base, key)[j] for _, j in pairs])
             boot = stats.paired_bootstrap(a, b, n_resamples=config.n_resamples, seed=config.seed)

@@ -11,7 +11,6 @@ produce identical numbers (tests compare them).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -78,6 +77,7 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
         return None
     if not has_pyarrow():  # the row path reads JSON Lines, and names the extra for Parquet
         return None
+    import numpy as np
     import pyarrow as pa
 
     fm = config.field_map
@@ -100,21 +100,30 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
                     raise FastPathUnsupported(f"null or missing {req}")
             if col["translate_tokens"].null_count:
                 raise FastPathUnsupported("cost needs evidence")  # or is missing: row path
-            costs = col["translate_tokens"].to_pylist()
-            sems = col["semantic_score"].to_pylist()
-            if any(c < 0 or not math.isfinite(c) for c in costs) or any(
-                    s is not None and not (math.isfinite(s) and 0.0 <= s <= 1.0) for s in sems):
+            cost_np = col["translate_tokens"].to_numpy()
+            sem_col = col["semantic_score"]
+            sem_np = sem_col.to_numpy(zero_copy_only=False)  # nulls become NaN
+            present = ~np.isnan(sem_np)
+            if int(n - present.sum()) != sem_col.null_count:
+                raise FastPathUnsupported("NaN semantic score")  # the row path names it
+            if not (np.isfinite(cost_np).all() and (cost_np >= 0).all()) or not (
+                    np.isfinite(sem_np[present]).all() and (sem_np[present] >= 0).all()
+                    and (sem_np[present] <= 1).all()):
                 raise FastPathUnsupported("out-of-range number")
-            langs_raw = col["sample_lang"].to_pylist()
-            langs = []
-            for raw in langs_raw:
+            costs = cost_np.tolist()
+            sems = [None] * n if sem_col.null_count == n else sem_col.to_pylist()
+            # each distinct language code is checked once; rows take theirs by index
+            codes = col["sample_lang"].dictionary_encode()
+            canon_of = []
+            for raw in codes.dictionary.to_pylist():
                 canon = lang_ok.get(raw)
                 if canon is None:
                     canon = canonical_language(raw)
                     if not is_known_language(canon):
                         raise FastPathUnsupported("unknown language")
                     lang_ok[raw] = canon
-                langs.append(canon)
+                canon_of.append(canon)
+            langs = np.array(canon_of, dtype=object)[codes.indices.to_numpy()].tolist()
             # Arrow skips blank lines, so JSONL line numbers are exact only on the row path;
             # every error that needs a place re-runs there.
             numbers = range(number + 1, number + n + 1)
@@ -123,7 +132,8 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
                 acc.add(col["system"].to_pylist(), col["sample_id"].to_pylist(), langs,
                         col["gold_answer"].to_pylist(), col["pred_answer"].to_pylist(),
                         costs, sems, numbers,
-                        col["question"].to_pylist() if config.keep_text else None)
+                        col["question"].to_pylist() if config.keep_text else None,
+                        golds_are_text=True)
             except InputError:
                 raise FastPathUnsupported("row error") from None
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError,

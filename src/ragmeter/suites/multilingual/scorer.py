@@ -13,8 +13,10 @@ millions of rows fits in little memory.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +32,11 @@ from ragmeter.io import (
     seq_of_dicts,
 )
 from ragmeter.metrics import stats
-from ragmeter.metrics.language import RLC_OK_THRESHOLD, LidRlc, rlc_batch
-from ragmeter.metrics.qa import f1_from_normalized
+from ragmeter.metrics.language import RLC_OK_THRESHOLD, LidRlc, rlc, rlc_batch
+from ragmeter.metrics.qa import f1_from_normalized, f1_from_tokens
 from ragmeter.signature import Signature
 from ragmeter.text.languages import CHAR_TOKEN_LANGUAGES, canonical_language, is_known_language
-from ragmeter.text.normalize import NORMALIZERS, normalize_many
+from ragmeter.text.normalize import NORMALIZERS, normalize_many, normalize_text
 
 __all__ = ["MultilingualConfig", "MultilingualResult", "score_file", "score_rows", "METRIC_KEYS"]
 
@@ -43,6 +45,10 @@ METRIC_VERSION = "lbrag-1"
 METRIC_KEYS = ("em", "f1", "rlc", "rlc_ok", "cost", "cnbe", "semantic_score")
 REQUIRED = ("sample_id", "sample_lang", "system", "gold_answer", "pred_answer")
 BATCH = 4096
+SMALL_BATCH = 256
+"""Batches smaller than this run the per-text reference functions (:func:`normalize_text`,
+:func:`rlc`) instead of their numpy batch forms: the same values (property-tested), and a
+10-row file never imports numpy."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +167,38 @@ class MultilingualResult:
                 yield item
         yield from self.unscored_items
 
+    def item_columns(self) -> Any:
+        """:meth:`iter_items` as :class:`ragmeter.record_items.ItemColumns` (a run record then
+        builds only the items it keeps), or None when items differ in their keys (texts kept,
+        ``rlc_lid``)."""
+        from ragmeter.record_items import ItemColumns, ItemPart
+
+        if any(c.texts or c.rlc_lid for c in self.columns.values()):
+            return None
+        keys = ("sample_id", "system", "sample_lang", "status", "em", "f1", "rlc", "rlc_ok",
+                "cost", "cnbe", "semantic_score")
+        parts = [ItemPart(keys, len(self.columns[s].sample_ids), self._rows_of(s))
+                 for s in self.systems]
+        return ItemColumns(parts, self.unscored_items)
+
+    def _rows_of(self, system: str) -> Callable[[Sequence[int]], list[tuple[Any, ...]]]:
+        cols = self.columns[system]
+        cnbe = self.cnbe_values.get(system)
+
+        def rows(positions: Sequence[int]) -> list[tuple[Any, ...]]:
+            whole = positions == range(len(cols.sample_ids))
+            take = _taker(None if whole else list(positions))
+            rlc = take(cols.rlc)
+            n = len(rlc)
+            return list(zip(
+                take(cols.sample_ids), repeat(system, n), take(cols.langs), repeat("ok", n),
+                take(cols.em), take(cols.f1), rlc,
+                [1.0 if v >= RLC_OK_THRESHOLD else 0.0 for v in rlc],
+                [None if v != v else v for v in take(cols.cost)],
+                take(cnbe) if cnbe else repeat(None, n),
+                [None if v != v else v for v in take(cols.semantic)], strict=False))
+        return rows
+
     def ordered_items(self) -> list[dict[str, Any]]:
         """The per-row results in input order (by line, row or index)."""
         places: list[int] = []
@@ -260,12 +298,51 @@ def _f1_fast(pn: str, gn: str, lang: str) -> float:
         return 1.0  # identical non-empty token lists give p = r = 1; both empty give 1.0
     if not pn or not gn:
         return 0.0
+    return _f1_differing(pn, gn, lang)
+
+
+def _f1_differing(pn: str, gn: str, lang: str) -> float:
+    """:func:`f1_from_normalized` of two different, non-empty normalized answers; whitespace
+    tokens with no token in common score 0.0 without counting (exact)."""
     if lang in CHAR_TOKEN_LANGUAGES:
         return f1_from_normalized(pn, gn, lang)
     pt, gt = pn.split(), gn.split()
     if set(pt).isdisjoint(gt):
         return 0.0
-    return f1_from_normalized(pn, gn, lang)
+    return f1_from_tokens(pt, gt)
+
+
+def _taker(idx: list[int] | None) -> Callable[[Sequence[Any]], Sequence[Any]]:
+    """Picks the positions ``idx`` out of a sequence (all of it for None), in C."""
+    if idx is None:
+        return lambda seq: seq
+    if len(idx) == 1:
+        only = idx[0]
+        return lambda seq: (seq[only],)
+    return itemgetter(*idx)  # type: ignore[return-value]
+
+
+def _group_positions(systems: list[str]) -> dict[str, list[int] | None]:
+    """Positions of each system's rows (None: every row), systems in order of first
+    appearance, positions ascending."""
+    first = systems[0]
+    n = len(systems)
+    if systems.count(first) == n:  # one system in this batch: no regrouping
+        return {first: None}
+    if n < SMALL_BATCH:
+        by_system: dict[str, list[int] | None] = {}
+        for i, system in enumerate(systems):
+            by_system.setdefault(system, []).append(i)  # type: ignore[union-attr]
+        return by_system
+    import numpy as np
+
+    order = list(dict.fromkeys(systems))
+    code_of = {system: k for k, system in enumerate(order)}
+    codes = np.fromiter(map(code_of.__getitem__, systems), dtype=np.int64, count=n)
+    positions = np.argsort(codes, kind="stable").tolist()
+    ends = np.cumsum(np.bincount(codes, minlength=len(order))).tolist()
+    return {system: positions[(ends[k - 1] if k else 0):ends[k]]
+            for k, system in enumerate(order)}
 
 
 class _Accumulator:
@@ -293,13 +370,14 @@ class _Accumulator:
             golds: Sequence[str | tuple[str, ...]], preds: list[str | None],
             costs: list[float | None],
             semantics: list[float | None], numbers: Sequence[int],
-            questions: list[str | None] | None = None) -> None:
-        """Score one batch of rows (all sequences of equal length)."""
+            questions: list[str | None] | None = None, golds_are_text: bool = False) -> None:
+        """Score one batch of rows (all sequences of equal length).  ``golds_are_text``:
+        the caller knows every gold is one string (the columnar path)."""
         if questions is None:
             questions = [None] * len(systems)
         n = len(systems)
         self.n_rows += n
-        if any(p is None for p in preds):
+        if None in preds:
             self._add_unscored(systems, sample_ids, langs, preds, numbers)
             keep = [i for i, p in enumerate(preds) if p is not None]
             systems = [systems[i] for i in keep]
@@ -314,46 +392,97 @@ class _Accumulator:
             n = len(keep)
             if not n:
                 return
-        em, f1 = self._match(preds, golds, langs)  # type: ignore[arg-type]
-        rlc = rlc_batch(preds, langs).tolist()  # type: ignore[arg-type]
-        cost = [ABSENT if c is None else c for c in costs]
-        sem = [ABSENT if x is None else x for x in semantics]
+        em, f1, rlc_values = self.score_texts(preds, golds, langs, golds_are_text)  # type: ignore[arg-type]
         lid = None
         if self.lid is not None:
             scores = [self.lid.score(p, lg) for p, lg in zip(preds, langs, strict=True)]  # type: ignore[arg-type]
             lid = [ABSENT if v is None else v for v in scores]
-        groups: dict[str, list[int]] = {}
-        for i, system in enumerate(systems):
-            groups.setdefault(system, []).append(i)
-        for system, idx in groups.items():
+        self._store(systems, sample_ids, langs, em, f1, rlc_values, costs, semantics, numbers,
+                    lid, (questions, golds, preds) if self.keep_text else None)
+
+    def score_texts(self, preds: list[str], golds: Sequence[str | tuple[str, ...]],
+                    langs: list[str], golds_are_text: bool = False
+                    ) -> tuple[list[float], list[float], list[float]]:
+        """EM, F1 and RLC of each row: the per-row text work (what a Ray worker runs)."""
+        em, f1 = self._match(preds, golds, langs, golds_are_text)
+        if len(preds) < SMALL_BATCH:  # the reference function: no numpy import for a small file
+            rlc_values = [rlc(p, lg) for p, lg in zip(preds, langs, strict=True)]
+        else:
+            rlc_values = rlc_batch(preds, langs).tolist()
+        return em, f1, rlc_values
+
+    def add_scored(self, systems: list[str], sample_ids: list[str], langs: list[str],
+                   em: list[float], f1: list[float], rlc_values: list[float],
+                   costs: list[float | None], semantics: list[float | None],
+                   numbers: Sequence[int], missing: Sequence[bool],
+                   texts: tuple[list[Any], list[Any], list[Any]] | None = None) -> None:
+        """Rows whose EM, F1 and RLC were computed elsewhere (:meth:`score_texts` on a Ray
+        worker), in input order; ``missing``: rows without a prediction (unscored, their
+        scores ignored)."""
+        self.n_rows += len(systems)
+        if any(missing):
+            self._add_unscored(systems, sample_ids, langs,
+                               [None if m else "" for m in missing], numbers)
+            keep = [i for i, m in enumerate(missing) if not m]
+            systems, sample_ids, langs = ([seq[i] for i in keep]
+                                          for seq in (systems, sample_ids, langs))
+            em, f1, rlc_values = ([seq[i] for i in keep] for seq in (em, f1, rlc_values))
+            costs, semantics = ([seq[i] for i in keep] for seq in (costs, semantics))
+            numbers = [numbers[i] for i in keep]
+            if texts is not None:
+                texts = tuple([seq[i] for i in keep] for seq in texts)  # type: ignore[assignment]
+            if not keep:
+                return
+        self._store(systems, sample_ids, langs, em, f1, rlc_values, costs, semantics, numbers,
+                    None, texts)
+
+    def _store(self, systems: list[str], sample_ids: list[str], langs: list[str],
+               em: list[float], f1: list[float], rlc_values: list[float],
+               costs: list[float | None], semantics: list[float | None],
+               numbers: Sequence[int], lid: list[float] | None,
+               texts: tuple[Sequence[Any], Sequence[Any], Sequence[Any]] | None) -> None:
+        """Append scored rows to their systems' columns (duplicates are an error)."""
+        cost = [ABSENT if c is None else c for c in costs] if None in costs else costs
+        sem = [ABSENT if x is None else x for x in semantics] if None in semantics else semantics
+        for system, idx in _group_positions(systems).items():
+            take = _taker(idx)
             cols = self._cols(system)
             start = len(cols.sample_ids)
-            sids = [sample_ids[i] for i in idx]
+            sids = take(sample_ids)
             sid_set = set(sids)
             if len(sid_set) != len(sids) or not cols.index.keys().isdisjoint(sid_set):
-                self._raise_duplicate(cols, system, sids, [numbers[i] for i in idx])
-            cols.index.update(zip(sids, range(start, start + len(idx)), strict=False))
+                self._raise_duplicate(cols, system, list(sids), list(take(numbers)))
+            cols.index.update(zip(sids, range(start, start + len(sids)), strict=True))
             cols.sample_ids.extend(sids)
-            cols.places.extend([numbers[i] for i in idx])
-            cols.langs.extend([langs[i] for i in idx])
-            cols.em.extend([em[i] for i in idx])
-            cols.f1.extend([f1[i] for i in idx])
-            cols.rlc.extend([rlc[i] for i in idx])
-            cols.cost.extend([cost[i] for i in idx])
-            cols.semantic.extend([sem[i] for i in idx])
+            cols.places.extend(take(numbers))
+            cols.langs.extend(take(langs))
+            cols.em.extend(take(em))
+            cols.f1.extend(take(f1))
+            cols.rlc.extend(take(rlc_values))
+            cols.cost.extend(take(cost))
+            cols.semantic.extend(take(sem))
             if lid is not None:
-                cols.rlc_lid.extend([lid[i] for i in idx])
-            if self.keep_text:
-                cols.texts.extend([(questions[i], golds[i], preds[i]) for i in idx])  # type: ignore[misc]
+                cols.rlc_lid.extend(take(lid))
+            if texts is not None:
+                cols.texts.extend(zip(*(take(t) for t in texts), strict=True))
 
     def _match(self, preds: list[str], golds: Sequence[str | tuple[str, ...]],
-               langs: list[str]) -> tuple[list[float], list[float]]:
+               langs: list[str], golds_are_text: bool = False) -> tuple[list[float], list[float]]:
         """EM and F1 per row; with several golds, the max over them (SQuAD's rule)."""
-        if self.normalize == "lbrag" and all(isinstance(g, str) for g in golds):
-            norm_p = normalize_many(preds)
-            norm_g = normalize_many(golds)  # type: ignore[arg-type]
+        if self.normalize == "lbrag" and (golds_are_text or
+                                          all(isinstance(g, str) for g in golds)):
+            if len(preds) < SMALL_BATCH:  # the reference function: no numpy import
+                norm_p = [normalize_text(p) for p in preds]
+                norm_g = [normalize_text(g) for g in golds]  # type: ignore[arg-type]
+            else:
+                norm_p = normalize_many(preds)
+                # each system repeats the golds of the others: normalize each distinct once
+                distinct = list(dict.fromkeys(golds))
+                norm_of = dict(zip(distinct, normalize_many(distinct), strict=True))  # type: ignore[arg-type]
+                norm_g = list(map(norm_of.__getitem__, golds))
             em = [1.0 if pn == gn else 0.0 for pn, gn in zip(norm_p, norm_g, strict=True)]
-            f1 = [_f1_fast(pn, gn, lang)
+            # _f1_fast inlined: no call for the identical and the empty answers
+            f1 = [1.0 if pn == gn else 0.0 if not pn or not gn else _f1_differing(pn, gn, lang)
                   for pn, gn, lang in zip(norm_p, norm_g, langs, strict=True)]
             return em, f1
         norm = NORMALIZERS[self.normalize]
@@ -404,6 +533,8 @@ class _Accumulator:
 
     def fix_places(self) -> None:
         """Drop the index entries of unscored rows (negative positions)."""
+        if not self.unscored:
+            return
         for cols in self.columns.values():
             cols.index = {k: v for k, v in cols.index.items() if v >= 0}
 

@@ -111,10 +111,31 @@ def judge_signature(judge_info: dict[str, Any]) -> str:
             f"|judge-prompts:{judge_info['prompts']}")
 
 
+def _model_verdict(o: Any, kind: str, m: str) -> tuple[bool | None, dict[str, Any]]:
+    """One judge call's verdict (None when the call failed) and what its item keeps."""
+    if not o.ok or o.response is None:
+        reason = o.reason or "call_failed"
+        return None, {"status": "unscored", "reason": reason, "detail": o.detail}
+    flag = (parse_reject if kind == "reject" else parse_fact)(o.response, m)
+    return flag, judge_record(o.response, flag, m)
+
+
 def judge_tasks(tasks: Sequence[JudgeTask], prompts: JudgePrompts, backend: Backend,
-                store: Store | None, runner: RunnerConfig, method: str) -> JudgedRates:
-    """Judge every task: Rej* for ``reject`` tasks, ED* and CR* for ``fact`` tasks."""
-    requests = judge_requests(tasks, prompts, method, backend.name)
+                store: Store | None, runner: RunnerConfig, method: str,
+                repeats: int = 1) -> JudgedRates:
+    """Judge every task: Rej* for ``reject`` tasks, ED* and CR* for ``fact`` tasks.
+
+    ``repeats``: judge every item that many times with distinct calls
+    (:mod:`ragmeter.repeats`); the rates are repeat 0's (the same as a single run), each
+    item keeps its verdict per repeat and its agreement, and each task gets ``stability``
+    (flip rate, mean agreement, Fleiss' κ) and the rate of every repeat.  The detector is
+    deterministic: its repeats are not computed, and ``stability`` says so.
+    """
+    from ragmeter.metrics.stability import item_agreement, repeat_agreement
+    from ragmeter.repeats import deterministic_stability, repeat_id, repeat_requests
+    from ragmeter.spend import usage_of
+
+    requests = repeat_requests(judge_requests(tasks, prompts, method, backend.name), repeats)
     jrunner = dataclasses.replace(runner, description="judge calls")
     outcomes = ({o.request.id: o for o in run_requests(requests, backend, store, jrunner)}
                 if requests else {})
@@ -128,6 +149,8 @@ def judge_tasks(tasks: Sequence[JudgeTask], prompts: JudgePrompts, backend: Back
         probs: list[float | None] = []
         per: dict[str, dict[str, Any]] = {}
         reasons: dict[str, int] = {}
+        by_repeat: dict[str, list[bool | None]] = {}
+        repeat_flags: list[list[bool]] = [[] for _ in range(repeats)]
         for it in t.score.items:
             key = str(it["id"])
             if it["status"] != "ok":
@@ -139,16 +162,27 @@ def judge_tasks(tasks: Sequence[JudgeTask], prompts: JudgePrompts, backend: Back
                 per[key] = {"flag": int(flag), "method": m, "matched": verdict.matched,
                             "reason": verdict.reason}
             else:
-                o = outcomes[f"judge/{t.name}/{it['id']}"]
-                if not o.ok or o.response is None:
-                    reason = o.reason or "call_failed"
-                    reasons[reason] = reasons.get(reason, 0) + 1
-                    per[key] = {"status": "unscored", "reason": reason, "detail": o.detail}
+                rid = f"judge/{t.name}/{it['id']}"
+                mine = [outcomes[repeat_id(rid, k)] for k in range(repeats)]
+                verdicts = []
+                for k, o in enumerate(mine):
+                    v, _ = _model_verdict(o, t.kind, m)
+                    verdicts.append(v)
+                    if v is not None:
+                        repeat_flags[k].append(v)
+                maybe, record = _model_verdict(mine[0], t.kind, m)
+                record["usage"] = usage_of(mine)
+                if repeats > 1:
+                    by_repeat[key] = verdicts
+                    record["repeat_flags"] = [None if v is None else int(v) for v in verdicts]
+                    record["agreement"] = item_agreement(verdicts)
+                per[key] = record
+                if maybe is None:
+                    reasons[record["reason"]] = reasons.get(record["reason"], 0) + 1
                     continue
-                flag = (parse_reject if t.kind == "reject" else parse_fact)(o.response, m)
-                per[key] = judge_record(o.response, flag, m)
-                if o.response.choice_probs is not None:
-                    probs.append(o.response.choice_probs.get("Yes"))
+                flag = maybe
+                if mine[0].response is not None and mine[0].response.choice_probs is not None:
+                    probs.append(mine[0].response.choice_probs.get("Yes"))
             flags.append(flag)
             labels.append(tuple(it["labels"]))
         total = len(t.score.items)
@@ -172,6 +206,13 @@ def judge_tasks(tasks: Sequence[JudgeTask], prompts: JudgePrompts, backend: Back
         row.update({"coverage": cov, "method": m, "judge": judge_name,
                     "card": judge_card(judge_name, DETECTOR_VALIDATION if m == "detector"
                                        else None)})
+        if repeats > 1:
+            if m == "detector":
+                row["stability"] = deterministic_stability(repeats, judge_name)
+            else:
+                row["stability"] = {**repeat_agreement(by_repeat, repeats),
+                                    "rate_per_repeat": [qa_rgb.judge_reject_rate(f)
+                                                        for f in repeat_flags]}
         alarm = check_degenerate(flags, judge=judge_name, what=f"{what} on {t.name}",
                                  probabilities=probs if probs else None)
         if alarm is not None:
@@ -200,18 +241,23 @@ class RgbJudgeResult:
         return {"schema_version": 1, "family": "rgb", "kind": "judge", "dataset": self.dataset,
                 "task": self.kind, "lang": self.lang, "judge": self.judge_info,
                 "metrics": {k: v for k, v in self.rates.items()
-                            if k not in ("coverage", "ci95", "card", "alarm")},
+                            if k not in ("coverage", "ci95", "card", "alarm", "stability")},
                 "ci95": self.rates.get("ci95"), "coverage": self.rates["coverage"],
                 "judges": [self.rates["card"]], "signature": self.signature,
                 "score": self.score.to_json(),
+                **({"stability": self.rates["stability"]} if "stability" in self.rates
+                   else {}),
                 **({"alarms": self.alarms} if self.alarms else {})}
 
     def iter_items(self) -> list[dict[str, Any]]:
         out = []
         for it in self.score.items:
             row = dict(it)
-            if str(it["id"]) in self.items:
-                row["judge"] = self.items[str(it["id"])]
+            judged = self.items.get(str(it["id"]))
+            if judged is not None:
+                row["judge"] = judged
+                if "usage" in judged:
+                    row["usage"] = judged["usage"]
             out.append(row)
         return out
 
@@ -228,7 +274,7 @@ def judge_predictions(dataset: RgbDataset, predictions: Any, prompts: JudgePromp
                       backend: Backend, store: Store | None, runner: RunnerConfig, *,
                       method: str = "auto", noise_rate: float | None = None,
                       passage_num: int = 5, correct_rate: float = 0.0, seed: int = 2333,
-                      ) -> RgbJudgeResult:
+                      repeats: int = 1) -> RgbJudgeResult:
     """Rej* (default data) or ED*/CR* (_fact data) of existing predictions, no generation.
 
     ``predictions``: ``{id: Prediction}`` (:func:`ragmeter.suites.rgb.read_predictions`).
@@ -246,7 +292,7 @@ def judge_predictions(dataset: RgbDataset, predictions: Any, prompts: JudgePromp
     score = score_predictions(dataset, predictions, config,
                               signature=signature_for(dataset, config))
     task = JudgeTask(f"{dataset.name}/{config.label()}", kind, dataset, score)
-    rates = judge_tasks([task], prompts, backend, store, runner, method)
+    rates = judge_tasks([task], prompts, backend, store, runner, method, repeats=repeats)
     m = rates.methods[kind]
     info = {"backend": "ragmeter" if m == "detector" else backend.name,
             "model": DETECTOR_VERSION if m == "detector" else str(
@@ -255,6 +301,7 @@ def judge_predictions(dataset: RgbDataset, predictions: Any, prompts: JudgePromp
     sig = Signature.make("rgb", METRIC_VERSION, {
         "data": dataset.name, "kind": dataset.kind, "lang": dataset.lang, "noise": rate,
         "rate": "Rej*" if kind == "reject" else "ED*,CR*", "judge": judge_signature(info),
+        "repeats": repeats if repeats > 1 else None,
     }).render()
     return RgbJudgeResult(dataset=dataset.name, kind=kind, lang=dataset.lang, score=score,
                           rates=rates.rates[task.name], items=rates.items[task.name],

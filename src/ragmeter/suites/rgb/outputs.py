@@ -21,13 +21,16 @@ ITEMS_NAME = "rgb_items.jsonl"
 PLOT_NAME = "rgb_accuracy_vs_noise.png"
 
 
-def write_run_outputs(result: Any, out_dir: str | Path, *, plot: bool = True) -> dict[str, Any]:
-    """Write results, items and (optionally) the plot; returns the paths and notes."""
+def write_run_outputs(result: Any, out_dir: str | Path, *, plot: bool = True,
+                      doc: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write results, items and (optionally) the plot; returns the paths and notes.
+    ``doc``: the results document to write [default: ``result.to_json()``] (the public
+    :class:`~ragmeter.result.Result` summary adds the spend and ``--by`` groups)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, Any] = {"results": str(out / RESULTS_NAME),
                                "items": str(out / ITEMS_NAME), "plot": None, "notes": []}
-    doc = result.to_json()
+    doc = dict(doc) if doc is not None else result.to_json()
     if plot:
         from ragmeter.suites.rgb.plot import accuracy_vs_noise_png
 

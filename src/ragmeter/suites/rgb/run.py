@@ -25,6 +25,7 @@ from ragmeter.errors import ConfigError
 from ragmeter.llm.base import Backend, Request
 from ragmeter.records import Coverage, ItemResult, Signature
 from ragmeter.runner import Outcome, RunnerConfig, run_requests
+from ragmeter.spend import add_usage, usage_of
 from ragmeter.store import Store
 from ragmeter.suites.rgb.build import BuildConfig, build_rows
 from ragmeter.suites.rgb.data import COMPONENT, RgbDataset
@@ -69,6 +70,7 @@ class RgbRunConfig:
     judge: bool = False
     judge_method: str = "auto"  # see suites/rgb/judged.py: resolve_method
     limit: int | None = None  # only the first N instances of each file
+    repeats: int = 1  # judge calls per judged item (--repeats; the answers are generated once)
 
     def __post_init__(self) -> None:
         if self.judge_method not in JUDGE_METHODS:
@@ -154,6 +156,8 @@ class RgbRunResult:
     notes: list[str] = field(default_factory=list)
     judge_items: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict, repr=False)
     alarms: list[dict[str, Any]] = field(default_factory=list)
+    # generation usage per request id "<setting>/<instance id>" (ragmeter.spend)
+    usage: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
 
     def coverage(self) -> Coverage:
         items: list[ItemResult] = []
@@ -181,6 +185,9 @@ class RgbRunResult:
                           **({"judged": self.judged[s.name]} if s.name in self.judged else {})}
                          for s, sc in self.scores],
             "notes": self.notes,
+            **({"stability": {k: v["stability"] for k, v in self.judged.items()
+                              if "stability" in v}}
+               if any("stability" in v for v in self.judged.values()) else {}),
             **({"alarms": self.alarms} if self.alarms else {}),
         }
 
@@ -190,8 +197,11 @@ class RgbRunResult:
             for it in sc.items:
                 row = {"dataset": s.dataset.name, "setting": s.build.label(), "role": s.role,
                        "noise_rate": s.build.noise_rate, **it}
+                usage = [self.usage.get(f"{s.name}/{it['id']}")]
                 if str(it["id"]) in judged:
                     row["judge"] = judged[str(it["id"])]
+                    usage.append(row["judge"].get("usage"))
+                row["usage"] = add_usage(usage)
                 yield row
 
 
@@ -243,7 +253,7 @@ def run_rgb(datasets: Sequence[RgbDataset], prompts: RgbPrompts, backend: Backen
             from ragmeter.suites.rgb.prompts import load_judge_prompts
             jp = load_judge_prompts(None)
         rates = judge_tasks(judge_tasks_for(scores), jp, jb, store, runner,
-                            config.judge_method)
+                            config.judge_method, repeats=config.repeats)
         judge_info = judge_info_for(jb, jp, rates.methods)
         judged, judge_items, alarms = rates.rates, rates.items, rates.alarms
     tables = _tables(scores, judged, config)
@@ -253,6 +263,7 @@ def run_rgb(datasets: Sequence[RgbDataset], prompts: RgbPrompts, backend: Backen
         "passages": config.passage_num, "seed": config.seed,
         "labels": mode_label(config.mode),
         "limit": config.limit,
+        "repeats": config.repeats if config.judge and config.repeats > 1 else None,
     }
     if judge_info:
         settings_sig["judge"] = judge_signature(judge_info)
@@ -266,7 +277,7 @@ def run_rgb(datasets: Sequence[RgbDataset], prompts: RgbPrompts, backend: Backen
     return RgbRunResult(scores=scores, judged=judged, tables=tables, signature=signature,
                         model=identity, config=config, prompts_version=prompts.version,
                         judge_info=judge_info, notes=notes, judge_items=judge_items,
-                        alarms=alarms)
+                        alarms=alarms, usage={k: usage_of([o]) for k, o in outcomes.items()})
 
 
 def judge_tasks_for(scores: Sequence[tuple[Setting, RgbScore]]) -> list[JudgeTask]:
@@ -319,8 +330,11 @@ def dry_run_judge_requests(datasets: Sequence[RgbDataset], prompts: RgbPrompts,
                 missing += 1
             preds[inst.key] = Prediction(hit.text if hit is not None else placeholder)
         scores.append((s, score_predictions(s.dataset, preds, s.build)))
-    requests = judge_requests(judge_tasks_for(scores), judge_prompts, config.judge_method,
-                              judge_backend.name)
+    from ragmeter.repeats import repeat_requests
+
+    requests = repeat_requests(judge_requests(judge_tasks_for(scores), judge_prompts,
+                                              config.judge_method, judge_backend.name),
+                               config.repeats)
     return requests, missing
 
 

@@ -196,6 +196,10 @@ def judged_rows(answers: Sequence[Answer], outcomes: Sequence[Any], prompt: Judg
                                    "judge_model": judge_model, "prompt_version": prompt.version,
                                    "method": scoring}
             outcome = by_id.get(f"{a.id}#{r}")
+            if outcome is not None:
+                from ragmeter.spend import usage_of
+
+                row["usage"] = usage_of([outcome])
             if a.response is None:
                 row.update(score=None, status="unscored", reason="missing_response",
                            detail="the answer is null")

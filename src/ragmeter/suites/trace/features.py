@@ -6,12 +6,20 @@ bigrams (a single character stays a unigram), so overlap works without a word se
 Numbers are digit runs (``3,500`` and ``3.5`` kept whole).  "Names" are capitalized words that
 do not start their sentence (a cheap entity proxy; scripts without case have none).
 
-Two feature vectors:
+Three feature vectors:
 
 - :func:`support_features`, one per response sentence, for "is this sentence unsupported by
   the documents?": coverage of its words by the best document sentence and by the best two,
   share of its words, numbers and names found in no document, bigram coverage, length,
   position, overlap with the question.
+- :func:`row_features`, one per row, for "does the row hold an unsupported claim?" (the
+  row's probability of not being adherent): share of the response's words in no document,
+  mean best-sentence coverage of its sentences, share of its bigrams found in the documents,
+  best coverage of its words by a single document, share of the question's words in no
+  document (documents that do not cover the question invite invented answers), the number
+  of document sentences.  Unsupported claims are rare and spread over sentences, so one
+  row-level model ranks rows better than an aggregate of sentence probabilities (measured:
+  docs/trace.md).
 - :func:`document_features`, one per document sentence, for "is it relevant to the question?"
   and "did the response use it?": overlap with the question and with the response (whole and
   best sentence), shared numbers, position, length and the row's sentence count.
@@ -22,6 +30,7 @@ refused rather than misread.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -29,10 +38,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SUPPORT_FEATURES", "DOCUMENT_FEATURES", "FEATURE_VERSION", "words", "RowText",
-           "row_text", "support_features", "document_features"]
+__all__ = ["SUPPORT_FEATURES", "DOCUMENT_FEATURES", "ROW_FEATURES", "FEATURE_VERSION", "words",
+           "RowText", "row_text", "support_features", "document_features", "row_features"]
 
-FEATURE_VERSION = "lexical-1"
+FEATURE_VERSION = "lexical-2"
 
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|\w+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -52,6 +61,10 @@ SUPPORT_FEATURES = (
     "best_cover", "top2_cover", "novel_words", "novel_numbers", "has_numbers", "novel_names",
     "bigram_cover", "best_bigram_cover", "log_words", "position", "is_last", "log_sentences",
     "question_cover", "refusal", "best_jaccard",
+)
+ROW_FEATURES = (
+    "novel_share", "mean_best_cover", "response_bigram_share", "best_doc_cover",
+    "question_novel", "log_doc_sentences",
 )
 DOCUMENT_FEATURES = (
     "question_cover", "question_share", "response_share", "best_response_share",
@@ -92,10 +105,19 @@ class _Sent:
     n_words: int
 
 
-def _sent(key: str, text: str) -> _Sent:
+@functools.lru_cache(maxsize=1 << 16)
+def _tokenized(text: str) -> tuple[tuple[str, ...], frozenset[str], frozenset[tuple[str, str]],
+                                   frozenset[str]]:
+    """Tokens, word set, bigram set and numbers of a text (cached: rows of one corpus
+    share their documents, so most document sentences are tokenized once per process)."""
     toks = words(text)
-    return _Sent(key, frozenset(toks), frozenset(_bigrams(toks)),
-                 frozenset(_NUMBER.findall(text)), len(toks))
+    return (tuple(toks), frozenset(toks), frozenset(_bigrams(toks)),
+            frozenset(_NUMBER.findall(text)))
+
+
+def _sent(key: str, text: str) -> _Sent:
+    toks, ws, bi, nums = _tokenized(text)
+    return _Sent(key, ws, bi, nums, len(toks))
 
 
 @dataclass(frozen=True)
@@ -111,6 +133,8 @@ class RowText:
     doc_numbers: frozenset[str]
     doc_lower: str
     hits: np.ndarray  # (response sentences, document sentences): shared word counts
+    response_tokens: int  # content tokens of the response, with repeats
+    response_novel: int  # of which in no document
 
 
 def row_text(question: str, documents_sentences: Sequence[Sequence[tuple[str, str]]],
@@ -128,9 +152,11 @@ def row_text(question: str, documents_sentences: Sequence[Sequence[tuple[str, st
     resp = tuple(_sent(k, t) for k, t in response_sentences)
     hits = np.array([[len(r.words & s.words) for s in flat] for r in resp],
                     dtype=np.float64).reshape(len(resp), len(flat))
+    toks = [w for _, t in response_sentences for w in _tokenized(t)[0]]
     return RowText(_sent("q", question), docs, resp,
                    tuple(t for _, t in response_sentences),
-                   frozenset(dw), frozenset(db), frozenset(dn), lower, hits)
+                   frozenset(dw), frozenset(db), frozenset(dn), lower, hits,
+                   len(toks), sum(1 for w in toks if w not in dw))
 
 
 def _share(part: int, whole: int) -> float:
@@ -175,6 +201,36 @@ def support_features(rt: RowText) -> np.ndarray:
             best_jac,
         )
     return out
+
+
+def row_features(rt: RowText) -> np.ndarray:
+    """One row of :data:`ROW_FEATURES` (shape ``(k,)``)."""
+    resp_words: set[str] = set()
+    resp_bi: set[tuple[str, str]] = set()
+    for r in rt.response:
+        resp_words |= r.words
+        resp_bi |= r.bigrams
+    sizes = np.array([len(r.words) for r in rt.response], dtype=np.float64)
+    if rt.hits.size:
+        best = rt.hits.max(axis=1)
+        mean_cover = float(np.mean(np.where(sizes > 0, best / np.maximum(sizes, 1), 0.0)))
+    else:
+        mean_cover = 0.0
+    best_doc = 0
+    for doc in rt.documents:
+        doc_words: set[str] = set()
+        for s in doc:
+            doc_words |= s.words
+        best_doc = max(best_doc, len(resp_words & doc_words))
+    q = rt.question.words
+    return np.array([
+        _share(rt.response_novel, rt.response_tokens),
+        mean_cover,
+        _share(len(resp_bi & rt.doc_bigrams), len(resp_bi)),
+        _share(best_doc, len(resp_words)),
+        _share(len(q - rt.doc_words), len(q)),
+        math.log1p(sum(len(d) for d in rt.documents)),
+    ])
 
 
 def document_features(rt: RowText) -> np.ndarray:

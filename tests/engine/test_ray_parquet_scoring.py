@@ -1,0 +1,87 @@
+"""``multilingual score --engine ray`` on a real two-node local Ray cluster
+(``ray.cluster_utils.Cluster``, one CPU per node, 127.0.0.1): Parquet shards scored on the
+workers, aggregated on the driver, every number and item equal to one process scoring the
+shards concatenated in sorted order (issue 14).  Loopback settings as in test_ray_cluster.py
+(../shared/RAY.md): test settings, not product settings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip(
+    "ray", reason="ray is not installed (pip install 'ragmeter[ray]'; CI gets it from the "
+                  "test extra)")
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+import ragmeter.multilingual  # noqa: E402
+from tests.engine.local_cluster import loopback_cluster  # noqa: E402
+from tests.suites.test_multilingual_speed_paths import _rows  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    with loopback_cluster() as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Three Parquet shards (small row groups: several per file) and the same rows as one
+    Parquet file; rows with a null prediction and with semantic scores included."""
+    folder = tmp_path_factory.mktemp("shards")
+    table = pa.Table.from_pylist(_rows(3000, seed=7))
+    bounds = [0, 1100, 1900, table.num_rows]
+    (folder / "data").mkdir()
+    for k in range(3):
+        part = table.slice(bounds[k], bounds[k + 1] - bounds[k])
+        pq.write_table(part, folder / "data" / f"part-{k}.parquet", row_group_size=400)
+    whole = folder / "whole.parquet"
+    pq.write_table(table, whole)
+    return folder / "data", whole
+
+
+def test_ray_scoring_equals_one_process(cluster, shards) -> None:
+    data, whole = shards
+    options = {"ci": True, "paired": True, "resamples": 200, "keep_text": True}
+    one = ragmeter.multilingual.score(whole, **options)
+    on_ray = ragmeter.multilingual.score(data, engine="ray", ray_workers=2, **options)
+    assert on_ray.signature == f"{one.signature}|engine:ray"
+    assert {**on_ray.summary, "signature": one.signature} == one.summary  # exact
+    assert on_ray.items == one.items
+    assert one.summary["coverage"]["unscored"] > 0 and "ci95" in one.summary
+    # a glob names the same files
+    by_glob = ragmeter.multilingual.score(str(data / "part-*.parquet"), engine="ray",
+                                          **options)
+    assert by_glob.summary == on_ray.summary
+
+
+def test_cli_records_engine_ray(cluster, shards, run_cli, tmp_path: Path) -> None:
+    data, _ = shards
+    code, out, err = run_cli("multilingual", "score", data, "--engine", "ray",
+                             "--json", tmp_path / "m.json", "--runs-dir", tmp_path / "runs")
+    assert code == 0, err
+    assert "engine:ray" in out
+    summary = json.loads((tmp_path / "m.json").read_text(encoding="utf-8"))
+    assert summary["signature"].endswith("|engine:ray")
+    (record,) = (tmp_path / "runs").glob("*.json")
+    doc = json.loads(record.read_text(encoding="utf-8"))
+    assert doc["signature"].endswith("|engine:ray") and len(doc["inputs"]) == 3
+
+
+def test_bad_row_is_one_line_exit_2(cluster, run_cli, tmp_path: Path) -> None:
+    rows = _rows(40)
+    rows[5]["sample_lang"] = "xx-klingon"
+    (tmp_path / "d").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d" / "a.parquet")
+    code, _, err = run_cli("multilingual", "score", tmp_path / "d", "--engine", "ray")
+    assert code == 2
+    assert "'xx-klingon' is not a known language code" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,214 @@
+"""Issue 14: a small ``multilingual score`` loads only what it uses, and every shortcut taken
+for speed gives exactly the numbers of the path it replaces.
+
+Nothing here is timed (timings live in benchmarks/bench_scoring.py); the start-up test checks
+which modules a 10-row score imports, by name, in a fresh process.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragmeter.metrics import stats
+from ragmeter.metrics.cost import cnbe, cnbe_many
+from ragmeter.record_items import scored_positions
+from ragmeter.results import _cap_items, read_items, write_run
+
+# Modules a 10-row score has no use for: numpy/pyarrow (batch forms and the columnar reader
+# pay off only on big files), rich (the table is plain text), pydantic (the record is written
+# without its model), and everything of judging, models and the store.
+HEAVY = ("numpy", "pyarrow", "ray", "rich", "pydantic", "jinja2", "lingua", "httpx", "yaml",
+         "pandas", "torch", "transformers", "sqlite3", "tempfile", "asyncio",
+         "ragmeter.runner", "ragmeter.store", "ragmeter.judging", "ragmeter.llm",
+         "ragmeter.backends", "ragmeter._run_record", "ragmeter.engine", "ragmeter.view")
+
+
+def _rows(n: int, seed: int = 0) -> list[dict]:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import random
+
+    from bench_scoring import SYSTEMS, WORDS, _phrase
+
+    rng = random.Random(seed)
+    out = []
+    langs = list(WORDS)
+    for i in range(n // len(SYSTEMS)):
+        lang = langs[i % len(langs)]
+        gold = _phrase(rng, lang, rng.randint(1, 3))
+        for k, system in enumerate(SYSTEMS):
+            pred = gold if rng.random() < 0.4 else _phrase(rng, lang, rng.randint(0, 6))
+            out.append({"sample_id": f"q{i}", "sample_lang": lang, "system": system,
+                        "gold_answer": gold, "pred_answer": None if k == 3 and i % 7 == 5 else pred,
+                        "translate_tokens": 0 if k < 2 else rng.randint(0, 300),
+                        "semantic_score": None if i % 3 else rng.random()})
+    return out
+
+
+def test_ten_row_score_imports_nothing_heavy(tmp_path: Path) -> None:
+    path = tmp_path / "ten.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _rows(12)),
+                    encoding="utf-8")
+    code = ("import sys\nfrom ragmeter.cli import main\n"
+            "try:\n    main(['multilingual', 'score', sys.argv[1]])\n"
+            "except SystemExit as e:\n    code = e.code\n"
+            "print('EXIT', code, file=sys.stderr)\n"
+            "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n")
+    env = {**os.environ, "RAGMETER_HOME": str(tmp_path / "home")}
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                          text=True, env=env, check=True)
+    assert "EXIT 0" in proc.stderr
+    loaded = set(proc.stderr.split())
+    found = sorted(m for m in loaded for h in HEAVY if m == h or m.startswith(h + "."))
+    assert found == [], found
+    assert "Multilingual QA (LBRAG metrics)" in proc.stdout and "direct (baseline)" in proc.stdout
+    # the default run record was written, through the columnar items
+    assert "ragmeter.record_items" in loaded
+    assert len(list((tmp_path / "home" / "runs").glob("*.items.jsonl.gz"))) == 1
+
+
+@pytest.fixture
+def both_paths(monkeypatch: pytest.MonkeyPatch):
+    """Score rows twice: small-batch reference functions forced, then numpy forms forced."""
+    import ragmeter.suites.multilingual.aggregate as aggregate
+    import ragmeter.suites.multilingual.scorer as scorer
+    from ragmeter.io import iter_rows
+    from ragmeter.suites.multilingual import MultilingualConfig, score_rows
+
+    def run(rows: list[dict], **options):
+        out = []
+        for small in (10**9, 0):
+            monkeypatch.setattr(scorer, "SMALL_BATCH", small)
+            monkeypatch.setattr(aggregate, "SMALL_BATCH", small)
+            monkeypatch.setattr(stats, "SMALL", small)
+            res = score_rows(iter_rows(rows, component="multilingual"),
+                             MultilingualConfig(**options))
+            out.append((res.to_json(), list(res.iter_items())))
+        return out
+
+    return run
+
+
+@pytest.mark.parametrize("options", [{}, {"keep_text": True, "baseline": "multi"}])
+def test_small_path_equals_numpy_path(both_paths, options) -> None:
+    (small_json, small_items), (np_json, np_items) = both_paths(_rows(600), **options)
+    assert small_json == np_json  # exact: the same floats, not approximately
+    assert small_items == np_items
+    assert small_json["coverage"]["unscored"] > 0
+
+
+def test_lbrag_run_small_path_equals_numpy_path(both_paths) -> None:
+    from tests.conftest import shared
+
+    path = shared("lbrag", "20251214_2145", "20251214_2145_answers.jsonl")
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    (small_json, small_items), (np_json, np_items) = both_paths(rows)
+    assert small_json == np_json
+    assert small_items == np_items
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), max_size=40))
+def test_mean_std_python_equals_numpy(values: list[float]) -> None:
+    import numpy as np
+
+    python = (stats.mean(values), stats.sample_std(values))
+    saved = stats.SMALL
+    try:
+        stats.SMALL = 0
+        numpy_ = (stats.mean(np.asarray(values)), stats.sample_std(np.asarray(values)))
+    finally:
+        stats.SMALL = saved
+    assert python == numpy_
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1),
+                          st.one_of(st.just(0.0), st.just(math.nan),
+                                    st.floats(0, 1e4, allow_nan=False))), max_size=30))
+def test_cnbe_equals_cnbe_many(rows: list[tuple[float, float, float]]) -> None:
+    one = [cnbe(f, b, c) for f, b, c in rows]
+    many = cnbe_many([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]).tolist()
+    assert [None if v != v else v for v in one] == [None if v != v else v for v in many]
+
+
+@pytest.mark.parametrize("n_scored", [0, 1, 5, 99, 100, 101, 199, 200, 201, 399, 400, 401,
+                                      1000, 4097, 12345])
+@pytest.mark.parametrize("max_items", [1, 7, 50, 100])
+@pytest.mark.parametrize("n_unscored", [0, 3, 60])
+def test_scored_positions_equal_cap_items(n_scored: int, max_items: int,
+                                          n_unscored: int) -> None:
+    items = ([{"status": "unscored", "i": -k} for k in range(n_unscored)]
+             + [{"status": "ok", "i": k} for k in range(n_scored)])
+    kept, _, _, _ = _cap_items(items, max_items)
+    want = [it["i"] for it in kept if it["status"] == "ok"]
+    room = max_items - min(n_unscored, max_items)
+    assert list(scored_positions(n_scored, room, max_items)) == want
+
+
+@pytest.mark.parametrize("max_items", [50, 100_000])
+def test_record_from_columns_equals_record_from_dicts(tmp_path: Path, max_items: int) -> None:
+    import gzip
+
+    import ragmeter.multilingual
+
+    result = ragmeter.multilingual.score(_rows(4000), keep_text=False)
+    columns = result.record_items()
+    assert type(columns).__name__ == "ItemColumns"
+    files = []
+    for name, items in (("columns", columns), ("dicts", list(result.iter_items()))):
+        fields, target = write_run("multilingual", result.summary, items,
+                                   runs_dir_override=tmp_path / name, max_items=max_items)
+        files.append(target.parent / f"{fields['run_id']}.items.jsonl.gz")
+        assert fields["items_total"] == 4000 and fields["items_unscored"] > 0
+    assert read_items(files[0]) == read_items(files[1])
+    # the same blocks, byte for byte once decompressed
+    assert gzip.decompress(files[0].read_bytes()) == gzip.decompress(files[1].read_bytes())
+    if max_items > 4000:
+        assert read_items(files[0]) == [*(i for i in result.items if i["status"] != "ok"),
+                                        *(i for i in result.items if i["status"] == "ok")]
+
+
+def test_plain_table_draws_like_rich() -> None:
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from ragmeter.reports.plain import box_table
+
+    columns = [("system", "left"), ("EM", "right"), ("n", "right")]
+    rows = [["direct (baseline)", "0.5000 ±0.1000\n[0.100, 0.900]", "3"],
+            ["系统 [bold]x[/]", "1.0000", "12"]]
+    table = Table(title="Multilingual QA (LBRAG metrics)", title_justify="left")
+    for name, justify in columns:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*row)
+    buf = io.StringIO()
+    Console(file=buf, width=200, markup=False, highlight=False, emoji=False,
+            color_system=None).print(table)
+    want = [line.rstrip() for line in buf.getvalue().splitlines()]
+    assert box_table("Multilingual QA (LBRAG metrics)", columns, rows).splitlines() == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), max_size=40))
+def test_mean_std_equals_mean_and_sample_std(values: list[float]) -> None:
+    want = (stats.mean(values), stats.sample_std(values))
+    assert stats.mean_std(values) == want
+    saved = stats.SMALL
+    try:
+        stats.SMALL = 0  # the numpy form, as for a big system
+        if values:
+            assert stats.mean_std(values) == want
+    finally:
+        stats.SMALL = saved
