@@ -37,6 +37,7 @@ def test_demo_with_local_model(tmp_path: Path, run_cli, _isolated_home) -> None:
     assert (tmp_path / "out" / "rgb" / "rgb_accuracy_vs_noise.png").exists()
     html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert "rgb" in html and "<img" in html
+    _replayed_one_at_a_time(_isolated_home / "store.sqlite")
     # ragmeter.demo() gives the CLI's numbers: the same requests (every call from the store
     # the CLI filled) and the same summaries.
     import ragmeter
@@ -56,7 +57,6 @@ def test_demo_with_local_model(tmp_path: Path, run_cli, _isolated_home) -> None:
     for result in api.results:
         assert records[result.family]["result"] == json.loads(json.dumps(result.summary)), \
             result.family
-    _replayed_one_at_a_time(_isolated_home / "store.sqlite")
 
 
 def _replayed_one_at_a_time(store: Path) -> None:
