@@ -55,8 +55,15 @@ def test_demo_with_local_model(tmp_path: Path, run_cli, _isolated_home) -> None:
     assert stored_calls() == calls
     assert {r.family for r in api.results} == set(records)
     for result in api.results:
-        assert records[result.family]["result"] == json.loads(json.dumps(result.summary)), \
-            result.family
+        cli_summary = dict(records[result.family]["result"])
+        api_summary = json.loads(json.dumps(result.summary))
+        cli_spend, api_spend = cli_summary.pop("spend", None), api_summary.pop("spend", None)
+        assert cli_summary == api_summary, result.family
+        if cli_spend is not None:  # the API's re-run paid nothing: the CLI's calls are cached
+            assert api_spend["calls"] == 0
+            for key in ("calls", "prompt_tokens", "completion_tokens"):
+                assert (api_spend["cached"][key]
+                        == cli_spend[key] + cli_spend["cached"][key]), key
 
 
 def _replayed_one_at_a_time(store: Path) -> None:
