@@ -136,6 +136,15 @@ def _add_spend(summary: dict[str, Any], rows: list[dict[str, Any]], by: Sequence
         g["spend"] = spend(add_usage(r.get("usage") for r in mine), *prices)
 
 
+def _spend_by_step(rows: list[dict[str, Any]], prices: tuple[Any, Any]) -> dict[str, Any]:
+    """``rubric run``'s spend split into the reranker's, the reader's and the judge's calls."""
+    from ragmeter.spend import add_usage, spend
+    from ragmeter.suites.rubric.orchestrate import STEPS
+
+    return {step: spend(add_usage((r.get("usage_by_step") or {}).get(step) for r in rows),
+                        *prices) for step in STEPS}
+
+
 def judge(data: Any, *, strategy: str = "llm", prompt_file: str | None = None,
           scoring: str = "auto", repeats: int = 1, temperature: float | None = None,
           seed: int = 0, grader: str | None = None, by: Sequence[str] = (),
@@ -224,11 +233,14 @@ def run(data: Any, *, kb: str | Path, lang: str | None = None, embedder: str = "
         return result
     version = out.rows[0].get("prompt_version") if out.rows else None
     judge_model = out.pipeline.get("judge")
+    prices = (config.price_prompt_per_mtok, config.price_completion_per_mtok)
     result = _judged_result(
         "run", out.rows, out.mode, str(judge_model) if judge_model else None, ("lang",),
         [input_record(data, len(out.rows)), input_record(str(kb))], backend_obj, version,
         extra={"pipeline": out.pipeline, "timing": out.timing,
-               **({"run_notes": out.notes} if out.notes else {})})
+               **({"run_notes": out.notes} if out.notes else {})},
+        prices=prices)
+    result.summary["spend_by_step"] = _spend_by_step(out.rows, prices)
     if out.reader_model and out.reader_model not in result.models:
         result.models.insert(0, out.reader_model)
     return result

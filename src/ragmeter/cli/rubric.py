@@ -275,6 +275,13 @@ def run(kb: str, questions: str, lang: str | None, embedder: str, top_k: int, re
         click.echo(f"note: {note}")
     print_judging(result)
     click.echo(f"timing: {result.summary['timing']}")
+    from ragmeter.reports.console_extras import print_extras
+    from ragmeter.spend import spend_line
+
+    print_extras({k: result.summary[k] for k in ("spend", "groups", "by")
+                  if k in result.summary})
+    for step, block in (result.summary.get("spend_by_step") or {}).items():
+        click.echo(f"  {step}: " + spend_line(block))
     click.echo(f"wrote {len(result.items)} graded rows to {out_path}", err=True)
     if json_out:
         write_json(json_out, result.summary)

@@ -198,7 +198,7 @@ def test_run_with_endpoint_reranker_and_scripted_reader(rerank_server, scripted_
         "scripted", "--base-url", reader.url, "--reranker", "endpoint", "--reranker-url",
         url + "/v1", "--reranker-model", "tiny", "--top-k", "5", "--max-context", "2",
         "--strategy", "overlap", "--store", tmp_path / "s.sqlite", "--json", js,
-        "--out", tmp_path / "judged.jsonl")
+        "--out", tmp_path / "judged.jsonl", "--price-in", "2", "--price-out", "8")
     assert code == 0, err
     assert len(calls) == 2 and all(len(c["body"]["documents"]) == 5 for c in calls)
     # at most 2 chunks reach the reader, each above the 0.1 threshold
@@ -213,6 +213,18 @@ def test_run_with_endpoint_reranker_and_scripted_reader(rerank_server, scripted_
     assert summary["pipeline"]["top_k"] == 5 and summary["pipeline"]["max_context"] == 2
     assert summary["pipeline"]["reranker"].startswith("endpoint:vllm:")
     assert "endpoint:vllm" in stdout
+    # money after the run: the reader's two calls, tokens as the server counted them (words of
+    # the messages it answered / of its replies), priced independently here
+    bodies = [json.loads(b) for b in reader.answered_bodies]
+    prompt = sum(len(str(m["content"]).split()) for b in bodies for m in b["messages"])
+    completion = sum(len(reply(b).split()) for b in bodies)
+    spend, steps = summary["spend"], summary["spend_by_step"]
+    assert (spend["calls"], spend["prompt_tokens"], spend["completion_tokens"]) == (
+        2, prompt, completion)
+    assert spend["cost_usd"] == pytest.approx((prompt * 2 + completion * 8) / 1e6)
+    assert steps["read"]["calls"] == 2 and steps["judge"]["calls"] == 0  # overlap: no model
+    assert steps["rerank"]["calls"] == 0  # the /rerank endpoint is no chat call
+    assert f"spent: 2 call(s), {prompt} prompt + {completion} completion tokens" in stdout
 
 
 @pytest.mark.slow
@@ -233,3 +245,31 @@ def test_run_dry_run_counts_every_step(tmp_path, run_cli):
     # 2 questions x 3 chunks (top-k 10 of a 3-line KB) yes/no calls + 2 reader + 2 judge
     assert "reranker+reader+judge dry run: 10 requests" in stdout
     assert "Nothing was called" in stdout
+
+
+def test_step_usage_counts_reranker_and_reader_once_across_repeats():
+    """rubric run's spend per row: the question's yes/no reranker calls and its reader call on
+    repeat 0 only, the judge's call on every repeat; a cached call counts as cached."""
+    from ragmeter.llm.base import Request, Response, Usage
+    from ragmeter.runner import Outcome
+    from ragmeter.suites.rubric.orchestrate import _add_step_usage
+
+    def ok(rid: str, p: int, c: int, cached: bool = False) -> Outcome:
+        return Outcome(Request(id=rid, messages=[]), "ok",
+                       Response(text="x", usage=Usage(p, c)), cached=cached)
+
+    rel = [ok("q1~0", 10, 1), ok("q1~1", 12, 1), ok("q2~0", 7, 1, cached=True)]
+    reader = {"q1": ok("q1", 100, 20), "q2": Outcome(Request(id="q2", messages=[]),
+                                                      "unscored", reason="timeout")}
+    judge_usage = {"calls": 1, "cached_calls": 0, "failed_calls": 0, "prompt_tokens": 50,
+                   "completion_tokens": 2, "cached_prompt_tokens": 0,
+                   "cached_completion_tokens": 0}
+    rows = [{"id": "q1", "repeat": 0, "usage": dict(judge_usage)},
+            {"id": "q1", "repeat": 1, "usage": dict(judge_usage)},
+            {"id": "q2", "repeat": 0}]
+    _add_step_usage(rows, rel, reader)
+    assert rows[0]["usage"]["calls"] == 4 and rows[0]["usage"]["prompt_tokens"] == 172
+    assert rows[1]["usage"]["calls"] == 1 and rows[1]["usage"]["prompt_tokens"] == 50
+    assert rows[1]["usage_by_step"]["rerank"] is None
+    assert rows[2]["usage"]["cached_calls"] == 1 and rows[2]["usage"]["failed_calls"] == 1
+    assert rows[2]["usage"]["calls"] == 0

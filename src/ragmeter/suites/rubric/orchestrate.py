@@ -205,10 +205,11 @@ def run_pipeline(kb: str | Path, questions: str | Path, *, lang: str | None = No
     if dry_run:
         return _dry_run(qs, candidates, shape, judge, lang, reader_max_tokens, backend, store,
                         config, reader_model)
+    rel_outcomes: list[Any] = []
     if shape.reranker == "yesno":
         rel = relevance_requests(ids, [q.question for q in qs], candidates)
-        scores, failed = relevance_scores(ids, candidates,
-                                          run_requests(rel, backend, store, config))
+        rel_outcomes = run_requests(rel, backend, store, config)
+        scores, failed = relevance_scores(ids, candidates, rel_outcomes)
         if failed:
             notes.append(f"{failed} reranker call(s) failed; those chunks scored 0 and were "
                          "dropped by the threshold.")
@@ -242,6 +243,7 @@ def run_pipeline(kb: str | Path, questions: str | Path, *, lang: str | None = No
     pipeline = {**shape.describe(reader_model), "embedder": retriever.embedder.name,
                 "reader": reader_model, "reader_prompt": reader_version,
                 "judge": judged.judge_model, "language_consistency": "lingua-confidence"}
+    _add_step_usage(judged.rows, rel_outcomes, by_id)
     for row in judged.rows:
         row.update(reader_model=reader_model, embedder_name=retriever.embedder.name,
                    reranker_name=pipeline["reranker"], reader_prompt=reader_version,
@@ -257,3 +259,25 @@ def run_pipeline(kb: str | Path, questions: str | Path, *, lang: str | None = No
                                             / max(n, 1), 3)}
     return PipelineOutput(judged.rows, judged.mode, pipeline, timing, notes,
                           reader_model=reader_model)
+
+
+STEPS = ("rerank", "read", "judge")
+
+
+def _add_step_usage(rows: list[dict[str, Any]], rel_outcomes: list[Any],
+                    reader_by_id: dict[str, Any]) -> None:
+    """Each graded row's ``usage``: its question's reranker and reader calls (on repeat 0 only,
+    so repeats count them once) plus its judge call; ``usage_by_step`` keeps the three apart."""
+    from ragmeter.spend import add_usage, usage_of
+
+    rel_by_q: dict[str, list[Any]] = {}
+    for o in rel_outcomes:  # reranker request ids are ``<qid>~<rank>``
+        rel_by_q.setdefault(o.request.id.rsplit("~", 1)[0], []).append(o)
+    for row in rows:
+        first = int(row.get("repeat") or 0) == 0
+        reader = reader_by_id.get(row["id"])
+        steps = {"rerank": usage_of(rel_by_q.get(row["id"], [])) if first else None,
+                 "read": usage_of([reader]) if first and reader is not None else None,
+                 "judge": row.get("usage")}
+        row["usage_by_step"] = steps
+        row["usage"] = add_usage(steps.values())
