@@ -56,3 +56,22 @@ def test_report_flags_alarms_and_shows_cards_before_provenance() -> None:
     assert "FLAGGED — degenerate judge" in html and "Rej*" in html
     assert "local:smol: unvalidated" in html
     assert html.index("FLAGGED") < html.index("<h4>Results</h4>") < html.index("Provenance")
+
+
+def test_shipped_validation_reaches_the_local_rubric_judges_card() -> None:
+    """The local model's rubric judge (ragmeter's prompt, choice scoring) carries the agreement
+    measured in docs/rubric.md; the name is the one rubric's card builds from the real backend
+    identity and the shipped prompt, so a renamed model or prompt cannot silently keep it."""
+    from ragmeter.judging import card_line, judge_card, known_validations
+    from ragmeter.llm.local import LocalBackend
+    from ragmeter.rubric import _judge_card
+    from ragmeter.suites.rubric.judge import JudgePrompt
+
+    model = LocalBackend().identity()["model"]
+    card = _judge_card("choices", model, JudgePrompt.default().version)
+    assert card["judge"] in known_validations()
+    assert card["validated"] and card["validation"]["value"] == 0.038
+    assert "quadratic kappa 0.038 [0.000, 0.110]" in card_line(card)
+    # another prompt is another judge: unvalidated
+    assert not _judge_card("choices", model, "file:judge_prompt.txt:abc")["validated"]
+    assert not judge_card("somewhere:else")["validated"]

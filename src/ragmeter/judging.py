@@ -3,6 +3,8 @@
 A *judge card* names a judge (backend, model, strategy, prompt or coefficients version) and
 holds its validation: agreement with human or reference labels, with CIs, measured on named
 data.  A judge without a validation is shown as **unvalidated** wherever its numbers appear.
+Judges that ragmeter ships or defaults to, and has measured, get their measurement from
+``data/judges/validations.json`` by exact name (model, method, prompt version).
 
 The *degenerate-judge alarm* trips when a judge says the same thing for nearly every item:
 
@@ -11,7 +13,8 @@ The *degenerate-judge alarm* trips when a judge says the same thing for nearly e
   below ``0.05``.
 
 Such numbers are flagged in the console, the run record and every report, never shown as a
-plain measurement.  These are pure functions: no model, no I/O.
+plain measurement.  These are pure functions: no model, no I/O beyond reading that shipped
+file once.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["DEGENERATE_SHARE", "MIN_PROBABILITY_SPREAD", "check_degenerate", "judge_card",
-           "card_line", "alarm_lines"]
+           "card_line", "alarm_lines", "known_validations"]
 
 DEGENERATE_SHARE = 0.95
 MIN_PROBABILITY_SPREAD = 0.05
@@ -82,8 +85,27 @@ def judge_card(identity: Mapping[str, Any] | str,
         name = ":".join(parts) or "judge"
     else:
         name = str(identity)
+    if validation is None:
+        validation = known_validations().get(name)
     return {"judge": name, "validated": validation is not None,
             "validation": dict(validation) if validation else None}
+
+
+def known_validations() -> dict[str, dict[str, Any]]:
+    """Validations ragmeter measured for judges it ships (``data/judges/validations.json``),
+    by exact judge name; read once per process."""
+    global _KNOWN
+    if _KNOWN is None:
+        import json
+        from importlib import resources
+
+        text = resources.files("ragmeter").joinpath("data/judges/validations.json").read_text(
+            encoding="utf-8")
+        _KNOWN = {e["judge"]: dict(e["validation"]) for e in json.loads(text)["judges"]}
+    return _KNOWN
+
+
+_KNOWN: dict[str, dict[str, Any]] | None = None
 
 
 def card_line(card: Mapping[str, Any]) -> str:
