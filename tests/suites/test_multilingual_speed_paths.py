@@ -75,6 +75,44 @@ def test_ten_row_score_imports_nothing_heavy(tmp_path: Path) -> None:
     assert len(list((tmp_path / "home" / "runs").glob("*.items.jsonl.gz"))) == 1
 
 
+def test_columnar_score_does_not_import_pandas(tmp_path: Path) -> None:
+    """A file over 1 MiB goes the columnar (Arrow) way; reading numbers from Arrow must not pull in
+    pandas (pyarrow's to_numpy imports it: ~0.3 s of every big score)."""
+    path = tmp_path / "big.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _rows(8000)),
+                    encoding="utf-8")
+    code = ("import sys\nfrom ragmeter.cli import main\n"
+            "try:\n    main(['multilingual', 'score', sys.argv[1], '--no-record'])\n"
+            "except SystemExit as e:\n    print('EXIT', e.code, file=sys.stderr)\n"
+            "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n")
+    env = {**os.environ, "RAGMETER_HOME": str(tmp_path / "home")}
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                          text=True, env=env, check=True)
+    assert "EXIT 0" in proc.stderr
+    loaded = set(proc.stderr.split())
+    assert "pyarrow.json" in loaded  # the columnar path ran
+    assert "pandas" not in loaded
+
+
+@pytest.mark.parametrize("values", [[1.5, None, 2.0, None, 0.25], [3.0, 4.0], [None, None],
+                                    [7, 8, 9]])
+def test_numpy_from_arrow_buffers_equals_pyarrows(values: list) -> None:
+    """fast._numpy reads float64/int Arrow arrays from their buffers (nulls -> NaN), with the
+    same result as pyarrow's to_numpy, also for a sliced array (non-zero offset)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from ragmeter.suites.multilingual.fast import _numpy
+
+    typ = pa.int64() if all(isinstance(v, int) for v in values) else pa.float64()
+    arr = pa.array(values + values, type=typ)
+    for piece in (arr, arr.slice(1, len(values)), pa.chunked_array([arr.slice(0, 1),
+                                                                    arr.slice(1)])):
+        expected = (piece.combine_chunks() if hasattr(piece, "combine_chunks")
+                    else piece).to_numpy(zero_copy_only=False)
+        np.testing.assert_array_equal(_numpy(piece), expected)
+
+
 @pytest.fixture
 def both_paths(monkeypatch: pytest.MonkeyPatch):
     """Score rows twice: small-batch reference functions forced, then numpy forms forced."""
