@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -53,20 +54,25 @@ def _rows(n: int, seed: int = 0) -> list[dict]:
     return out
 
 
-def test_ten_row_score_imports_nothing_heavy(tmp_path: Path) -> None:
-    path = tmp_path / "ten.jsonl"
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _rows(12)),
+def _score_in_subprocess(tmp_path: Path, rows: int, *flags: str) -> tuple[Any, set[str]]:
+    """``multilingual score`` on ``rows`` generated rows in a fresh process: its completed
+    process and the names of every module it had imported at the end."""
+    path = tmp_path / f"rows{rows}.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _rows(rows)),
                     encoding="utf-8")
     code = ("import sys\nfrom ragmeter.cli import main\n"
-            "try:\n    main(['multilingual', 'score', sys.argv[1]])\n"
-            "except SystemExit as e:\n    code = e.code\n"
-            "print('EXIT', code, file=sys.stderr)\n"
+            "try:\n    main(['multilingual', 'score', *sys.argv[1:]])\n"
+            "except SystemExit as e:\n    print('EXIT', e.code, file=sys.stderr)\n"
             "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n")
     env = {**os.environ, "RAGMETER_HOME": str(tmp_path / "home")}
-    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+    proc = subprocess.run([sys.executable, "-c", code, str(path), *flags], capture_output=True,
                           text=True, env=env, check=True)
     assert "EXIT 0" in proc.stderr
-    loaded = set(proc.stderr.split())
+    return proc, set(proc.stderr.split())
+
+
+def test_ten_row_score_imports_nothing_heavy(tmp_path: Path) -> None:
+    proc, loaded = _score_in_subprocess(tmp_path, 12)
     found = sorted(m for m in loaded for h in HEAVY if m == h or m.startswith(h + "."))
     assert found == [], found
     assert "Multilingual QA (LBRAG metrics)" in proc.stdout and "direct (baseline)" in proc.stdout
@@ -76,20 +82,9 @@ def test_ten_row_score_imports_nothing_heavy(tmp_path: Path) -> None:
 
 
 def test_columnar_score_does_not_import_pandas(tmp_path: Path) -> None:
-    """A file over 1 MiB goes the columnar (Arrow) way; reading numbers from Arrow must not pull in
-    pandas (pyarrow's to_numpy imports it: ~0.3 s of every big score)."""
-    path = tmp_path / "big.jsonl"
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _rows(8000)),
-                    encoding="utf-8")
-    code = ("import sys\nfrom ragmeter.cli import main\n"
-            "try:\n    main(['multilingual', 'score', sys.argv[1], '--no-record'])\n"
-            "except SystemExit as e:\n    print('EXIT', e.code, file=sys.stderr)\n"
-            "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n")
-    env = {**os.environ, "RAGMETER_HOME": str(tmp_path / "home")}
-    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
-                          text=True, env=env, check=True)
-    assert "EXIT 0" in proc.stderr
-    loaded = set(proc.stderr.split())
+    """A file over 1 MiB goes the columnar (Arrow) way; reading numbers from Arrow must not pull
+    in pandas (pyarrow's to_numpy imports it: ~0.3 s of every big score)."""
+    _, loaded = _score_in_subprocess(tmp_path, 8000, "--no-record")
     assert "pyarrow.json" in loaded  # the columnar path ran
     assert "pandas" not in loaded
 
