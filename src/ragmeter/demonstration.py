@@ -26,7 +26,12 @@ from typing import Any
 
 from ragmeter._api import async_variant
 from ragmeter.result import Result
-from ragmeter.suites.rgb.demo import DEMO_BATCH_SIZE, DEMO_MAX_TOKENS, DEMO_NOISE_RATES
+from ragmeter.suites.rgb.demo import (
+    DEMO_BATCH_SIZE,
+    DEMO_CONCURRENCY,
+    DEMO_MAX_TOKENS,
+    DEMO_NOISE_RATES,
+)
 
 __all__ = ["DemoResult", "demo", "ademo", "require_local_model", "RGB_OPTIONS",
            "MULTILINGUAL_OPTIONS", "RELIABILITY_OPTIONS"]
@@ -81,7 +86,7 @@ def demo(out: str | Path = "ragmeter-out", *, model: bool = True, backend: Any =
     multilingual and annotator samples, one run record per part and ``out/report.html``.
 
     ``backend``: RGB's model, a :mod:`ragmeter.backends` value [default: the offline local
-    model, one call at a time].  ``store``: the store of model calls (a path or a
+    model, in batches of ``DEMO_BATCH_SIZE`` grouped by prompt length].  ``store``: the store of model calls (a path or a
     :class:`ragmeter.store.Store`) [default: the CLI's]; a second run is answered from it.
     ``runs_dir``: where the run records go [default: ``$RAGMETER_HOME/runs``].  ``command``:
     the command line the records name [default: ``python ragmeter.demo``].
@@ -131,9 +136,10 @@ def _rgb_part(out_dir: Path, backend: Any, store: Any, progress: bool | None
 
     if backend is None:
         require_local_model()
-        # batches of DEMO_BATCH_SIZE (greedy texts identical to one at a time: the demo test
-        # replays every answer one call at a time)
-        backend = local(concurrency=DEMO_BATCH_SIZE, batch_size=DEMO_BATCH_SIZE)
+        # batches of DEMO_BATCH_SIZE cut by prompt length from all DEMO_CONCURRENCY calls in
+        # flight (greedy texts identical to one at a time: the demo test replays every answer
+        # one call at a time)
+        backend = local(concurrency=DEMO_CONCURRENCY, batch_size=DEMO_BATCH_SIZE)
     result = ragmeter.rgb.run(None, backend=backend, store=store, progress=progress,
                               **RGB_OPTIONS)
     return result, write_run_outputs(result.detail, out_dir)

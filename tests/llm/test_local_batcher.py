@@ -54,3 +54,63 @@ def test_a_caller_giving_up_mid_batch_still_gets_its_answer_and_the_queue_drains
     assert start
     batcher.drain()
     assert futures["b"].result().text == "answer b"
+
+
+def _recording(seen: list[list[str]]):
+    def run_batch(requests: Sequence[Request]) -> list[Response | BaseException]:
+        seen.append([r.id for r in requests])
+        return _answer(requests)
+    return run_batch
+
+
+def _length_of(lengths: dict[str, int]):
+    measured: list[str] = []
+
+    def measure(request: Request) -> int:
+        measured.append(request.id)
+        return lengths[request.id]
+    return measure, measured
+
+
+def test_batches_group_requests_of_similar_length_with_the_oldest_first() -> None:
+    # arrival order mixes short and long prompts (the demo: 50-token no-document prompts
+    # among 400-token Chinese ones); each batch holds the oldest waiting request
+    lengths = {"a": 200, "b": 50, "c": 400, "d": 210, "e": 45, "f": 390, "g": 205}
+    seen: list[list[str]] = []
+    measure, measured = _length_of(lengths)
+    batcher = RequestBatcher(_recording(seen), 2, 0.0, measure=measure)
+    futures = [batcher.submit(_req(rid))[0] for rid in lengths]
+    batcher.drain()
+    # sorted e45 b50 | a200 g205 | d210 f390 | c400, runs of 2 from the shortest: a's run;
+    # then e45 b50 | d210 f390 | c400: b's; then d210 f390 | c400: c's; then d and f
+    assert seen == [["a", "g"], ["b", "e"], ["c"], ["d", "f"]]
+    assert [f.result().text for f in futures] == [f"answer {rid}" for rid in lengths]
+    assert sorted(measured) == sorted(lengths)  # each request measured once
+    assert batcher._lengths == {}
+
+
+def test_without_measure_or_with_room_for_all_batches_keep_arrival_order() -> None:
+    seen: list[list[str]] = []
+    batcher = RequestBatcher(_recording(seen), 2, 0.0)
+    for rid in "abc":
+        batcher.submit(_req(rid))
+    batcher.drain()
+    assert seen == [["a", "b"], ["c"]]
+    seen.clear()
+    measure, measured = _length_of({"x": 9, "y": 1})
+    batcher = RequestBatcher(_recording(seen), 4, 0.0, measure=measure)
+    for rid in "xy":
+        batcher.submit(_req(rid))
+    batcher.drain()
+    assert seen == [["x", "y"]] and measured == []  # nothing to choose: nothing measured
+
+
+def test_a_failing_measure_falls_back_to_arrival_order() -> None:
+    def measure(request: Request) -> int:
+        raise RuntimeError("the model did not load")
+
+    seen: list[list[str]] = []
+    batcher = RequestBatcher(_recording(seen), 2, 0.0, measure=measure)
+    futures = [batcher.submit(_req(rid))[0] for rid in "abc"]
+    batcher.drain()
+    assert seen == [["a", "b"], ["c"]] and all(f.done() for f in futures)

@@ -312,7 +312,25 @@ class LocalBackend:
                                             initializer=self._mark_model_thread)
         self.batch_size = int(batch_size)
         self._batcher = RequestBatcher(self._run_batch, self.batch_size,
-                                       float(batch_wait_ms) / 1000.0)
+                                       float(batch_wait_ms) / 1000.0, measure=self._measure)
+        # prompt token ids the batcher measured, kept for the batch (id -> (request, ids))
+        self._measured: dict[int, tuple[Request, list[int]]] = {}
+
+    def _measure(self, request: Request) -> int:
+        """A request's prompt length in tokens, for grouping a batch by length (called by the
+        batcher on the model thread); the ids are kept for the batch that answers it."""
+        with self._lock:
+            ids = self._load().prompt_ids(request.messages)
+        if len(self._measured) >= 4096:
+            self._measured.clear()  # left by callers that gave up; re-tokenized if needed
+        self._measured[id(request)] = (request, ids)
+        return len(ids)
+
+    def _prompt_ids(self, runtime: Any, request: Request) -> list[int]:
+        kept = self._measured.pop(id(request), None)
+        if kept is not None and kept[0] is request:
+            return kept[1]
+        return list(runtime.prompt_ids(request.messages))
 
     def _mark_model_thread(self) -> None:
         self._model_thread_id = threading.get_ident()
@@ -388,7 +406,7 @@ class LocalBackend:
                 runtime = self._load()
                 start = time.perf_counter()
                 todo = [i for i, o in enumerate(outcomes) if o is None]
-                prompts = {i: runtime.prompt_ids(requests[i].messages) for i in todo}
+                prompts = {i: self._prompt_ids(runtime, requests[i]) for i in todo}
                 batched = len(todo) > 1 and hasattr(runtime, "generate_batch")
                 if not batched:
                     for i in todo:
