@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import Future
 
+import pytest
+
 from ragmeter.llm.base import Request, Response, Usage
-from ragmeter.llm.local_batch import RequestBatcher
+from ragmeter.llm.local_batch import RequestBatcher, fewest_padded_batches
 
 
 def _req(rid: str) -> Request:
@@ -75,18 +77,39 @@ def _length_of(lengths: dict[str, int]):
 def test_batches_group_requests_of_similar_length_with_the_oldest_first() -> None:
     # arrival order mixes short and long prompts (the demo: 50-token no-document prompts
     # among 400-token Chinese ones); each batch holds the oldest waiting request
-    lengths = {"a": 200, "b": 50, "c": 400, "d": 210, "e": 45, "f": 390, "g": 205}
+    lengths = {"a": 200, "b": 50, "c": 400, "d": 210, "e": 45, "f": 390, "g": 205, "h": 60,
+               "i": 395}
     seen: list[list[str]] = []
     measure, measured = _length_of(lengths)
-    batcher = RequestBatcher(_recording(seen), 2, 0.0, measure=measure)
+    batcher = RequestBatcher(_recording(seen), 3, 0.0, measure=measure)
     futures = [batcher.submit(_req(rid))[0] for rid in lengths]
     batcher.drain()
-    # sorted e45 b50 | a200 g205 | d210 f390 | c400, runs of 2 from the shortest: a's run;
-    # then e45 b50 | d210 f390 | c400: b's; then d210 f390 | c400: c's; then d and f
-    assert seen == [["a", "g"], ["b", "e"], ["c"], ["d", "f"]]
+    # sorted: e45 b50 h60 | a200 g205 d210 | f390 i395 c400 (no padding to speak of); in
+    # arrival order each batch holds the oldest request left: a, then b, then c
+    assert seen == [["a", "d", "g"], ["b", "e", "h"], ["c", "f", "i"]]
     assert [f.result().text for f in futures] == [f"answer {rid}" for rid in lengths]
     assert sorted(measured) == sorted(lengths)  # each request measured once
     assert batcher._lengths == {}
+
+
+@pytest.mark.parametrize(("lengths", "size", "expected"), [
+    # the fewest batches (2), then the least padding: 2*50 + 3*210 beats 3*200 + 2*210
+    ([45, 50, 200, 205, 210], 3, [[45, 50], [200, 205, 210]]),
+    # a short prompt alone rather than padded to 100 in a batch of two
+    ([10, 100, 100, 100], 3, [[10], [100, 100, 100]]),
+    # the fewest batches first: 3 prompts in batches of 3 are one batch, padding and all
+    ([10, 100, 400], 3, [[10, 100, 400]]),
+    ([7], 4, [[7]]),
+    ([], 4, []),
+])
+def test_fewest_padded_batches(lengths: list[int], size: int, expected: list[list[int]]) -> None:
+    assert [[lengths[i] for i in r] for r in fewest_padded_batches(lengths, size)] == expected
+
+
+def test_fewest_padded_batches_on_many_lengths_cuts_runs_from_the_shortest() -> None:
+    lengths = list(range(1000))
+    batches = fewest_padded_batches(lengths, 8)
+    assert len(batches) == 125 and batches[0] == range(0, 8) and batches[-1] == range(992, 1000)
 
 
 def test_without_measure_or_with_room_for_all_batches_keep_arrival_order() -> None:

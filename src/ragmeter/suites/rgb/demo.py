@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DEMO_BATCH_SIZE", "DEMO_CONCURRENCY", "DEMO_MAX_TOKENS", "DEMO_NOISE_RATES", "SAMPLE_FILES", "intro_text",
+__all__ = ["DEMO_BATCH_SIZE", "DEMO_CONCURRENCY", "DEMO_MAX_TOKENS", "DEMO_NOISE_RATES", "SAMPLE_FILES",
+           "intro_text",
            "outputs_text"]
 
 SAMPLE_FILES = ("rgb_en.jsonl", "rgb_en_int.jsonl", "rgb_en_fact.jsonl", "rgb_zh.jsonl")
 DEMO_MAX_TOKENS = 32
 DEMO_NOISE_RATES = (0.0, 0.4, 0.8)  # plus 1.0 for rejection
-DEMO_BATCH_SIZE = 8  # concurrent requests per forward pass of the local model
+DEMO_BATCH_SIZE = 12  # concurrent requests per forward pass of the local model
 # Calls in flight: every answer of the demo (49) waits at the local model at once, so each
 # batch is cut from all of them by prompt length (ragmeter.llm.local_batch) instead of from
 # the next 8 in file order.
