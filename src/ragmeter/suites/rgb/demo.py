@@ -4,8 +4,9 @@ The sample (``ragmeter/data/samples/rgb_*.jsonl``) and the prompts are written b
 authors (common-knowledge facts; not RGB's CC BY-NC-SA data).  The demo runs every table of the
 paper on it with SmolLM2-135M-Instruct on the CPU, greedy decoding, answers capped at
 ``DEMO_MAX_TOKENS`` tokens, noise rates ``DEMO_NOISE_RATES`` (and 1.0), and the judge by
-Yes/No choice scoring, ``DEMO_BATCH_SIZE`` local-model requests per forward pass; it finishes in
-about two minutes on 2 cores the first time and a second run is answered from the store.  :func:`ragmeter.demo` runs it (through :func:`ragmeter.rgb.run`); this module
+Yes/No choice scoring, up to ``DEMO_BATCH_SIZE`` local-model requests per forward pass, grouped
+by prompt length (docs/models.md: where the demo's model time goes); a second run is answered
+from the store.  :func:`ragmeter.demo` runs it (through :func:`ragmeter.rgb.run`); this module
 holds its settings and the console lines ``ragmeter demo`` prints around the tables.
 """
 
@@ -13,17 +14,16 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DEMO_BATCH_SIZE", "DEMO_CONCURRENCY", "DEMO_MAX_TOKENS", "DEMO_NOISE_RATES", "SAMPLE_FILES",
-           "intro_text",
-           "outputs_text"]
+__all__ = ["DEMO_BATCH_SIZE", "DEMO_CONCURRENCY", "DEMO_MAX_TOKENS", "DEMO_NOISE_RATES",
+           "SAMPLE_FILES", "intro_text", "outputs_text"]
 
 SAMPLE_FILES = ("rgb_en.jsonl", "rgb_en_int.jsonl", "rgb_en_fact.jsonl", "rgb_zh.jsonl")
 DEMO_MAX_TOKENS = 32
 DEMO_NOISE_RATES = (0.0, 0.4, 0.8)  # plus 1.0 for rejection
 DEMO_BATCH_SIZE = 12  # concurrent requests per forward pass of the local model
-# Calls in flight: every answer of the demo (49) waits at the local model at once, so each
-# batch is cut from all of them by prompt length (ragmeter.llm.local_batch) instead of from
-# the next 8 in file order.
+# Calls in flight: every answer of the demo (46 distinct requests) waits at the local model at
+# once, so each batch is cut from all of them by prompt length (ragmeter.llm.local_batch)
+# instead of from the next few in file order.
 DEMO_CONCURRENCY = 64
 
 
