@@ -386,3 +386,38 @@ def test_batcher_groups_compatible_requests(fake_backend):
     out = asyncio.run(run_all())
     assert [r.text for r in out] == ["Paris, France"] * 3 + ["yes", "yes", "Paris, France"]
     assert sorted(fake_backend._batcher.batch_sizes) == [1, 2, 3]
+
+
+def test_backend_batches_by_prompt_length_and_tokenizes_each_prompt_once(fake_backend):
+    """More requests than a batch holds: batches of similar prompt length (the fake runtime's
+    prompt is one token per word), each prompt tokenized once (measured, then reused)."""
+    runtime = fake_backend._runtime
+    calls: list[int] = []
+    original = runtime.prompt_ids
+
+    def counting(messages):
+        calls.append(1)
+        return original(messages)
+
+    runtime.prompt_ids = counting
+    fake_backend.batch_size = fake_backend._batcher.batch_size = 2
+    fake_backend._batcher.wait_s = 0.2
+    words = [10, 2, 11, 3, 20]  # arrival order mixes long and short prompts
+    requests = [Request.chat(str(i), [{"role": "user", "content": " ".join(["w"] * n)}])
+                for i, n in enumerate(words)]
+    seen: list[list[int]] = []
+    run_batch = fake_backend._run_batch
+
+    def recording(batch):
+        seen.append(sorted(len(r.messages[0].content.split()) for r in batch))
+        return run_batch(batch)
+
+    fake_backend._batcher.run_batch = recording
+
+    async def run_all():
+        return await asyncio.gather(*(fake_backend.complete(r) for r in requests))
+
+    out = asyncio.run(run_all())
+    assert [r.usage.prompt_tokens for r in out] == words
+    assert seen == [[10, 11], [2, 3], [20]]
+    assert len(calls) == len(words) and fake_backend._measured == {}
