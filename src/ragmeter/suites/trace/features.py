@@ -41,7 +41,7 @@ import numpy as np
 __all__ = ["SUPPORT_FEATURES", "DOCUMENT_FEATURES", "ROW_FEATURES", "FEATURE_VERSION", "words",
            "RowText", "row_text", "support_features", "document_features", "row_features"]
 
-FEATURE_VERSION = "lexical-2"
+FEATURE_VERSION = "lexical-3"
 
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|\w+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -70,7 +70,7 @@ DOCUMENT_FEATURES = (
     "question_cover", "question_share", "response_share", "best_response_share",
     "response_bigram_share", "shared_numbers", "position", "is_first", "log_words",
     "log_row_sentences", "best_in_doc_question", "response_cover_rank", "covers_response",
-    "best_for_response",
+    "best_for_response", "greedy_cover", "greedy_cover_new",
 )
 
 
@@ -233,6 +233,28 @@ def row_features(rt: RowText) -> np.ndarray:
     ])
 
 
+def greedy_cover(rt: RowText, min_new: int, skip_question: bool) -> np.ndarray:
+    """Which document sentences (flat, in key order) a greedy cover of the response picks:
+    for each response sentence, repeatedly take the document sentence holding the most of
+    its still uncovered words (those not in the question with ``skip_question``) while that
+    sentence adds at least ``min_new`` of them.  A sentence a response was written from is
+    the one that explains its words, so the picked set estimates the utilized sentences."""
+    flat = [s for d in rt.documents for s in d]
+    chosen = np.zeros(len(flat), dtype=bool)
+    if not flat:
+        return chosen
+    for r in rt.response:
+        need = set(r.words - rt.question.words) if skip_question else set(r.words)
+        while need:
+            gains = [len(need & s.words) for s in flat]
+            j = max(range(len(flat)), key=gains.__getitem__)  # first of the largest
+            if gains[j] < min_new:
+                break
+            chosen[j] = True
+            need -= flat[j].words
+    return chosen
+
+
 def document_features(rt: RowText) -> np.ndarray:
     """One row of :data:`DOCUMENT_FEATURES` per document sentence, in key order."""
     q = rt.question.words
@@ -258,6 +280,8 @@ def document_features(rt: RowText) -> np.ndarray:
                              0.0)).max(axis=0)
     else:
         most = cover_of = np.zeros(n_flat)
+    greedy = greedy_cover(rt, 2, False)
+    greedy_new = greedy_cover(rt, 1, True)
     rows: list[tuple[float, ...]] = []
     flat_index = 0
     for doc in rt.documents:
@@ -284,6 +308,8 @@ def document_features(rt: RowText) -> np.ndarray:
                 0.0,
                 covers,
                 1.0 if best_for[flat_index] else 0.0,
+                1.0 if greedy[flat_index] else 0.0,
+                1.0 if greedy_new[flat_index] else 0.0,
             ])
             flat_index += 1
         rows.extend(tuple(r) for r in doc_rows)
