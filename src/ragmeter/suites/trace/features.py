@@ -22,7 +22,8 @@ Three feature vectors:
   docs/trace.md).
 - :func:`document_features`, one per document sentence, for "is it relevant to the question?"
   and "did the response use it?": overlap with the question and with the response (whole and
-  best sentence), shared numbers, position, length and the row's sentence count.
+  best sentence), shared numbers, position, length and the row's sentence count, and
+  whether a greedy cover of the response's words (:func:`greedy_cover`) picks it (v3).
 
 The feature names are stored in the detector file, so a file fitted on other features is
 refused rather than misread.
@@ -39,7 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["SUPPORT_FEATURES", "DOCUMENT_FEATURES", "ROW_FEATURES", "FEATURE_VERSION", "words",
-           "RowText", "row_text", "support_features", "document_features", "row_features"]
+           "RowText", "row_text", "support_features", "document_features", "row_features",
+           "greedy_cover"]
 
 FEATURE_VERSION = "lexical-3"
 
