@@ -245,15 +245,19 @@ def greedy_cover(rt: RowText, min_new: int, skip_question: bool) -> np.ndarray:
     chosen = np.zeros(len(flat), dtype=bool)
     if not flat:
         return chosen
-    for r in rt.response:
+    for i, r in enumerate(rt.response):
         need = set(r.words - rt.question.words) if skip_question else set(r.words)
-        while need:
-            gains = [len(need & s.words) for s in flat]
-            j = max(range(len(flat)), key=gains.__getitem__)  # first of the largest
-            if gains[j] < min_new:
+        # only sentences sharing a word with this response sentence can ever gain (min_new
+        # >= 1), so the search runs over those, in key order
+        index = np.flatnonzero(rt.hits[i])
+        cands = [flat[j] for j in index]
+        while need and cands:
+            gains = [len(need & s.words) for s in cands]
+            k = max(range(len(cands)), key=gains.__getitem__)  # first of the largest
+            if gains[k] < min_new:
                 break
-            chosen[j] = True
-            need -= flat[j].words
+            chosen[index[k]] = True
+            need -= cands[k].words
     return chosen
 
 
