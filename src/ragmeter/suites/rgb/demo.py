@@ -20,7 +20,7 @@ __all__ = ["DEMO_BATCH_SIZE", "DEMO_CONCURRENCY", "DEMO_MAX_TOKENS", "DEMO_NOISE
 SAMPLE_FILES = ("rgb_en.jsonl", "rgb_en_int.jsonl", "rgb_en_fact.jsonl", "rgb_zh.jsonl")
 DEMO_MAX_TOKENS = 32
 DEMO_NOISE_RATES = (0.0, 0.4, 0.8)  # plus 1.0 for rejection
-DEMO_BATCH_SIZE = 12  # concurrent requests per forward pass of the local model
+DEMO_BATCH_SIZE = 8  # concurrent requests per forward pass of the local model
 # Calls in flight: every answer of the demo (46 distinct requests) waits at the local model at
 # once, so each batch is cut from all of them by prompt length (ragmeter.llm.local_batch)
 # instead of from the next few in file order.
