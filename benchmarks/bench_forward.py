@@ -180,18 +180,19 @@ def main() -> int:
           f"{med['numpy']['decode_tok_s'] / med['torch']['decode_tok_s']:.2f}x, generation "
           f"{med['torch']['gen_s'] / med['numpy']['gen_s']:.2f}x")
     a, b = results["numpy"]["texts"], results["torch"]["texts"]
-    print(f"  greedy texts equal numpy vs torch: {sum(x == y for x, y in zip(a, b))}/{len(a)}")
+    same = sum(x == y for x, y in zip(a, b, strict=True))
+    print(f"  greedy texts equal numpy vs torch: {same}/{len(a)}")
     print(f"  numpy batched equal one at a time: "
-          f"{sum(x == y for x, y in zip(a, single_texts))}/{len(a)}")
-    for i, (x, y) in enumerate(zip(a, b)):
+          f"{sum(x == y for x, y in zip(a, single_texts, strict=True))}/{len(a)}")
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
         if x != y:
             print(f"    differs at request {i}: numpy {x!r} torch {y!r}")
-    diffs = [abs(u - v) for x, y in zip(results["numpy"]["choices"], results["torch"]["choices"])
-             for u, v in zip(x, y)]
+    pairs = list(zip(results["numpy"]["choices"], results["torch"]["choices"], strict=True))
+    diffs = [abs(u - v) for x, y in pairs for u, v in zip(x, y, strict=True)]
     print(f"  choice log-probabilities ({', '.join(map(repr, CHOICES))}): max |diff| "
           f"{max(diffs):.2e}")
     probs = []
-    for x, y in zip(results["numpy"]["choices"], results["torch"]["choices"]):
+    for x, y in pairs:
         px, py = np.exp(np.array(x) - max(x)), np.exp(np.array(y) - max(y))
         probs.append(float(np.abs(px / px.sum() - py / py.sum()).max()))
     print(f"  choice probabilities: max |diff| {max(probs):.2e}")

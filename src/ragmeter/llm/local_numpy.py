@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import mmap
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -323,6 +322,7 @@ class NumpyLlamaRuntime(LlamaRuntimeBase):
         logits = np.concatenate(model.prefill(prompts, cache,
                                               [(len(p) - 1, len(p)) for p in prompts]))
         generated: list[Any] = []
+        next_tokens: Any = None
         for step in range(max_tokens):
             if step:
                 logits = model.decode(next_tokens, positions, cache)
