@@ -168,13 +168,11 @@ def test_numpy_logits_are_torch_logits_to_float32_noise(numpy_pair):
 
 def test_numpy_greedy_equals_torch_alone_and_in_a_batch_of_8(numpy_pair):
     fast, runtime, prompts = numpy_pair
-    params = {"max_tokens": 24, "temperature": 0}
-    alone = [runtime.generate(p, params) for p in prompts]
-    assert alone == [fast.generate(p, params) for p in prompts]
+    params = {"max_tokens": 16, "temperature": 0}
     assert len(prompts) == 8 and len({len(p) for p in prompts}) > 1  # left padding
     batched = runtime.generate_batch(prompts, params)
-    assert batched == fast.generate_batch(prompts, params)
-    assert batched == alone  # batched equals one at a time
+    assert batched == fast.generate_batch(prompts, params)  # torch: alone = batched (above)
+    assert batched == [runtime.generate(p, params) for p in prompts]  # numpy: the same
 
 
 def test_numpy_choice_logprobs_within_1e_4_of_torch(numpy_pair):
