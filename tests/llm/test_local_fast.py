@@ -116,10 +116,16 @@ def test_choice_logprobs_within_1e_4(pair):
     reference, fast, prompts, _ = pair
     choices = [fast.choice_ids(c) for c in ("Yes", "No", " maybe so")]
     assert len(choices[2]) > 1  # one multi-token choice
-    for prompt in prompts:
-        assert fast.choice_logprobs(prompt, choices) == pytest.approx(
+    _assert_choices_close(fast, reference, prompts, prompts, choices)
+
+
+def _assert_choices_close(runtime, reference, prompts, alone, choices):
+    """Choice log-probabilities of ``runtime`` within 1e-4 of ``reference``'s: the prompts
+    in ``alone`` one at a time, then all ``prompts`` in one batch."""
+    for prompt in alone:
+        assert runtime.choice_logprobs(prompt, choices) == pytest.approx(
             reference.choice_logprobs(prompt, choices), abs=1e-4)
-    batched = fast.choice_logprobs_batch(prompts, [choices] * len(prompts))
+    batched = runtime.choice_logprobs_batch(prompts, [choices] * len(prompts))
     expected = reference.choice_logprobs_batch(prompts, [choices] * len(prompts))
     for got, want in zip(batched, expected, strict=True):
         assert got == pytest.approx(want, abs=1e-4)
@@ -134,18 +140,6 @@ def test_sampling_and_stop_strings_go_to_transformers(pair):
     assert fast.generate_batch(prompts[:2], stopped) == reference.generate_batch(prompts[:2],
                                                                                  stopped)
     assert isinstance(fast._fallback, _TransformersRuntime) and fast._fallback is not reference
-
-
-def test_backend_loads_the_fast_runtime_from_a_converted_folder(pair, monkeypatch):
-    monkeypatch.setenv("RAGMETER_HOME", str(pair[3]))
-    monkeypatch.delenv("RAGMETER_LOCAL_FORWARD", raising=False)
-    backend = local.LocalBackend()
-    backend.load()
-    assert isinstance(backend._runtime, NumpyLlamaRuntime)
-    monkeypatch.setenv("RAGMETER_LOCAL_FAST", "0")
-    old = local.LocalBackend()
-    old.load()
-    assert isinstance(old._runtime, _TransformersRuntime)
 
 
 def test_numpy_logits_are_torch_logits_to_float32_noise(numpy_pair):
@@ -179,13 +173,7 @@ def test_numpy_choice_logprobs_within_1e_4_of_torch(numpy_pair):
     fast, runtime, prompts = numpy_pair
     choices = [runtime.choice_ids(c) for c in ("Yes", "No", " maybe so")]
     assert len(choices[2]) > 1
-    for prompt in prompts[:3]:
-        assert runtime.choice_logprobs(prompt, choices) == pytest.approx(
-            fast.choice_logprobs(prompt, choices), abs=1e-4)
-    batched = runtime.choice_logprobs_batch(prompts, [choices] * len(prompts))
-    expected = fast.choice_logprobs_batch(prompts, [choices] * len(prompts))
-    for got, want in zip(batched, expected, strict=True):
-        assert got == pytest.approx(want, abs=1e-4)
+    _assert_choices_close(runtime, fast, prompts, prompts[:3], choices)
 
 
 def test_numpy_sampling_goes_to_transformers(pair, numpy_pair):
@@ -221,14 +209,26 @@ def test_backend_default_is_numpy_and_never_imports_torch(pair, monkeypatch):
     assert got["text"] and got["probs"] == pytest.approx(1.0)
 
 
-def test_forward_option_and_environment_pick_the_runtime(pair, monkeypatch):
+def test_backend_picks_the_forward_pass(pair, monkeypatch):
+    """numpy by default; ``forward=`` or ``$RAGMETER_LOCAL_FORWARD`` pick torch;
+    ``RAGMETER_LOCAL_FAST=0`` picks transformers; the cache key is the same for all."""
     monkeypatch.setenv("RAGMETER_HOME", str(pair[3]))
-    monkeypatch.delenv("RAGMETER_LOCAL_FAST", raising=False)
-    torch_backend = local.LocalBackend(forward="torch")
-    torch_backend.load()
-    assert isinstance(torch_backend._runtime, FastLlamaRuntime)
+    for name in ("RAGMETER_LOCAL_FORWARD", "RAGMETER_LOCAL_FAST"):
+        monkeypatch.delenv(name, raising=False)
+    expected = {None: NumpyLlamaRuntime, "torch": FastLlamaRuntime, "numpy": NumpyLlamaRuntime}
+    for forward, kind in expected.items():
+        backend = local.LocalBackend(forward=forward)
+        backend.load()
+        assert isinstance(backend._runtime, kind)
+    assert local.LocalBackend(forward="torch").identity() == local.LocalBackend().identity()
     monkeypatch.setenv("RAGMETER_LOCAL_FORWARD", "torch")
     from_env = local.LocalBackend()
     from_env.load()
     assert isinstance(from_env._runtime, FastLlamaRuntime)
-    assert torch_backend.identity() == local.LocalBackend(forward="numpy").identity()
+    monkeypatch.delenv("RAGMETER_LOCAL_FORWARD")
+    monkeypatch.setenv("RAGMETER_LOCAL_FAST", "0")
+    old = local.LocalBackend()
+    old.load()
+    assert isinstance(old._runtime, _TransformersRuntime)
+    with pytest.raises(local.ConfigError, match="unknown forward 'jax'"):
+        local.LocalBackend(forward="jax")

@@ -40,7 +40,8 @@ from ragmeter.llm.local_runtimes import (
     truncate_at_stop,
 )
 
-__all__ = ["FastLlamaRuntime", "LlamaRuntimeBase", "supports", "load_safetensors"]
+__all__ = ["FastLlamaRuntime", "LlamaRuntimeBase", "supports", "load_safetensors",
+           "safetensors_layout"]
 
 _DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
@@ -58,27 +59,34 @@ def supports(folder: Path) -> bool:
             and (folder / "tokenizer.json").is_file())
 
 
-def load_safetensors(path: Path) -> dict[str, Any]:
-    """The tensors of a safetensors file as read-only views of one memory map (no copy:
-    pages are read on first use and stay shareable with the page cache)."""
-    import torch
-
+def safetensors_layout(path: Path) -> tuple[mmap.mmap, list[tuple[str, str, list[int], int,
+                                                                    int]]]:
+    """One read-only memory map of a safetensors file and its tensors as (name, dtype
+    code, shape, byte offset in the map, byte length)."""
     with path.open("rb") as fh:
         mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     size = int.from_bytes(mapped[:8], "little")
     header = json.loads(mapped[8:8 + size])
     base = 8 + size
+    return mapped, [(name, info["dtype"], list(info["shape"]), base + info["data_offsets"][0],
+                     info["data_offsets"][1] - info["data_offsets"][0])
+                    for name, info in header.items() if name != "__metadata__"]
+
+
+def load_safetensors(path: Path) -> dict[str, Any]:
+    """The tensors of a safetensors file as read-only views of one memory map (no copy:
+    pages are read on first use and stay shareable with the page cache)."""
+    import torch
+
+    mapped, layout = safetensors_layout(path)
     tensors: dict[str, Any] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "buffer is not writable": the weights are never written
-        for name, info in header.items():
-            if name == "__metadata__":
-                continue
-            dtype = getattr(torch, _DTYPES[info["dtype"]])
-            start, end = info["data_offsets"]
-            count = (end - start) // dtype.itemsize
-            flat = torch.frombuffer(mapped, dtype=dtype, count=count, offset=base + start)
-            tensors[name] = flat.view(info["shape"])
+        for name, code, shape, offset, length in layout:
+            dtype = getattr(torch, _DTYPES[code])
+            flat = torch.frombuffer(mapped, dtype=dtype, count=length // dtype.itemsize,
+                                    offset=offset)
+            tensors[name] = flat.view(shape)
     return tensors
 
 

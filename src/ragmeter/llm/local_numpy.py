@@ -29,13 +29,11 @@ runtime, loaded on first need, as from :class:`FastLlamaRuntime`.
 
 from __future__ import annotations
 
-import json
-import mmap
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragmeter.llm.local_fast import LlamaRuntimeBase
+from ragmeter.llm.local_fast import LlamaRuntimeBase, safetensors_layout
 from ragmeter.llm.local_runtimes import DEFAULT_MAX_TOKENS, _Generation
 
 __all__ = ["NumpyLlamaRuntime", "load_safetensors_numpy"]
@@ -48,23 +46,15 @@ def load_safetensors_numpy(path: Path) -> dict[str, Any]:
     """The tensors of a safetensors file as read-only numpy views of one memory map."""
     import numpy as np
 
-    with path.open("rb") as fh:
-        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    size = int.from_bytes(mapped[:8], "little")
-    header = json.loads(mapped[8:8 + size])
-    base = 8 + size
+    mapped, layout = safetensors_layout(path)
     tensors: dict[str, Any] = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        if info["dtype"] not in _DTYPES:
-            raise RuntimeError(f"{path}: tensor {name} has dtype {info['dtype']}; the numpy "
-                               "runtime reads F32 or F16")
-        dtype = np.dtype(_DTYPES[info["dtype"]])
-        start, end = info["data_offsets"]
-        flat = np.frombuffer(mapped, dtype=dtype, count=(end - start) // dtype.itemsize,
-                             offset=base + start)
-        tensors[name] = flat.reshape(info["shape"])
+    for name, code, shape, offset, length in layout:
+        if code not in _DTYPES:
+            raise RuntimeError(f"{path}: tensor {name} has dtype {code}; the numpy runtime "
+                               "reads F32 or F16")
+        dtype = np.dtype(_DTYPES[code])
+        flat = np.frombuffer(mapped, dtype=dtype, count=length // dtype.itemsize, offset=offset)
+        tensors[name] = flat.reshape(shape)
     return tensors
 
 
