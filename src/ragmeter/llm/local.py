@@ -9,7 +9,10 @@ GGUF file or Hugging Face model folder on disk.
 Two runtimes, chosen per backend:
 
 * ``transformers`` + ``torch`` (the ``ragmeter[local]`` extra): ``AutoModelForCausalLM``
-  ``.from_pretrained(dir, gguf_file=...)`` de-quantizes the GGUF to float32 on load;
+  ``.from_pretrained(dir, gguf_file=...)`` de-quantizes the GGUF to float32 once and writes a
+  converted copy (:mod:`ragmeter.llm.local_cache`); a converted Llama then runs greedy
+  generation and choice scoring on a numpy forward pass (:mod:`ragmeter.llm.local_numpy`, no
+  torch import) or, with ``forward="torch"``, a plain-torch one (:mod:`ragmeter.llm.local_fast`);
 * ``llama-cpp-python`` when it is importable and the model is a GGUF file (faster).  On some
   x86 CPUs it segfaults on the first decode unless the model is loaded with
   ``use_extra_bufts=False``, which is passed whenever the installed version knows it.
