@@ -162,19 +162,19 @@ class _NumpyLlama:
 
         Rows are independent, so several prompts are split into ``threads`` groups of about
         equal length, each run on its own thread with a one-thread BLAS (numpy releases the
-        GIL in BLAS and large element-wise operations).  A lone prompt runs on this thread with
-        ``threads`` BLAS threads for its large products only (a multi-threaded BLAS on small
-        products waits for its threads: measured 100x slower on a loaded 2-core machine)."""
+        GIL in BLAS and large element-wise operations); a lone prompt runs on this thread.  A
+        multi-threaded BLAS is not used: it waits for its threads on every product, which on a
+        busy 2-core machine made small products 100x slower (see :class:`_Blas`)."""
         rows = list(range(len(prompts)))
         groups = _balanced_groups([len(p) for p in prompts], self.threads)
         if len(groups) == 1:
-            return self._prefill_rows(prompts, rows, cache, keep, wide=self.threads > 1)
+            return self._prefill_rows(prompts, rows, cache, keep)
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(max_workers=self.threads,
                                             thread_name_prefix="ragmeter-numpy")
-        futures = [self._pool.submit(self._prefill_rows, prompts, group, cache, keep, False)
+        futures = [self._pool.submit(self._prefill_rows, prompts, group, cache, keep)
                    for group in groups]
         out: list[Any] = [None] * len(prompts)
         for group, future in zip(groups, futures, strict=True):
@@ -183,8 +183,7 @@ class _NumpyLlama:
         return out
 
     def _prefill_rows(self, prompts: Sequence[Sequence[int]], rows: Sequence[int],
-                      cache: _KVCache | None, keep: Sequence[tuple[int, int]],
-                      wide: bool) -> list[Any]:
+                      cache: _KVCache | None, keep: Sequence[tuple[int, int]]) -> list[Any]:
         """:meth:`prefill` of ``rows`` (packed: no padding), on the calling thread."""
         np = self.np
         counts = [len(prompts[r]) for r in rows]
@@ -197,16 +196,12 @@ class _NumpyLlama:
             offsets.append(offsets[-1] + n)
         h = self.embed[ids]
         tokens = len(ids)
-        blas_wide = self.blas.threads(self.threads) if wide else _no_change
-        blas_one = self.blas.threads(1) if wide else _no_change
         for i, (ln1, wq, wk, wv, wo, ln2, wg, wu, wd) in enumerate(self._layer_w):
-            blas_wide()
             x = self._norm(h, ln1)
             q = self._rotate((x @ wq).reshape(tokens, self.heads, self.head_dim), cos, sin)
             k = self._rotate((x @ wk).reshape(tokens, self.kv_heads, self.head_dim), cos, sin)
             v = (x @ wv).reshape(tokens, self.kv_heads, self.head_dim)
             out = np.empty((tokens, self.heads, self.head_dim), dtype=np.float32)
-            blas_one()
             for j, row in enumerate(rows):
                 a, b = offsets[j], offsets[j + 1]
                 kr = np.ascontiguousarray(k[a:b].transpose(1, 0, 2))  # (kv_heads, n, dim)
@@ -216,10 +211,8 @@ class _NumpyLlama:
                     cache.keys[i][row, :, lo:cache.width] = kr
                     cache.values[i][row, :, lo:cache.width] = vr
                 out[a:b] = self._causal_attention(q[a:b], kr, vr)
-            blas_wide()
             h = h + out.reshape(tokens, -1) @ wo
             h = h + self._mlp(self._norm(h, ln2), wg, wu, wd)
-        blas_one()
         picked = [h[offsets[j] + keep[row][0]:offsets[j] + keep[row][1]]
                   for j, row in enumerate(rows)]
         logits = self._norm(np.concatenate(picked), self.final_norm) @ self.lm_head.T
@@ -377,10 +370,6 @@ def _balanced_groups(lengths: Sequence[int], parts: int) -> list[list[int]]:
     return [sorted(g) for g in groups if g]
 
 
-def _no_change() -> None:
-    return None
-
-
 class _Blas:
     """The thread count of numpy's OpenBLAS, set through its C API (found among the loaded
     libraries as threadpoolctl finds it; without OpenBLAS, e.g. Accelerate, nothing is set).
@@ -419,13 +408,6 @@ class _Blas:
                         getter.restype = ctypes.c_int
                         self._set, self._get = setter, getter
                         return
-
-    def threads(self, n: int) -> Callable[[], None]:
-        """A function that sets ``n`` BLAS threads when called."""
-        if self._set is None:
-            return _no_change
-        setter = self._set
-        return lambda: setter(int(n))
 
     def single(self) -> Any:
         """A context with one BLAS thread, restoring the previous count after."""
