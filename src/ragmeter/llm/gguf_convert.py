@@ -173,8 +173,10 @@ def llama_config(gguf: GgufFile) -> dict[str, Any]:
 
 
 def generation_config(config: dict[str, Any]) -> dict[str, Any]:
-    """``generation_config.json`` as transformers derives it from the model config."""
-    out: dict[str, Any] = {"_from_model_config": True}
+    """``generation_config.json`` as transformers derives it from the model config (which
+    also copies the model config's defaults for attentions, hidden states and the cache)."""
+    out: dict[str, Any] = {"_from_model_config": True, "output_attentions": False,
+                           "output_hidden_states": False, "use_cache": True}
     for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
         if config.get(key) is not None:
             out[key] = config[key]

@@ -253,7 +253,8 @@ def _transformers_runtime(location: ModelLocation, threads: int) -> Any:
     """The runtime for ``runtime="transformers"``: a converted Llama GGUF runs on
     :class:`~ragmeter.llm.local_fast.FastLlamaRuntime` (no transformers import; the same
     greedy outputs), with the transformers runtime behind it for sampling; anything else, or
-    ``RAGMETER_LOCAL_FAST=0``, runs on transformers.  The first load of a GGUF converts it."""
+    ``RAGMETER_LOCAL_FAST=0``, runs on transformers.  The first load of a GGUF converts it
+    (without transformers when :mod:`ragmeter.llm.gguf_convert` handles the file)."""
     from ragmeter.llm import local_cache
 
     folder = local_cache.converted_dir(location)
@@ -261,7 +262,10 @@ def _transformers_runtime(location: ModelLocation, threads: int) -> Any:
     if folder is None or not fast:
         return _TransformersRuntime(location, threads)
     if not local_cache.is_complete(folder):
+        folder = local_cache.convert_direct(location.path) or folder  # no transformers
+    if not local_cache.is_complete(folder):
         converted = _TransformersRuntime(location, threads)  # converts and writes the cache
+        folder = local_cache.converted_dir(location) or folder
         if not local_cache.is_complete(folder):
             return converted  # could not write it (read-only home): run from the GGUF
         del converted  # the converted copy is read back memory-mapped instead
