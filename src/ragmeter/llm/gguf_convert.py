@@ -213,8 +213,10 @@ def _raw(gguf: GgufFile, info: TensorInfo) -> Any:
 
 def _float_chunks(gguf: GgufFile, info: TensorInfo, config: dict[str, Any]) -> Iterator[Any]:
     """The tensor as float32, C order, in slices of whole rows (Hugging Face's row order)."""
+    from gguf import GGMLQuantizationType
     from gguf.quants import dequantize
 
+    kind = GGMLQuantizationType(info.ggml_type)
     raw = _raw(gguf, info)
     if info.ggml_type == _F32:
         yield raw
@@ -223,12 +225,12 @@ def _float_chunks(gguf: GgufFile, info: TensorInfo, config: dict[str, Any]) -> I
     if ".attn_q." in name or ".attn_k." in name:
         heads = int(config["num_attention_heads"] if ".attn_q." in name
                     else config["num_key_value_heads"])
-        yield _unpermute(dequantize(raw, info.ggml_type).reshape(info.shape), heads)
+        yield _unpermute(dequantize(raw, kind).reshape(info.shape), heads)
         return
     row_elements = max(1, info.shape[-1])
     step = max(1, _CHUNK_ELEMENTS // row_elements)
     for start in range(0, raw.shape[0], step):
-        yield dequantize(raw[start:start + step], info.ggml_type)
+        yield dequantize(raw[start:start + step], kind)
 
 
 def _unpermute(weights: Any, heads: int) -> Any:

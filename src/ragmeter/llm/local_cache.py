@@ -236,11 +236,13 @@ def convert_direct(gguf: Path) -> Path | None:
     try:
         parsed = read_gguf(gguf)
     except GgufFormatError as exc:
-        return _decline(gguf, str(exc))
+        _decline(gguf, str(exc))
+        return None
     try:
         reason = gguf_convert.unsupported(parsed)
         if reason:
-            return _decline(gguf, reason)
+            _decline(gguf, reason)
+            return None
         folder = _folder(gguf, key)
         try:
             return _write_atomically(folder, lambda tmp: gguf_convert.convert(parsed, tmp), key)
@@ -249,7 +251,8 @@ def convert_direct(gguf: Path) -> Path | None:
                           stacklevel=2)
             return None
         except (ValueError, KeyError, TypeError, IndexError) as exc:
-            return _decline(gguf, f"this file ({type(exc).__name__}: {exc})")
+            _decline(gguf, f"this file ({type(exc).__name__}: {exc})")
+            return None
     finally:
         parsed.close()
 
@@ -259,4 +262,3 @@ def _decline(gguf: Path, reason: str) -> None:
     warnings.warn(f"local: {gguf.name}: the direct GGUF converter does not handle {reason}; "
                   "converting it with transformers instead (slower, more memory).",
                   stacklevel=3)
-    return None
