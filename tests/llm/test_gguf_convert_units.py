@@ -181,3 +181,18 @@ def test_an_interrupted_conversion_leaves_nothing_trusted(tmp_path, _isolated_ho
     assert list((_isolated_home / "models").glob(".*")) == []  # the temporary folder is gone
     monkeypatch.setattr(gguf_convert, "write_model", real_write)
     assert local_cache.convert_direct(path) == folder and local_cache.is_complete(folder)
+
+
+def test_a_complete_folder_made_either_way_serves_the_next_load(tmp_path, _isolated_home):
+    pytest.importorskip("transformers")
+    path = write_tiny(tmp_path / "e.gguf")
+    earlier = local_cache.transformers_model_dir(path)  # as an earlier transformers conversion
+    earlier.mkdir(parents=True)
+    (earlier / "model.safetensors").write_bytes(b"")
+    (earlier / local_cache.CACHE_INFO).write_text("{}")
+    assert local_cache.cached_model_dir(path) == earlier
+    assert local_cache.convert_direct(path) == earlier  # nothing converted again
+    assert [p for p in (_isolated_home / "models").iterdir() if p.is_dir()] == [earlier]
+    (earlier / local_cache.CACHE_INFO).unlink()  # incomplete: the direct converter writes its own
+    made = local_cache.convert_direct(path)
+    assert made is not None and made != earlier and local_cache.cached_model_dir(path) == made
