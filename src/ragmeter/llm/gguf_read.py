@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GgufFile", "TensorInfo", "read_gguf"]
+__all__ = ["GgufFile", "GgufFormatError", "TensorInfo", "read_gguf"]
 
 # value type id -> struct format of one item (8: string and 9: array are read apart)
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",

@@ -247,6 +247,7 @@ def convert_direct(gguf: Path) -> Path | None:
         try:
             return _write_atomically(folder, lambda tmp: gguf_convert.convert(parsed, tmp), key)
         except OSError as exc:  # a read-only home: the caller runs from the GGUF
+            _DECLINED[str(gguf)] = f"an unwritable cache ({exc})"  # not tried again
             warnings.warn(f"local: could not write the converted model to {folder} ({exc}).",
                           stacklevel=2)
             return None
