@@ -209,3 +209,21 @@ def test_cli_engine_ray_same_rows_and_signature(cluster: Any, scripted_server: A
     records = [json.loads(p.read_text()) for p in sorted(runs.glob("*.json"))]
     signatures = sorted(r["signature"] for r in records)
     assert signatures[1] == signatures[0] + "|engine:ray"
+
+
+def test_each_actor_computes_with_the_cpus_it_reserved(cluster: Any) -> None:
+    """--ray-cpus-per-worker 1: the backend is built with threads=1 and the actor's
+    OMP/BLAS pools are limited to 1 (else every actor would use all of a node's cores)."""
+    from ragmeter.llm.registry import register_backend
+
+    register_backend("threads-probe", "tests.engine.ray_driver:ThreadsProbe", replace=True)
+    recipe = backend_recipe("threads-probe")
+    engine = make_engine("ray", recipe, RayOptions(address=cluster.address, workers=2,
+                                                   num_cpus=1, batch_size=2))
+    outcomes = run_requests(requests(6), recipe.build(), None,
+                            RunnerConfig(progress=False, engine=engine))
+    texts = {o.response.text for o in outcomes if o.response is not None}
+    assert len(texts) == 1, texts
+    (text,) = texts
+    assert text.startswith("threads=1 omp=1 blas="), text
+    assert text.split("blas=")[1] in ("[]", "[1]"), text
