@@ -65,13 +65,21 @@ def limit_threads(threads: int) -> None:
     reserved (``--ray-cpus-per-worker``): the usual environment variables for libraries loaded
     later, and the thread pools of those already loaded (torch, the BLAS of numpy through
     threadpoolctl when it is installed, Arrow).  Without this, every actor on a node would use
-    all of its cores, and N actors would not be N times one."""
+    all of its cores, and N actors would not be N times one.
+
+    With more than one thread, OpenMP's threads also wait passively (``OMP_WAIT_POLICY``,
+    unless the node's environment sets it): spinning threads of actors that share cores with
+    other processes made the local model 7-11 times slower at 2 threads than at 1 on a busy
+    machine (docs/scale.md).  It takes effect when torch is first imported, which an actor
+    does after this call."""
     import os
     import sys
 
     n = max(1, int(threads))
     for name in THREAD_VARIABLES:
         os.environ[name] = str(n)
+    if n > 1:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if "torch" in sys.modules:
         torch = sys.modules["torch"]
         if torch.get_num_threads() != n:
