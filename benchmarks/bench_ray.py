@@ -21,7 +21,9 @@ Workloads (each checks that every configuration gives the outputs of one process
   Parquet files (bench_scoring.py's rows), one row group of 5,000 rows per work item.
 
 Rows/s are given in all (actor start-up included) and after the first result (the steady
-rate, start-up excluded).  The cluster is two nodes of 2 CPUs each on 127.0.0.1 (the
+rate, start-up excluded), with the cores that steady rate keeps busy at the CPU time one item
+costs in one process: on a machine whose other processes leave this one less than a core per
+worker, more workers cannot add throughput, and that number shows it.  The cluster is two nodes of 2 CPUs each on 127.0.0.1 (the
 loopback settings of ../shared/RAY.md are set here, for this benchmark only); CPUs are what
 Ray reserves, so on a machine with fewer free cores than reserved CPUs the actors share them.
 Needs ``pip install 'ragmeter[ray]'``.
@@ -81,6 +83,7 @@ class _FirstResultClock:
             yield item
 
 
+CPU_PER_ITEM = 0.0  # CPU seconds one item costs in one process (set by its run)
 CLAIMS = ("river", "capital", "museum", "king", "mountain", "treaty", "song", "team")
 
 
@@ -109,13 +112,19 @@ def _model_run(workload: str, recipe: Any, n: int, engine: Any, store_dir: str,
     from ragmeter.store import Store
 
     backend = recipe.build(threads=threads)
+    if engine is None and hasattr(backend, "load"):
+        backend.load()  # one process: time the calls (its CPU per item is the yardstick)
     store = Store(Path(store_dir) / f"{time.monotonic_ns()}.sqlite")
     clock = _FirstResultClock(engine) if engine is not None else None
+    cpu = time.process_time()
     start = time.perf_counter()
     outcomes = run_requests(_requests(workload, n), backend, store,
                             RunnerConfig(progress=False, record_run=False, engine=clock,
                                          concurrency=1))
     end = time.perf_counter()
+    global CPU_PER_ITEM
+    if engine is None:
+        CPU_PER_ITEM = (time.process_time() - cpu) / n
     assert all(o.ok for o in outcomes), [o.reason for o in outcomes if not o.ok][:3]
     first = clock.first if clock is not None and clock.first is not None else start
     outputs = [o.response.choice_probs if workload == "local" else o.response.text
@@ -229,10 +238,13 @@ def main() -> None:
                 engine = make_engine("ray", recipe, opts) if opts is not None else None
                 return _model_run(args.workload, recipe, items, engine, tmp, threads)
 
+        cpu = time.process_time()
         seconds, _, reference = run(None, 1)
+        cpu_per_item = CPU_PER_ITEM or (time.process_time() - cpu) / items
         print(f"one process{', 1 thread' if args.workload == 'local' else ''}: "
-              f"{items / seconds:9.1f} rows/s ({seconds:.2f} s); "
-              f"load {_load()}", flush=True)
+              f"{items / seconds:9.1f} rows/s ({seconds:.2f} s, {cpu_per_item * 1000:.2f} CPU "
+              f"ms per {'row' if args.workload == 'parquet' else 'item'}); load {_load()}",
+              flush=True)
         cluster = Cluster(initialize_head=True,
                           head_node_args={"num_cpus": 2, "include_dashboard": False})
         cluster.add_node(num_cpus=2)
@@ -253,7 +265,9 @@ def main() -> None:
                                                    max(steady_items, 1) / steady))
                     print(f"round {r + 1} ray {workers}x{cpus}: {items / seconds:9.1f} rows/s "
                           f"({seconds:.2f} s), {rates[(workers, cpus)][-1][1]:.1f} rows/s "
-                          f"after the first result; outputs "
+                          f"after the first result "
+                          f"(~{rates[(workers, cpus)][-1][1] * cpu_per_item:.2f} cores busy); "
+                          "outputs "
                           f"{'identical to' if same else 'DIFFER from'} one process; "
                           f"load {_load()}", flush=True)
         finally:
@@ -262,7 +276,8 @@ def main() -> None:
     med = {c: (statistics.median(x for x, _ in v), statistics.median(y for _, y in v))
            for c, v in rates.items()}
     for c, (a, b) in med.items():
-        print(f"median {c[0]}x{c[1]}: {a:9.1f} rows/s in all, {b:9.1f} after the first result")
+        print(f"median {c[0]}x{c[1]}: {a:9.1f} rows/s in all, {b:9.1f} after the first result"
+              f" (~{b * cpu_per_item:.2f} cores busy at one process's CPU per item)")
     pairs = [((2, 1), (1, 1)), ((1, 2), (1, 1)), ((2, 1), (1, 2))]
     for top, bottom in pairs:
         if top in med and bottom in med:
