@@ -147,11 +147,13 @@ def test_ray_scoring_equals_one_process(cluster, shards) -> None:
 def test_cli_records_engine_ray(cluster, shards, run_cli, tmp_path: Path) -> None:
     data, _ = shards
     code, out, err = run_cli("multilingual", "score", data, "--engine", "ray",
+                             "--ray-cpus-per-worker", "1", "--by", "lang",
                              "--json", tmp_path / "m.json", "--runs-dir", tmp_path / "runs")
     assert code == 0, err
     assert "engine:ray" in out
     summary = json.loads((tmp_path / "m.json").read_text(encoding="utf-8"))
     assert summary["signature"].endswith("|engine:ray")
+    assert summary["groups"]["by"] == "sample_lang" and summary["groups"]["values"]
     (record,) = (tmp_path / "runs").glob("*.json")
     doc = json.loads(record.read_text(encoding="utf-8"))
     assert doc["signature"].endswith("|engine:ray") and len(doc["inputs"]) == 3
