@@ -178,9 +178,10 @@ def test_driver_killed_resumes_without_repeating_stored_items(
     assert stats.cached == stored
     second = list(server.answered)
     assert len(set(second)) == n - stored  # every missing item called, no stored one
-    # each once, but for one batch that Ray may retry when an actor is briefly unreachable
-    # ("actor temporarily unavailable: Socket closed", seen once on a loaded 2-core machine)
-    assert len(second) - len(set(second)) <= 2
+    # each once, but for the batch in flight on an actor that Ray finds briefly unreachable
+    # and retries ("actor temporarily unavailable: Socket closed": 1 and 2 batches in two
+    # whole-suite runs on a loaded 2-core machine): at most one batch of 2 per actor
+    assert len(second) - len(set(second)) <= 2 * 2
     stored_texts = {f"question {o.request.id[1:]}" for o in outcomes if o.cached}
     assert not stored_texts & set(second)  # no stored item was called again
     assert stored_texts <= set(first_run_answers)
