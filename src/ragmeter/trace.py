@@ -394,7 +394,7 @@ def run(data: Any, *, strategy: str = "auto", detector: str | None = None,
                   models=labelled.models, judges=labelled.judges, alarms=labelled.alarms)
 
 
-def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector-v2",
+def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector-v3",
         embeddings: bool = False, threshold: float | None = None,
         no_leave_one_out: bool = False, store: Any = None, fields: Fields = None) -> Result:
     """Fit the TRACe detector on annotated rows (RAGBench's columns).

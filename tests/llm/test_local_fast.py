@@ -2,8 +2,10 @@
 :mod:`ragmeter.llm.local_numpy`, numpy) against the transformers runtime, on the REAL offline
 model.
 
-Marked ``local_model`` (CI runs it).  One module-scoped home: the GGUF is converted once by the
-transformers runtime (the reference), then both runtimes read the converted folder.  The
+Marked ``local_model`` (CI runs it).  One module-scoped home: the GGUF is converted once on the
+transformers runtime's (the reference's) first load (by the direct converter, whose folder
+equals transformers' conversion byte for byte: test_gguf_convert.py), then both runtimes read
+the converted folder.  The
 prompts are short and written for this test.  What must hold: the same prompt token ids and
 decoded texts, bit-identical logits, the same greedy generations one at a time and in padded
 batches, choice log-probabilities within 1e-4, and sampling handed to transformers.  The numpy

@@ -277,14 +277,18 @@ def _transformers_runtime(location: ModelLocation, threads: int, forward: str = 
     nor transformers) or ``torch`` (:class:`~ragmeter.llm.local_fast.FastLlamaRuntime`:
     logits bit-identical to transformers'), each with the transformers runtime behind it for
     sampling; anything else, or ``forward="transformers"``, runs on transformers.  The first
-    load of a GGUF converts it (through transformers)."""
+    load of a GGUF converts it (without transformers when :mod:`ragmeter.llm.gguf_convert`
+    handles the file)."""
     from ragmeter.llm import local_cache
 
     folder = local_cache.converted_dir(location)
     if folder is None or forward == "transformers":
         return _TransformersRuntime(location, threads)
     if not local_cache.is_complete(folder):
+        folder = local_cache.convert_direct(location.path) or folder  # no transformers
+    if not local_cache.is_complete(folder):
         converted = _TransformersRuntime(location, threads)  # converts and writes the cache
+        folder = local_cache.converted_dir(location) or folder
         if not local_cache.is_complete(folder):
             return converted  # could not write it (read-only home): run from the GGUF
         del converted  # the converted copy is read back memory-mapped instead

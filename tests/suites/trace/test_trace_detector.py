@@ -107,7 +107,7 @@ def test_detector_rows_are_scored_by_trace_score():
         "The Nets are a basketball team. They play in Brooklyn.", "Paris is in France."),
         "The Nets play in Brooklyn.")
     (row,) = detector_rows([source], LabelConfig(strategy="detector"))
-    assert row["strategy"] == "detector" and row["judge"] == "ragmeter:trace-detector-v2"
+    assert row["strategy"] == "detector" and row["judge"] == "ragmeter:trace-detector-v3"
     from ragmeter.io import Row
     from ragmeter.suites.trace.data import parse_label_row
 
@@ -210,7 +210,7 @@ def test_trace_run_detector_on_a_shared_split(tmp_path, run_cli):
     rows = [json.loads(x) for x in labels.read_text().splitlines()]
     assert len(rows) == 132 and all(r["status"] == "ok" for r in rows)
     judges = json.loads(report.read_text())["judges"]
-    ours = judges["ragmeter:trace-detector-v2 (detector)"]
+    ours = judges["ragmeter:trace-detector-v3 (detector)"]
     assert ours["hallucination_auroc"]["n"] == 132
     # emanual is in the shipped detector's training data; its held-out score is in the file
     assert 0.5 < ours["hallucination_auroc"]["value"] <= 1
@@ -288,3 +288,32 @@ def test_degenerate_alarm_trips_for_a_detector_that_never_flags(tmp_path):
     assert all(r["adherence_score"] for r in flat.items)
     assert flat.alarms and flat.alarms[0]["kind"] == "degenerate_judge"
     assert ragmeter.trace.label(split, limit=40).alarms == []
+
+
+def test_greedy_cover_picks_the_sentences_a_response_was_written_from():
+    """The greedy cover (a v3 feature) takes, per response sentence, the document sentence
+    holding most of its uncovered words, then the next, while one adds enough new words."""
+    from ragmeter.suites.trace.features import greedy_cover, row_text
+
+    rt = row_text("Where do the Nets play?", DOCS,
+                  [("a", "The Nets play home games at Barclays Center, founded in 1967."),
+                   ("b", "Paris is the capital of France.")])
+    # 0b covers most of a; 0c adds "founded", "1967"; 1a covers b; 0a and 1b add nothing
+    assert greedy_cover(rt, 2, False).tolist() == [False, True, True, True, False]
+    # leaving out the question's words ("nets", "play"): the same sentences, one new word
+    # is enough
+    assert greedy_cover(rt, 1, True).tolist() == [False, True, True, True, False]
+    assert greedy_cover(row_text("q", DOCS, [("a", "Quasars glow.")]), 1, False).sum() == 0
+
+
+def test_a_detector_file_of_older_features_is_refused_with_the_fix(tmp_path):
+    """v3 changed the features (greedy cover); a v2 file (features lexical-2) is refused
+    with a one-line message saying to refit, not misread."""
+    from ragmeter.errors import ConfigError
+
+    raw = json.loads(SHIPPED.read_text(encoding="utf-8"))
+    raw["features"] = "lexical-2"
+    old = tmp_path / "trace-detector-v2.json"
+    old.write_text(json.dumps(raw), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"uses features 'lexical-2'.*refit it"):
+        load_detector(old)

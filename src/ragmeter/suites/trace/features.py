@@ -22,7 +22,8 @@ Three feature vectors:
   docs/trace.md).
 - :func:`document_features`, one per document sentence, for "is it relevant to the question?"
   and "did the response use it?": overlap with the question and with the response (whole and
-  best sentence), shared numbers, position, length and the row's sentence count.
+  best sentence), shared numbers, position, length and the row's sentence count, and
+  whether a greedy cover of the response's words (:func:`greedy_cover`) picks it (v3).
 
 The feature names are stored in the detector file, so a file fitted on other features is
 refused rather than misread.
@@ -39,9 +40,10 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["SUPPORT_FEATURES", "DOCUMENT_FEATURES", "ROW_FEATURES", "FEATURE_VERSION", "words",
-           "RowText", "row_text", "support_features", "document_features", "row_features"]
+           "RowText", "row_text", "support_features", "document_features", "row_features",
+           "greedy_cover"]
 
-FEATURE_VERSION = "lexical-2"
+FEATURE_VERSION = "lexical-3"
 
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|\w+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -70,7 +72,7 @@ DOCUMENT_FEATURES = (
     "question_cover", "question_share", "response_share", "best_response_share",
     "response_bigram_share", "shared_numbers", "position", "is_first", "log_words",
     "log_row_sentences", "best_in_doc_question", "response_cover_rank", "covers_response",
-    "best_for_response",
+    "best_for_response", "greedy_cover", "greedy_cover_new",
 )
 
 
@@ -233,6 +235,32 @@ def row_features(rt: RowText) -> np.ndarray:
     ])
 
 
+def greedy_cover(rt: RowText, min_new: int, skip_question: bool) -> np.ndarray:
+    """Which document sentences (flat, in key order) a greedy cover of the response picks:
+    for each response sentence, repeatedly take the document sentence holding the most of
+    its still uncovered words (those not in the question with ``skip_question``) while that
+    sentence adds at least ``min_new`` of them.  A sentence a response was written from is
+    the one that explains its words, so the picked set estimates the utilized sentences."""
+    flat = [s for d in rt.documents for s in d]
+    chosen = np.zeros(len(flat), dtype=bool)
+    if not flat:
+        return chosen
+    for i, r in enumerate(rt.response):
+        need = set(r.words - rt.question.words) if skip_question else set(r.words)
+        # only sentences sharing a word with this response sentence can ever gain (min_new
+        # >= 1), so the search runs over those, in key order
+        index = np.flatnonzero(rt.hits[i])
+        cands = [flat[j] for j in index]
+        while need and cands:
+            gains = [len(need & s.words) for s in cands]
+            k = max(range(len(cands)), key=gains.__getitem__)  # first of the largest
+            if gains[k] < min_new:
+                break
+            chosen[index[k]] = True
+            need -= cands[k].words
+    return chosen
+
+
 def document_features(rt: RowText) -> np.ndarray:
     """One row of :data:`DOCUMENT_FEATURES` per document sentence, in key order."""
     q = rt.question.words
@@ -258,6 +286,8 @@ def document_features(rt: RowText) -> np.ndarray:
                              0.0)).max(axis=0)
     else:
         most = cover_of = np.zeros(n_flat)
+    greedy = greedy_cover(rt, 2, False)
+    greedy_new = greedy_cover(rt, 1, True)
     rows: list[tuple[float, ...]] = []
     flat_index = 0
     for doc in rt.documents:
@@ -284,6 +314,8 @@ def document_features(rt: RowText) -> np.ndarray:
                 0.0,
                 covers,
                 1.0 if best_for[flat_index] else 0.0,
+                1.0 if greedy[flat_index] else 0.0,
+                1.0 if greedy_new[flat_index] else 0.0,
             ])
             flat_index += 1
         rows.extend(tuple(r) for r in doc_rows)
