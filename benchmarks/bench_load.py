@@ -13,10 +13,12 @@ Each measurement is a new Python process, timed from outside (start-up and impor
 ``--baseline SRC`` runs the same processes with another checkout's sources first on
 ``PYTHONPATH`` (e.g. the previous implementation: ``--baseline /path/to/old/src``), round by
 round interleaved with this checkout, so a busy machine slows both alike; medians are
-compared.  ``RAGMETER_LOCAL_FAST=0`` in the environment runs this checkout on the
-transformers runtime instead.  The 1-minute load average is printed beside every timing.
+compared.  ``--forwards numpy,torch`` runs this checkout once per forward pass of the local
+model (``RAGMETER_LOCAL_FORWARD``: ``numpy``, the default, ``torch`` or ``transformers``), the
+same way interleaved.  The 1-minute load average is printed beside every timing.
 
-    python benchmarks/bench_load.py [--rounds 3] [--baseline SRC] [--demo] [--threads N]
+    python benchmarks/bench_load.py [--rounds 3] [--baseline SRC] [--forwards numpy,torch]
+                                    [--demo] [--threads N]
 """
 
 from __future__ import annotations
@@ -63,9 +65,15 @@ def loadavg() -> float:
     return os.getloadavg()[0]
 
 
-def run(cmd: list[str], src: Path, home: Path, timeout: float = 1800) -> tuple[float, str, float]:
-    """Run ``cmd`` with ``src`` first on PYTHONPATH; (wall seconds, stdout, load average)."""
-    env = dict(os.environ, PYTHONPATH=str(src), RAGMETER_HOME=str(home))
+Side = tuple[Path, dict[str, str]]  # (src folder first on PYTHONPATH, extra environment)
+
+
+def run(cmd: list[str], side: Side, home: Path, timeout: float = 1800
+        ) -> tuple[float, str, float]:
+    """Run ``cmd`` with the side's src first on PYTHONPATH and its environment; (wall
+    seconds, stdout, load average)."""
+    src, extra = side
+    env = dict(os.environ, PYTHONPATH=str(src), RAGMETER_HOME=str(home), **extra)
     env.pop("CI", None)
     start = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
@@ -76,15 +84,15 @@ def run(cmd: list[str], src: Path, home: Path, timeout: float = 1800) -> tuple[f
     return wall, done.stdout, loadavg()
 
 
-def bench_load(args: argparse.Namespace, sides: dict[str, Path]) -> None:
+def bench_load(args: argparse.Namespace, sides: dict[str, Side]) -> None:
     home = Path(tempfile.mkdtemp(prefix="ragmeter-bench-load-"))
     cmd = [sys.executable, "-c", LOAD_SCRIPT, str(args.threads or 0)]
-    wall, _, la = run(cmd, HERE, home)  # converts the GGUF once (not counted)
+    wall, _, la = run(cmd, (HERE, {}), home)  # converts the GGUF once (not counted)
     print(f"conversion + first load (this checkout): {wall:.1f} s  [load avg {la:.1f}]")
     rows: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
     for r in range(args.rounds):
-        for name, src in sides.items():
-            wall, out, la = run(cmd, src, home)
+        for name, side in sides.items():
+            wall, out, la = run(cmd, side, home)
             row = json.loads(out.strip().splitlines()[-1])
             row.update(wall_s=wall, loadavg=la)
             rows[name].append(row)
@@ -103,13 +111,13 @@ def bench_load(args: argparse.Namespace, sides: dict[str, Path]) -> None:
     print(f"  same generated text in every process: {len(texts) == 1}")
 
 
-def bench_demo(sides: dict[str, Path]) -> None:
+def bench_demo(sides: dict[str, Side]) -> None:
     print("ragmeter demo (targets: cold < 60 s, warm < 5 s):")
-    for name, src in sides.items():
+    for name, side in sides.items():
         home = Path(tempfile.mkdtemp(prefix="ragmeter-bench-demo-"))
         cmd = [sys.executable, "-m", "ragmeter", "demo", "--out", str(home / "out")]
-        cold, _, la_cold = run(cmd, src, home)
-        warm, _, la_warm = run(cmd, src, home)
+        cold, _, la_cold = run(cmd, side, home)
+        warm, _, la_warm = run(cmd, side, home)
         print(f"  {name:>9}: cold {cold:6.1f} s [load avg {la_cold:.1f}]  warm {warm:5.1f} s "
               f"[load avg {la_warm:.1f}]", flush=True)
 
@@ -121,10 +129,14 @@ def main() -> int:
                         help="another checkout's src folder to compare with")
     parser.add_argument("--demo", action="store_true", help="also time ragmeter demo")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--forwards", default=None,
+                        help="comma-separated forward passes to compare (numpy,torch)")
     args = parser.parse_args()
-    sides = {"this": HERE}
+    sides: dict[str, Side] = {"this": (HERE, {})}
+    if args.forwards:
+        sides = {f: (HERE, {"RAGMETER_LOCAL_FORWARD": f}) for f in args.forwards.split(",")}
     if args.baseline is not None:
-        sides["baseline"] = args.baseline.resolve()
+        sides["baseline"] = (args.baseline.resolve(), {})
     bench_load(args, sides)
     if args.demo:
         bench_demo(sides)

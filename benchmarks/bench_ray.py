@@ -1,16 +1,32 @@
-"""Throughput of ``--engine ray`` with 1 and 2 workers on a local two-node Ray cluster.
+"""Throughput of ``--engine ray`` as workers and CPUs per worker grow, on a local Ray cluster.
 
-    python benchmarks/bench_ray.py [--items 400] [--rounds 25000] [--batch-size 16]
+    python benchmarks/bench_ray.py [--workload cpu|local|parquet] [--items N]
+                                   [--configs 1x1,2x1,1x2] [--repeats 3]
 
-Each item costs a fixed amount of CPU in the backend (``--rounds`` chained SHA-256 of 64 bytes,
-deterministic, no sleeping), so the rows/s ratio measures how the work spreads over actors,
-not how long a server waits.  The backend is :class:`CpuBackend` below, registered through
-:func:`ragmeter.llm.registry.register_backend` like any plugin; each Ray actor builds it once.
+A configuration ``WxC`` is W actors of C CPUs each (``--ray-workers W --ray-cpus-per-worker
+C``): each actor reserves C CPUs and computes with C intra-op threads (torch, BLAS, Arrow), so
+``2x1`` against ``1x1`` shows how throughput grows with workers, and ``1x2`` against ``2x1``
+compares the same two CPUs spent as threads or as workers.  The configurations run in
+interleaved rounds (the order rotates each round, so a busy machine slows all of them alike);
+the load average is printed with every run, and the medians and their ratios at the end.
 
-Prints rows/s of one process (``--engine local``), of Ray with 1 worker and with 2 workers
-(each on a fresh store, actor start-up included), and the 2-worker/1-worker ratio.  The
-cluster has two nodes of one CPU each on 127.0.0.1 (the loopback settings of ../shared/RAY.md
-are set here, for this benchmark only).  Needs ``pip install 'ragmeter[ray]'``.
+Workloads (each checks that every configuration gives the outputs of one process):
+
+- ``cpu``: a backend whose every call costs ``--rounds`` chained SHA-256 rounds (pure
+  Python, one thread whatever C is): the engine's own overhead and spread;
+- ``local``: the local model (SmolLM2-135M) scoring yes/no choices on short claims, the
+  calls of ``trace label --strategy choice``; each actor loads the model once.  Needs
+  ``ragmeter[local]`` and the model (the first run converts it into ``$RAGMETER_HOME``);
+- ``parquet``: ``multilingual score FOLDER --engine ray`` on ``--items`` generated rows in 8
+  Parquet files (bench_scoring.py's rows), one row group of 5,000 rows per work item.
+
+Rows/s are given in all (actor start-up included) and after the first result (the steady
+rate, start-up excluded), with the cores that steady rate keeps busy at the CPU time one item
+costs in one process: on a machine whose other processes leave this one less than a core per
+worker, more workers cannot add throughput, and that number shows it.  The cluster is two nodes of 2 CPUs each on 127.0.0.1 (the
+loopback settings of ../shared/RAY.md are set here, for this benchmark only); CPUs are what
+Ray reserves, so on a machine with fewer free cores than reserved CPUs the actors share them.
+Needs ``pip install 'ragmeter[ray]'``.
 """
 
 from __future__ import annotations
@@ -18,9 +34,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,34 +83,125 @@ class _FirstResultClock:
             yield item
 
 
-def _timed_run(n: int, rounds: int, engine: Any, store_dir: str
-               ) -> tuple[float, float, list[str]]:
-    """(seconds in all, seconds from the first result to the end, outputs)."""
+CPU_PER_ITEM = 0.0  # CPU seconds one item costs in one process (set by its run)
+CLAIMS = ("river", "capital", "museum", "king", "mountain", "treaty", "song", "team")
+
+
+def _requests(workload: str, n: int) -> list[Any]:
     from ragmeter.llm.base import Request
-    from ragmeter.llm.registry import backend_recipe
+
+    if workload == "cpu":
+        return [Request.chat(f"r{i}", [{"role": "user", "content": f"item {i}"}])
+                for i in range(n)]
+    out = []
+    for i in range(n):
+        a, b = CLAIMS[i % 8], CLAIMS[(i * 3 + 1) % 8]
+        text = (f"Document: The {a} number {i} lies near the old {b} of the north. "
+                f"Claim: the {a} number {i} is near the {CLAIMS[(i + i // 8) % 8]}. "
+                "Is the claim supported by the document? Answer yes or no.")
+        out.append(Request.chat(f"r{i}", [{"role": "user", "content": text}],
+                                choices=("yes", "no")))
+    return out
+
+
+def _model_run(workload: str, recipe: Any, n: int, engine: Any, store_dir: str,
+               threads: int) -> tuple[float, float, list[Any]]:
+    """(seconds in all, seconds from the first result to the end, outputs) of ``n``
+    requests through the runner (``engine`` None: this process with ``threads`` threads)."""
     from ragmeter.runner import RunnerConfig, run_requests
     from ragmeter.store import Store
 
-    requests = [Request.chat(f"r{i}", [{"role": "user", "content": f"item {i}"}])
-                for i in range(n)]
-    backend = backend_recipe("cpu-bench", rounds=rounds).build()
+    backend = recipe.build(threads=threads)
+    if engine is None and hasattr(backend, "load"):
+        backend.load()  # one process: time the calls (its CPU per item is the yardstick)
     store = Store(Path(store_dir) / f"{time.monotonic_ns()}.sqlite")
     clock = _FirstResultClock(engine) if engine is not None else None
+    cpu = time.process_time()
     start = time.perf_counter()
-    outcomes = run_requests(requests, backend, store,
-                            RunnerConfig(progress=False, record_run=False, engine=clock))
+    outcomes = run_requests(_requests(workload, n), backend, store,
+                            RunnerConfig(progress=False, record_run=False, engine=clock,
+                                         concurrency=1))
     end = time.perf_counter()
+    global CPU_PER_ITEM
+    if engine is None:
+        CPU_PER_ITEM = (time.process_time() - cpu) / n
     assert all(o.ok for o in outcomes), [o.reason for o in outcomes if not o.ok][:3]
-    steady = end - (clock.first if clock is not None and clock.first is not None else start)
-    return end - start, steady, [o.response.text for o in outcomes if o.response is not None]
+    first = clock.first if clock is not None and clock.first is not None else start
+    outputs = [o.response.choice_probs if workload == "local" else o.response.text
+               for o in outcomes if o.response is not None]
+    return end - start, end - first, outputs
+
+
+def _parquet_data(folder: Path, rows: int) -> Path:
+    """``rows`` generated answer rows (bench_scoring.py's generator) in 8 Parquet files."""
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_scoring import generate
+
+    jsonl = folder / "rows.jsonl"
+    generate(jsonl, rows)
+    table = pj.read_json(jsonl)
+    data = folder / "parquet"
+    data.mkdir()
+    step = -(-table.num_rows // 8)
+    for k in range(8):
+        pq.write_table(table.slice(k * step, step), data / f"part-{k}.parquet",
+                       row_group_size=5000)
+    return data
+
+
+def _parquet_run(data: Path, address: str | None, workers: int, cpus: int
+                 ) -> tuple[float, float, Any]:
+    """(seconds in all, seconds from the first streamed batch, summary) of one score."""
+    import ragmeter.multilingual
+    from ragmeter.suites.multilingual import distributed
+
+    first: list[float] = []
+    take = distributed._Feed.take
+
+    def timed_take(self: Any, *args: Any) -> None:  # notes when the first batch arrives
+        if not first:
+            first.append(time.perf_counter())
+        take(self, *args)
+
+    distributed._Feed.take = timed_take  # type: ignore[method-assign]
+    start = time.perf_counter()
+    try:
+        if address is None:
+            result = ragmeter.multilingual.score(data.parent / "whole.parquet", keep_text=False)
+        else:
+            result = ragmeter.multilingual.score(
+                data, engine="ray", ray_address=address, ray_workers=workers,
+                ray_cpus_per_worker=cpus, keep_text=False)
+    finally:
+        distributed._Feed.take = take  # type: ignore[method-assign]
+    end = time.perf_counter()
+    summary = {k: v for k, v in result.summary.items() if k != "signature"}
+    return end - start, end - (first[0] if first else start), summary
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--items", type=int, default=400)
-    parser.add_argument("--rounds", type=int, default=25000, help="SHA-256 rounds per item")
-    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--workload", choices=("cpu", "local", "parquet"), default="cpu")
+    parser.add_argument("--items", type=int, default=None,
+                        help="requests (cpu: 400, local: 48) or rows (parquet: 200000)")
+    parser.add_argument("--rounds", type=int, default=25000,
+                        help="cpu: SHA-256 rounds per item")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="requests per batch sent to an actor (cpu 16, local 4)")
+    parser.add_argument("--configs", default="1x1,2x1,1x2",
+                        help="WORKERSxCPUS configurations, comma-separated")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds")
     args = parser.parse_args()
+    items = args.items or {"cpu": 400, "local": 48, "parquet": 200000}[args.workload]
+    batch = args.batch_size or {"cpu": 16, "local": 4, "parquet": 1}[args.workload]
+    configs = [tuple(int(x) for x in c.split("x")) for c in args.configs.split(",")]
 
     # Test settings for a loopback-only machine (../shared/RAY.md), before Ray is imported.
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
@@ -107,35 +216,75 @@ def main() -> None:
 
     register_backend("cpu-bench", "benchmarks.bench_ray:CpuBackend",
                      description="CPU-bound deterministic benchmark backend")
-    recipe = backend_recipe("cpu-bench", rounds=args.rounds)
-    print(f"{args.items} items, {args.rounds} SHA-256 rounds each, batch {args.batch_size}; "
-          f"{os.cpu_count()} cores on this machine, load average "
-          f"{os.getloadavg()[0]:.1f} (other processes share the cores)", flush=True)
+    recipe = (backend_recipe("cpu-bench", rounds=args.rounds) if args.workload == "cpu"
+              else backend_recipe("local"))
+    print(f"workload {args.workload}: {items} {'rows' if args.workload == 'parquet' else 'items'}"
+          f", batch {batch}; {os.cpu_count()} cores on this machine; load average {_load()} "
+          "(1/5/15 min; other processes share the cores)", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        seconds, _, reference = _timed_run(args.items, args.rounds, None, tmp)
-        print(f"one process (--engine local): {args.items / seconds:8.1f} rows/s "
-              f"({seconds:.2f} s)", flush=True)
+        run: Callable[[RayOptions | None, int], tuple[float, float, Any]]
+        if args.workload == "parquet":
+            import pyarrow.parquet as pq
+
+            data = _parquet_data(Path(tmp), items)
+            pq.write_table(pq.ParquetDataset(data).read(), data.parent / "whole.parquet")
+
+            def run(opts: RayOptions | None, threads: int) -> tuple[float, float, Any]:
+                if opts is None:
+                    return _parquet_run(data, None, 1, 1)
+                return _parquet_run(data, opts.address, opts.workers, opts.num_cpus)
+        else:
+            def run(opts: RayOptions | None, threads: int) -> tuple[float, float, Any]:
+                engine = make_engine("ray", recipe, opts) if opts is not None else None
+                return _model_run(args.workload, recipe, items, engine, tmp, threads)
+
+        cpu = time.process_time()
+        seconds, _, reference = run(None, 1)
+        cpu_per_item = CPU_PER_ITEM or (time.process_time() - cpu) / items
+        print(f"one process{', 1 thread' if args.workload == 'local' else ''}: "
+              f"{items / seconds:9.1f} rows/s ({seconds:.2f} s, {cpu_per_item * 1000:.2f} CPU "
+              f"ms per {'row' if args.workload == 'parquet' else 'item'}); load {_load()}",
+              flush=True)
         cluster = Cluster(initialize_head=True,
-                          head_node_args={"num_cpus": 1, "include_dashboard": False})
-        cluster.add_node(num_cpus=1)
+                          head_node_args={"num_cpus": 2, "include_dashboard": False})
+        cluster.add_node(num_cpus=2)
         ray.init(address=cluster.address)
-        rates = {}
+        rates: dict[tuple[int, ...], list[tuple[float, float]]] = {c: [] for c in configs}
+        mismatches = 0
         try:
-            for workers in (1, 2):
-                engine = make_engine("ray", recipe, RayOptions(
-                    address=cluster.address, workers=workers, batch_size=args.batch_size))
-                seconds, steady, texts = _timed_run(args.items, args.rounds, engine, tmp)
-                assert texts == reference, "ray results differ from one process"
-                rates[workers] = (args.items / seconds, (args.items - args.batch_size) / steady)
-                print(f"ray, {workers} worker{'s' if workers > 1 else ' '}:             "
-                      f"{rates[workers][0]:8.1f} rows/s ({seconds:.2f} s with actor start-up; "
-                      f"{rates[workers][1]:.1f} rows/s after the first batch); outputs "
-                      "identical to one process", flush=True)
+            for r in range(args.repeats):
+                for workers, cpus in configs[r % len(configs):] + configs[:r % len(configs)]:
+                    opts = RayOptions(address=cluster.address, workers=workers,
+                                      num_cpus=cpus, batch_size=batch)
+                    seconds, steady, outputs = run(opts, cpus)
+                    same = outputs == reference
+                    mismatches += not same
+                    steady_items = items - (batch * 5000 if args.workload == "parquet"
+                                            else batch)
+                    rates[(workers, cpus)].append((items / seconds,
+                                                   max(steady_items, 1) / steady))
+                    print(f"round {r + 1} ray {workers}x{cpus}: {items / seconds:9.1f} rows/s "
+                          f"({seconds:.2f} s), {rates[(workers, cpus)][-1][1]:.1f} rows/s "
+                          f"after the first result "
+                          f"(~{rates[(workers, cpus)][-1][1] * cpu_per_item:.2f} cores busy); "
+                          "outputs "
+                          f"{'identical to' if same else 'DIFFER from'} one process; "
+                          f"load {_load()}", flush=True)
         finally:
             ray.shutdown()
             cluster.shutdown()
-    print(f"2 workers / 1 worker: {rates[2][0] / rates[1][0]:.2f}x overall, "
-          f"{rates[2][1] / rates[1][1]:.2f}x after the first batch")
+    med = {c: (statistics.median(x for x, _ in v), statistics.median(y for _, y in v))
+           for c, v in rates.items()}
+    for c, (a, b) in med.items():
+        print(f"median {c[0]}x{c[1]}: {a:9.1f} rows/s in all, {b:9.1f} after the first result"
+              f" (~{b * cpu_per_item:.2f} cores busy at one process's CPU per item)")
+    pairs = [((2, 1), (1, 1)), ((1, 2), (1, 1)), ((2, 1), (1, 2))]
+    for top, bottom in pairs:
+        if top in med and bottom in med:
+            print(f"{top[0]}x{top[1]} / {bottom[0]}x{bottom[1]}: "
+                  f"{med[top][0] / med[bottom][0]:.2f}x in all, "
+                  f"{med[top][1] / med[bottom][1]:.2f}x after the first result")
+    print(f"runs whose outputs differ from one process: {mismatches}")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ class ModelBackend:
     engine: str = "local"
     ray_address: str | None = None
     ray_workers: int = 2
+    ray_cpus_per_worker: int = 1  # CPUs reserved per actor = its intra-op threads
     ray_num_gpus: float = 0.0
     ray_batch_size: int = 16
     _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -81,7 +82,8 @@ class ModelBackend:
         if self.engine == "local":
             return make_engine("local")
         return make_engine(self.engine, self.recipe(), RayOptions(
-            address=self.ray_address, workers=self.ray_workers, num_gpus=self.ray_num_gpus,
+            address=self.ray_address, workers=self.ray_workers,
+            num_cpus=self.ray_cpus_per_worker, num_gpus=self.ray_num_gpus,
             batch_size=self.ray_batch_size))
 
     def runner_config(self, *, replay: bool = False, progress: bool | None = None,
@@ -150,6 +152,7 @@ def from_options(**kwargs: Any) -> ModelBackend:
     engine_options: dict[str, Any] = dict(
         engine=str(kwargs.get("engine") or "local"), ray_address=kwargs.get("ray_address"),
         ray_workers=int(kwargs.get("ray_workers") or 2),
+        ray_cpus_per_worker=int(kwargs.get("ray_cpus_per_worker") or 1),
         ray_num_gpus=float(kwargs.get("ray_num_gpus") or 0.0),
         ray_batch_size=int(kwargs.get("ray_batch_size") or 16),
         batch_size=int(kwargs.get("batch_size") or 1))

@@ -30,8 +30,8 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
           rlc_lid: bool = False, resamples: int = 1000, seed: int = 12345,
           fields: Mapping[str, str] | Iterable[str] | None = None,
           keep_text: bool = True, normalize: str = "lbrag", by: str | None = None,
-          engine: str = "local", ray_address: str | None = None, ray_workers: int = 2
-          ) -> Result:
+          engine: str = "local", ray_address: str | None = None, ray_workers: int = 2,
+          ray_cpus_per_worker: int = 1) -> Result:
     """EM, F1, RLC, RLC_OK, cost, CNBE and semantic score per system, exactly as LBRAG.
 
     ``baseline``: the system CNBE and paired tests compare against (default ``direct``, skipped
@@ -46,8 +46,8 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
     column such as ``dataset``), with the same settings: ``summary["groups"]``.
     ``engine="ray"``: ``data`` is a Parquet file, a folder of them or a glob; the per-row work
     runs on Ray (``ray_address``: a cluster, else Ray on this machine; ``ray_workers``
-    workers) and the numbers equal one process on the files concatenated in sorted order
-    (docs/scale.md); the signature says ``engine:ray``.
+    workers of ``ray_cpus_per_worker`` CPUs each) and the numbers equal one process on the files
+    concatenated in sorted order (docs/scale.md); the signature says ``engine:ray``.
     """
     from ragmeter.errors import ConfigError
 
@@ -63,14 +63,19 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
     if engine not in ("local", "ray"):
         raise ConfigError(f"multilingual: engine={engine!r}; expected local or ray.")
     if engine == "ray":
-        if by or not is_path(data):
+        if not is_path(data):
             raise ConfigError("multilingual: engine='ray' scores Parquet files (a file, folder "
-                              "or glob), without --by.")
+                              "or glob).")
         from ragmeter.suites.multilingual.distributed import parquet_files, score_parquet_on_ray
 
-        detail = score_parquet_on_ray(data, config, address=ray_address, workers=ray_workers)
+        detail, groups = score_parquet_on_ray(
+            data, config, address=ray_address, workers=ray_workers,
+            cpus_per_worker=ray_cpus_per_worker, by=_by_field(by) if by else None)
         detail.signature = f"{detail.signature}|engine:ray"  # the console shows it too
-        return Result(COMPONENT, "score", detail.to_json(), items=detail.iter_items,
+        summary = detail.to_json()
+        if groups is not None:
+            summary["groups"] = groups
+        return Result(COMPONENT, "score", summary, items=detail.iter_items,
                       ordered_items=detail.ordered_items, detail=detail,
                       item_columns=detail.item_columns, engine="ray",
                       inputs=[input_record(f) for f in parquet_files(data)])
@@ -100,8 +105,9 @@ def _score_groups(data: Any, by: str, config: Any) -> dict[str, Any]:
     """Each group of rows with the same ``by`` value scored on its own (same config)."""
     from ragmeter.io import iter_rows, require, source_label
     from ragmeter.suites.multilingual import score_rows
+    from ragmeter.suites.multilingual.aggregate import group_summary
 
-    field = "sample_lang" if by == "lang" else by
+    field = _by_field(by)
     groups: dict[str, list[Any]] = {}
     for row in iter_rows(data, component=COMPONENT, field_map=config.field_map):
         value = require(row, field, component=COMPONENT)
@@ -113,9 +119,14 @@ def _score_groups(data: Any, by: str, config: Any) -> dict[str, Any]:
         groups.setdefault(key, []).append(row)
     out: dict[str, Any] = {}
     for key in sorted(groups):
-        part = score_rows(groups[key], config, source=source_label(data)).to_json()
-        out[key] = {k: part[k] for k in ("metrics", "coverage", "ci95", "notes") if k in part}
+        out[key] = group_summary(score_rows(groups[key], config,
+                                            source=source_label(data)).to_json())
     return {"by": field, "values": out}
+
+
+def _by_field(by: str) -> str:
+    """The field ``by`` names (``lang`` is ``sample_lang``)."""
+    return "sample_lang" if by == "lang" else by
 
 
 def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any = None,

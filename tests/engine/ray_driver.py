@@ -6,6 +6,7 @@ SIGKILLs it mid-run and runs the same requests again in-process."""
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from ragmeter.engine import RayOptions, make_engine
 from ragmeter.llm.base import Request
@@ -20,6 +21,37 @@ def requests(n: int) -> list[Request]:
                          params={"temperature": 0},
                          choices=("yes", "no", "maybe") if i % 3 == 0 else None)
             for i in range(n)]
+
+
+class ThreadsProbe:
+    """A backend that answers with the threads it was built with and the thread settings of
+    its process (OMP_NUM_THREADS, the BLAS pools threadpoolctl sees): the Ray thread test."""
+
+    name = "threads-probe"
+
+    def __init__(self, model: str | None = None, threads: int | None = None) -> None:
+        self.threads = threads
+
+    def identity(self) -> dict[str, str]:
+        return {"backend": self.name, "model": "probe"}
+
+    async def complete(self, request: Request) -> Any:
+        import os
+
+        from ragmeter.llm.base import Response, Usage
+
+        try:
+            from threadpoolctl import threadpool_info
+
+            blas = sorted({int(p["num_threads"]) for p in threadpool_info()})
+        except ImportError:
+            blas = []
+        text = (f"threads={self.threads} omp={os.environ.get('OMP_NUM_THREADS')} "
+                f"blas={blas}")
+        return Response(text=text, usage=Usage(1, 1), finish_reason="stop")
+
+    async def aclose(self) -> None:
+        return None
 
 
 def main(argv: list[str]) -> None:

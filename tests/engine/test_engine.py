@@ -35,6 +35,8 @@ def test_local_engine_is_the_runner_itself() -> None:
     ({"workers": 0}, "--ray-workers must be at least 1"),
     ({"batch_size": 0}, "--ray-batch-size must be at least 1"),
     ({"num_gpus": -1}, "--ray-num-gpus must be 0 or more"),
+    ({"num_cpus": 0}, "--ray-cpus-per-worker must be a whole number, at least 1"),
+    ({"num_cpus": 1.5}, "--ray-cpus-per-worker must be a whole number, at least 1"),
 ])
 def test_bad_ray_options(options: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -147,7 +149,8 @@ def test_backend_values_carry_the_engine_and_never_the_key() -> None:
     import ragmeter.backends as backends
 
     value = backends.openai("m", base_url="http://127.0.0.1:9/v1", api_key="sk-not-shipped",
-                            engine="ray", ray_workers=3, ray_batch_size=5)
+                            engine="ray", ray_workers=3, ray_batch_size=5,
+                            ray_cpus_per_worker=2)
     assert "sk-not-shipped" not in repr(pickle.dumps(value.recipe()))
     assert value.instance()._api_key == "sk-not-shipped"  # the driver's own backend has it
     assert backends.openai("m", base_url="http://127.0.0.1:9/v1").runner_config().engine is None
@@ -156,7 +159,45 @@ def test_backend_values_carry_the_engine_and_never_the_key() -> None:
             value.runner_config()
         return
     engine = value.runner_config().engine
-    assert (engine.name, engine.options.workers, engine.options.batch_size) == ("ray", 3, 5)
+    assert (engine.name, engine.options.workers, engine.options.batch_size,
+            engine.options.num_cpus) == ("ray", 3, 5, 2)
+    from_cli = backends.from_options(engine="ray", ray_cpus_per_worker=4, backend="local")
+    assert from_cli.engine_instance().options.num_cpus == 4
+
+
+def test_recipe_build_gives_threads_to_backends_that_take_them() -> None:
+    """A Ray actor builds its backend with the CPUs it reserved as ``threads``: the local
+    model takes them (unless the recipe names its own), a remote backend has no such
+    argument and is built as before."""
+    from ragmeter.llm.registry import backend_recipe
+
+    local = backend_recipe("local")
+    try:
+        assert local.build(threads=1).threads == 1  # type: ignore[attr-defined]
+        assert backend_recipe("local", threads=3).build(threads=1).threads == 3  # type: ignore[attr-defined]
+    except MissingDependencyError:
+        pass  # no local model here; the remote case below still runs
+    remote = backend_recipe("openai", model="m", base_url="http://127.0.0.1:9/v1")
+    assert remote.build(threads=1).identity() == remote.build().identity()
+
+
+def test_limit_threads_sets_every_pool_it_knows() -> None:
+    """In a fresh process (it changes process-wide settings): the environment variables,
+    torch's threads and Arrow's CPU count follow the actor's CPUs."""
+    code = ("import os, sys\n"
+            "import pyarrow\n"
+            "try:\n    import torch\nexcept ImportError:\n    torch = None\n"
+            "from ragmeter.engine.ray_engine import limit_threads, THREAD_VARIABLES\n"
+            "limit_threads(1)\n"
+            "assert all(os.environ[v] == '1' for v in THREAD_VARIABLES)\n"
+            "assert pyarrow.cpu_count() == 1\n"
+            "assert torch is None or torch.get_num_threads() == 1\n"
+            "print('ok', torch is not None)\n")
+    pytest.importorskip("pyarrow")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("ok")
 
 
 def test_a_worker_that_cannot_build_its_backend_reports_one_line() -> None:

@@ -177,7 +177,11 @@ def test_driver_killed_resumes_without_repeating_stored_items(
     assert [o.status for o in outcomes] == ["ok"] * n
     assert stats.cached == stored
     second = list(server.answered)
-    assert len(second) == len(set(second)) == n - stored  # each missing item called once
+    assert len(set(second)) == n - stored  # every missing item called, no stored one
+    # each once, but for the batch in flight on an actor that Ray finds briefly unreachable
+    # and retries ("actor temporarily unavailable: Socket closed": 1 and 2 batches in two
+    # whole-suite runs on a loaded 2-core machine): at most one batch of 2 per actor
+    assert len(second) - len(set(second)) <= 2 * 2
     stored_texts = {f"question {o.request.id[1:]}" for o in outcomes if o.cached}
     assert not stored_texts & set(second)  # no stored item was called again
     assert stored_texts <= set(first_run_answers)
@@ -209,3 +213,23 @@ def test_cli_engine_ray_same_rows_and_signature(cluster: Any, scripted_server: A
     records = [json.loads(p.read_text()) for p in sorted(runs.glob("*.json"))]
     signatures = sorted(r["signature"] for r in records)
     assert signatures[1] == signatures[0] + "|engine:ray"
+
+
+def test_each_actor_computes_with_the_cpus_it_reserved(cluster: Any,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """--ray-cpus-per-worker 1: the backend is built with threads=1 and the actor's
+    OMP/BLAS pools are limited to 1 (else every actor would use all of a node's cores)."""
+    from ragmeter.llm import registry
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))  # restored after
+    registry.register_backend("threads-probe", "tests.engine.ray_driver:ThreadsProbe")
+    recipe = backend_recipe("threads-probe")
+    engine = make_engine("ray", recipe, RayOptions(address=cluster.address, workers=2,
+                                                   num_cpus=1, batch_size=2))
+    outcomes = run_requests(requests(6), recipe.build(), None,
+                            RunnerConfig(progress=False, engine=engine))
+    texts = {o.response.text for o in outcomes if o.response is not None}
+    assert len(texts) == 1, texts
+    (text,) = texts
+    assert text.startswith("threads=1 omp=1 blas="), text
+    assert text.split("blas=")[1] in ("[]", "[1]"), text

@@ -1,7 +1,8 @@
 """The converted model cache and batched inference, on the REAL offline model.
 
 Marked ``local_model`` (CI runs it).  One module-scoped home: the first load de-quantizes the
-GGUF and writes the converted copy, the second load reads that copy.  The prompts are short
+GGUF with transformers and writes the converted copy, the second load reads that copy (the
+direct converter's copy is compared with it in test_gguf_convert.py).  The prompts are short
 and written for this test.
 """
 
@@ -34,10 +35,11 @@ def runtimes(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RAGMETER_HOME", str(tmp_path_factory.mktemp("ragmeter-home")))
         location = local.resolve_model(None)
-        folder = local_cache.converted_dir(location)
-        assert folder is not None and not folder.exists()
-        from_gguf = _TransformersRuntime(location, threads=2)  # converts on the way
-        assert local_cache.is_complete(folder)
+        folder = local_cache.transformers_model_dir(location.path)
+        assert not folder.exists()
+        # de-quantized by transformers (not the direct converter), and written on the way
+        from_gguf = _TransformersRuntime(location, threads=2, direct=False)
+        assert local_cache.is_complete(folder) and local_cache.converted_dir(location) == folder
         from_cache = _TransformersRuntime(location, threads=2)
         yield from_gguf, from_cache, folder
 

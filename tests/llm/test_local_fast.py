@@ -1,20 +1,32 @@
-"""The transformers-free runtime (:mod:`ragmeter.llm.local_fast`) against the transformers
-runtime, on the REAL offline model.
+"""The transformers-free runtimes (:mod:`ragmeter.llm.local_fast`, torch, and
+:mod:`ragmeter.llm.local_numpy`, numpy) against the transformers runtime, on the REAL offline
+model.
 
-Marked ``local_model`` (CI runs it).  One module-scoped home: the GGUF is converted once by the
-transformers runtime (the reference), then both runtimes read the converted folder.  The
+Marked ``local_model`` (CI runs it).  One module-scoped home: the GGUF is converted once on the
+transformers runtime's (the reference's) first load (by the direct converter, whose folder
+equals transformers' conversion byte for byte: test_gguf_convert.py), then both runtimes read
+the converted folder.  The
 prompts are short and written for this test.  What must hold: the same prompt token ids and
 decoded texts, bit-identical logits, the same greedy generations one at a time and in padded
-batches, choice log-probabilities within 1e-4, and sampling handed to transformers.
+batches, choice log-probabilities within 1e-4, and sampling handed to transformers.  The numpy
+runtime (another BLAS: logits equal to float32 noise, not bit for bit) gives the torch runtime's
+greedy texts alone and in a left-padded batch of 8, batched equal to one at a time, choice
+log-probabilities within 1e-4; a greedy call through the backend never imports torch.
 """
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 from ragmeter.llm import local, local_cache
 from ragmeter.llm.base import Request
 from ragmeter.llm.local_fast import FastLlamaRuntime, supports
+from ragmeter.llm.local_numpy import NumpyLlamaRuntime
 from ragmeter.llm.local_runtimes import _TransformersRuntime
 
 pytestmark = pytest.mark.local_model
@@ -26,6 +38,14 @@ CHATS = [
     [{"role": "user", "content": "Écris une phrase sur les chats 🐱, s'il te plaît."}],
     [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "Hi"},
      {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Bye"}],
+]
+# three more for a batch of 8 (numpy against torch), of other lengths and kinds
+MORE = [
+    [{"role": "user", "content": "Context: The Amazon river flows through Brazil, Peru and "
+                                 "Colombia. It is about 6,400 km long.\nQuestion: Which "
+                                 "countries does the Amazon flow through?"}],
+    [{"role": "user", "content": "Write a haiku about rain."}],
+    [{"role": "user", "content": "List three prime numbers, separated by commas."}],
 ]
 
 
@@ -47,6 +67,14 @@ def pair(tmp_path_factory):
         # the fallback is a second transformers runtime, read from the converted folder
         fast = FastLlamaRuntime(folder, 2, lambda: _TransformersRuntime(location, threads=2))
         yield reference, fast, [reference.prompt_ids(_messages(c)) for c in CHATS], home
+
+
+@pytest.fixture(scope="module")
+def numpy_pair(pair):
+    """(torch runtime, numpy runtime, 8 prompt id lists) over the same converted folder."""
+    _, fast, prompts, _ = pair
+    runtime = NumpyLlamaRuntime(fast.folder, 2, fast.fallback)
+    return fast, runtime, prompts + [fast.prompt_ids(_messages(c)) for c in MORE]
 
 
 def _messages(chat):
@@ -90,10 +118,16 @@ def test_choice_logprobs_within_1e_4(pair):
     reference, fast, prompts, _ = pair
     choices = [fast.choice_ids(c) for c in ("Yes", "No", " maybe so")]
     assert len(choices[2]) > 1  # one multi-token choice
-    for prompt in prompts:
-        assert fast.choice_logprobs(prompt, choices) == pytest.approx(
+    _assert_choices_close(fast, reference, prompts, prompts, choices)
+
+
+def _assert_choices_close(runtime, reference, prompts, alone, choices):
+    """Choice log-probabilities of ``runtime`` within 1e-4 of ``reference``'s: the prompts
+    in ``alone`` one at a time, then all ``prompts`` in one batch."""
+    for prompt in alone:
+        assert runtime.choice_logprobs(prompt, choices) == pytest.approx(
             reference.choice_logprobs(prompt, choices), abs=1e-4)
-    batched = fast.choice_logprobs_batch(prompts, [choices] * len(prompts))
+    batched = runtime.choice_logprobs_batch(prompts, [choices] * len(prompts))
     expected = reference.choice_logprobs_batch(prompts, [choices] * len(prompts))
     for got, want in zip(batched, expected, strict=True):
         assert got == pytest.approx(want, abs=1e-4)
@@ -110,12 +144,93 @@ def test_sampling_and_stop_strings_go_to_transformers(pair):
     assert isinstance(fast._fallback, _TransformersRuntime) and fast._fallback is not reference
 
 
-def test_backend_loads_the_fast_runtime_from_a_converted_folder(pair, monkeypatch):
+def test_numpy_logits_are_torch_logits_to_float32_noise(numpy_pair):
+    import numpy as np
+    import torch
+
+    fast, runtime, prompts = numpy_pair
+    worst = 0.0
+    for prompt in prompts:
+        with torch.inference_mode():
+            want = fast.model.forward(torch.tensor([prompt]), torch.arange(len(prompt))[None],
+                                      None, []).numpy()[0]
+        with runtime.model.blas.single():
+            got = runtime.model.prefill([prompt], None, [(0, len(prompt))])[0]
+        worst = max(worst, float(np.abs(got - want).max()))
+        assert int(got[-1].argmax()) == int(want[-1].argmax())
+    # measured 1.2e-4 on logits up to ~38: both are that far from a float64 pass
+    assert worst < 5e-4
+
+
+def test_numpy_greedy_equals_torch_alone_and_in_a_batch_of_8(numpy_pair):
+    fast, runtime, prompts = numpy_pair
+    params = {"max_tokens": 16, "temperature": 0}
+    assert len(prompts) == 8 and len({len(p) for p in prompts}) > 1  # left padding
+    batched = runtime.generate_batch(prompts, params)
+    assert batched == fast.generate_batch(prompts, params)  # torch: alone = batched (above)
+    assert batched == [runtime.generate(p, params) for p in prompts]  # numpy: the same
+
+
+def test_numpy_choice_logprobs_within_1e_4_of_torch(numpy_pair):
+    fast, runtime, prompts = numpy_pair
+    choices = [runtime.choice_ids(c) for c in ("Yes", "No", " maybe so")]
+    assert len(choices[2]) > 1
+    _assert_choices_close(runtime, fast, prompts, prompts[:3], choices)
+
+
+def test_numpy_sampling_goes_to_transformers(pair, numpy_pair):
+    reference, _, prompts, _ = pair
+    runtime = numpy_pair[1]
+    sampled = {"max_tokens": 8, "temperature": 0.7, "seed": 3}
+    assert runtime.generate(prompts[0], sampled) == reference.generate(prompts[0], sampled)
+
+
+def test_backend_default_is_numpy_and_never_imports_torch(pair, monkeypatch):
+    """A greedy call and a choice call through the backend, in a fresh process: the numpy
+    runtime, and neither torch nor transformers imported."""
+    code = (
+        "import json, sys\n"
+        "from ragmeter.llm.local import LocalBackend\n"
+        "from ragmeter.llm.base import Request\n"
+        "b = LocalBackend()\n"
+        "g = b.complete_sync(Request.chat('g', [{'role': 'user', 'content': 'Hi'}],\n"
+        "                                 params={'max_tokens': 4, 'temperature': 0}))\n"
+        "c = b.complete_sync(Request.chat('c', [{'role': 'user', 'content': 'Yes?'}],\n"
+        "                                 choices=('Yes', 'No')))\n"
+        "print(json.dumps({'runtime': type(b._runtime).__name__, 'text': g.text,\n"
+        "                  'probs': sum(c.choice_probs.values()),\n"
+        "                  'heavy': sorted(m for m in ('torch', 'transformers')\n"
+        "                                  if m in sys.modules)}))\n")
+    env = dict(os.environ, RAGMETER_HOME=str(pair[3]))
+    env.pop("RAGMETER_LOCAL_FORWARD", None)
+    env.pop("RAGMETER_LOCAL_FAST", None)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300, check=True)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["runtime"] == "NumpyLlamaRuntime" and got["heavy"] == []
+    assert got["text"] and got["probs"] == pytest.approx(1.0)
+
+
+def test_backend_picks_the_forward_pass(pair, monkeypatch):
+    """numpy by default; ``forward=`` or ``$RAGMETER_LOCAL_FORWARD`` pick torch;
+    ``RAGMETER_LOCAL_FAST=0`` picks transformers; the cache key is the same for all."""
     monkeypatch.setenv("RAGMETER_HOME", str(pair[3]))
-    backend = local.LocalBackend()
-    backend.load()
-    assert isinstance(backend._runtime, FastLlamaRuntime)
+    for name in ("RAGMETER_LOCAL_FORWARD", "RAGMETER_LOCAL_FAST"):
+        monkeypatch.delenv(name, raising=False)
+    expected = {None: NumpyLlamaRuntime, "torch": FastLlamaRuntime, "numpy": NumpyLlamaRuntime}
+    for forward, kind in expected.items():
+        backend = local.LocalBackend(forward=forward)
+        backend.load()
+        assert isinstance(backend._runtime, kind)
+    assert local.LocalBackend(forward="torch").identity() == local.LocalBackend().identity()
+    monkeypatch.setenv("RAGMETER_LOCAL_FORWARD", "torch")
+    from_env = local.LocalBackend()
+    from_env.load()
+    assert isinstance(from_env._runtime, FastLlamaRuntime)
+    monkeypatch.delenv("RAGMETER_LOCAL_FORWARD")
     monkeypatch.setenv("RAGMETER_LOCAL_FAST", "0")
     old = local.LocalBackend()
     old.load()
     assert isinstance(old._runtime, _TransformersRuntime)
+    with pytest.raises(local.ConfigError, match="unknown forward 'jax'"):
+        local.LocalBackend(forward="jax")

@@ -140,3 +140,18 @@ def test_normalize_many_edge_cases(texts: list[str]) -> None:
     from ragmeter.text.normalize import normalize_many
 
     assert normalize_many(texts) == [normalize_text(t) for t in texts]
+
+
+def test_lid_rlc_is_reproducible() -> None:
+    """lingua's confidence for one text varies in its last bits from call to call (and from
+    process to process); the rounded score does not, so Ray workers equal one process."""
+    pytest.importorskip("lingua")
+    from ragmeter.metrics.language import LidRlc
+
+    lid = LidRlc(["ar", "de", "en", "es", "fr", "ja", "ru", "zh"])
+    texts = ["fluss fluss frieden krieg", "the king and the queen", "hauptstadt museum lied"]
+    for text in texts:
+        values = {lid.score(text, "de") for _ in range(30)}
+        assert len(values) == 1, values
+        (value,) = values
+        assert 0.0 <= value <= 1.0 and round(value, 8) == value

@@ -31,13 +31,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 BACKEND_OPTION_NAMES = ("backend", "endpoint", "model", "base_url", "concurrency", "rpm", "tpm",
                         "timeout", "max_retries", "store", "replay", "dry_run", "price_prompt",
                         "price_completion", "engine", "ray_address", "ray_workers",
-                        "ray_num_gpus", "ray_batch_size", "batch_size")
+                        "ray_cpus_per_worker", "ray_num_gpus", "ray_batch_size", "batch_size")
 
 
 def backend_options(f: F) -> F:
     """Add --backend, --endpoint, --model, --base-url, --concurrency, --batch-size, --rpm, --tpm, --timeout,
     --max-retries, --store, --replay, --dry-run and the engine options (--engine,
-    --ray-address, --ray-workers, --ray-num-gpus, --ray-batch-size) to a click command."""
+    --ray-address, --ray-workers, --ray-cpus-per-worker, --ray-num-gpus, --ray-batch-size) to a
+    click command."""
     options = [
         click.option("--backend", default="local", show_default=True, metavar="NAME",
                      help="Model backend: local (offline SmolLM2, the default) or openai (any "
@@ -99,6 +100,11 @@ def backend_options(f: F) -> F:
         click.option("--ray-workers", default=2, show_default=True, type=click.IntRange(1),
                      metavar="N", help="With --engine ray: actors in the pool, each loading "
                                        "the backend once."),
+        click.option("--ray-cpus-per-worker", default=1, show_default=True,
+                     type=click.IntRange(1), metavar="N",
+                     help="With --engine ray: CPUs reserved per actor, and the threads its "
+                          "model computes with (torch, BLAS, Arrow), so that N actors are N "
+                          "times one."),
         click.option("--ray-num-gpus", default=0.0, show_default=True,
                      type=click.FloatRange(min=0), metavar="N",
                      help="With --engine ray: GPUs reserved per actor (e.g. 1, or 0.5 to pack "

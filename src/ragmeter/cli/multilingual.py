@@ -58,11 +58,15 @@ def group() -> None:
                    "--head`) [default: Ray on this machine].")
 @click.option("--ray-workers", default=2, show_default=True, type=click.IntRange(min=1),
               metavar="N", help="With --engine ray: workers scoring batches in parallel.")
+@click.option("--ray-cpus-per-worker", default=1, show_default=True,
+              type=click.IntRange(min=1), metavar="N",
+              help="With --engine ray: CPUs each worker reserves and reads and scores with.")
 @record_options
 def score(path: str, baseline: str | None, json_out: str | None, items_out: str | None,
           fields: tuple[str, ...], ci: bool, paired: bool, rlc_lid: bool, resamples: int,
           seed: int, normalize: str, by: str | None, engine: str, ray_address: str | None,
-          ray_workers: int, no_record: bool, runs_dir: str | None) -> None:
+          ray_workers: int, ray_cpus_per_worker: int, no_record: bool,
+          runs_dir: str | None) -> None:
     """Score an answers file: EM, F1, RLC and RLC_OK recomputed from the text.
 
     PATH holds one row per (system, sample) with sample_id, sample_lang, system, gold_answer,
@@ -80,6 +84,7 @@ def score(path: str, baseline: str | None, json_out: str | None, items_out: str 
         path, baseline=baseline, ci=ci, paired=paired, rlc_lid=rlc_lid, resamples=resamples,
         seed=seed, fields=fields, normalize=normalize, by=by, engine=engine,
         ray_address=ray_address, ray_workers=ray_workers,
+        ray_cpus_per_worker=ray_cpus_per_worker,
         # answer text is kept only when something writes it (--items); the run record keeps
         # ids and scores (issue 14: 1M rows in < 1 GiB)
         keep_text=items_out is not None)

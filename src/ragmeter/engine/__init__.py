@@ -48,18 +48,21 @@ class Engine(Protocol):
 @dataclass(frozen=True)
 class RayOptions:
     """Where and how the Ray engine runs (``--ray-address``, ``--ray-workers``,
-    ``--ray-num-gpus``, ``--ray-batch-size``).  None of these enters a cache key.
+    ``--ray-cpus-per-worker``, ``--ray-num-gpus``, ``--ray-batch-size``).  None of these enters
+    a cache key.
 
     ``address``: an existing cluster (``HOST:PORT``, ``ray://HOST:PORT`` or ``auto``); None
     starts Ray on this machine (or joins the one ``RAY_ADDRESS`` names).  ``workers``: actors in
-    the pool, each holding one backend.  ``num_gpus`` and ``num_cpus``: resources reserved per
-    actor.  ``batch_size``: requests per ``map_batches`` call.
+    the pool, each holding one backend.  ``num_cpus``: CPUs reserved per actor, and the
+    intra-op threads it computes with (torch, BLAS, Arrow; see
+    :func:`ragmeter.engine.ray_engine.limit_threads`).  ``num_gpus``: GPUs reserved per actor.
+    ``batch_size``: requests per ``map_batches`` call.
     """
 
     address: str | None = None
     workers: int = 2
     num_gpus: float = 0.0
-    num_cpus: float = 1.0
+    num_cpus: int = 1
     batch_size: int = 16
 
     def __post_init__(self) -> None:
@@ -68,8 +71,11 @@ class RayOptions:
         if self.batch_size < 1:
             raise ConfigError(
                 f"engine: --ray-batch-size must be at least 1, got {self.batch_size}.")
-        if self.num_gpus < 0 or self.num_cpus < 0:
+        if self.num_gpus < 0:
             raise ConfigError("engine: --ray-num-gpus must be 0 or more.")
+        if self.num_cpus < 1 or int(self.num_cpus) != self.num_cpus:
+            raise ConfigError("engine: --ray-cpus-per-worker must be a whole number, at least "
+                              f"1, got {self.num_cpus}.")
 
 
 def make_engine(name: str, recipe: BackendRecipe | None = None,

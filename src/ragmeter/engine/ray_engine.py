@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ragmeter.llm.registry import BackendRecipe
     from ragmeter.runner import Outcome, RunnerConfig
 
-__all__ = ["RayEngine", "BackendWorker", "import_ray", "connect", "one_line"]
+__all__ = ["RayEngine", "BackendWorker", "import_ray", "connect", "one_line", "limit_threads"]
 
 INSTALL = "pip install 'ragmeter[ray]'"
 WORKER_ERROR = "ragmeter worker on"  # marks the one line the driver shows of a worker failure
@@ -56,14 +56,53 @@ def import_ray() -> Any:
     return ray
 
 
-class BackendWorker:
-    """One actor of the pool: a backend built once, batches of requests completed per call."""
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 
-    def __init__(self, recipe: BackendRecipe, config: RunnerConfig) -> None:
+
+def limit_threads(threads: int) -> None:
+    """Make this process compute with ``threads`` intra-op threads, the CPUs its actor
+    reserved (``--ray-cpus-per-worker``): the usual environment variables for libraries loaded
+    later, and the thread pools of those already loaded (torch, the BLAS of numpy through
+    threadpoolctl when it is installed, Arrow).  Without this, every actor on a node would use
+    all of its cores, and N actors would not be N times one.
+
+    With more than one thread, OpenMP's threads also wait passively (``OMP_WAIT_POLICY``,
+    unless the node's environment sets it): spinning threads of actors that share cores with
+    other processes made the local model 7-11 times slower at 2 threads than at 1 on a busy
+    machine (docs/scale.md).  It takes effect when torch is first imported, which an actor
+    does after this call."""
+    import os
+    import sys
+
+    n = max(1, int(threads))
+    for name in THREAD_VARIABLES:
+        os.environ[name] = str(n)
+    if n > 1:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        if torch.get_num_threads() != n:
+            torch.set_num_threads(n)
+    if "pyarrow" in sys.modules:
+        sys.modules["pyarrow"].set_cpu_count(n)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # the variables above then cover BLAS libraries loaded from now on
+        return
+    threadpool_limits(limits=n)  # kept for the life of the actor (not used as a context)
+
+
+class BackendWorker:
+    """One actor of the pool: a backend built once, batches of requests completed per call.
+    ``threads``: the CPUs the actor reserved; the backend computes with that many threads."""
+
+    def __init__(self, recipe: BackendRecipe, config: RunnerConfig, threads: int = 1) -> None:
         self.config = config
         self.loop = asyncio.new_event_loop()  # one loop per actor: pooled connections live on
+        limit_threads(threads)
         try:
-            self.backend = recipe.build()
+            self.backend = recipe.build(threads=threads)
             self.identity = canonical_json(self.backend.identity())
             self.error = ""
         except Exception as exc:  # noqa: BLE001 - reported by __call__ as one line (below)
@@ -130,7 +169,8 @@ class RayEngine:
                 for key, request in todo.items()]
         blocks = max(1, math.ceil(len(rows) / opts.batch_size))
         dataset = ray.data.from_items(rows, override_num_blocks=blocks).map_batches(
-            BackendWorker, fn_constructor_args=(self.recipe, self.worker_config(config)),
+            BackendWorker,
+            fn_constructor_args=(self.recipe, self.worker_config(config), opts.num_cpus),
             batch_size=opts.batch_size, compute=ray.data.ActorPoolStrategy(size=opts.workers),
             num_cpus=opts.num_cpus,
             num_gpus=opts.num_gpus or None, batch_format="numpy")

@@ -9,7 +9,10 @@ GGUF file or Hugging Face model folder on disk.
 Two runtimes, chosen per backend:
 
 * ``transformers`` + ``torch`` (the ``ragmeter[local]`` extra): ``AutoModelForCausalLM``
-  ``.from_pretrained(dir, gguf_file=...)`` de-quantizes the GGUF to float32 on load;
+  ``.from_pretrained(dir, gguf_file=...)`` de-quantizes the GGUF to float32 once and writes a
+  converted copy (:mod:`ragmeter.llm.local_cache`); a converted Llama then runs greedy
+  generation and choice scoring on a numpy forward pass (:mod:`ragmeter.llm.local_numpy`, no
+  torch import) or, with ``forward="torch"``, a plain-torch one (:mod:`ragmeter.llm.local_fast`);
 * ``llama-cpp-python`` when it is importable and the model is a GGUF file (faster).  On some
   x86 CPUs it segfaults on the first decode unless the model is loaded with
   ``use_extra_bufts=False``, which is passed whenever the installed version knows it.
@@ -249,19 +252,43 @@ def _choice_response(choices: Sequence[str], logprobs: Sequence[float],
                     finish_reason="stop", choice_method="logits")
 
 
-def _transformers_runtime(location: ModelLocation, threads: int) -> Any:
-    """The runtime for ``runtime="transformers"``: a converted Llama GGUF runs on
-    :class:`~ragmeter.llm.local_fast.FastLlamaRuntime` (no transformers import; the same
-    greedy outputs), with the transformers runtime behind it for sampling; anything else, or
-    ``RAGMETER_LOCAL_FAST=0``, runs on transformers.  The first load of a GGUF converts it."""
+FORWARDS = ("numpy", "torch", "transformers")
+FORWARD_ENV = "RAGMETER_LOCAL_FORWARD"
+
+
+def _forward_choice(forward: str | None) -> str:
+    """The forward pass a converted Llama runs on: ``forward``, else ``$RAGMETER_LOCAL_FORWARD``,
+    else ``numpy``; ``RAGMETER_LOCAL_FAST=0`` (the older switch) means ``transformers``."""
+    if forward is None:
+        forward = os.environ.get(FORWARD_ENV, "").strip().lower() or None
+    if forward is None:
+        fast = os.environ.get("RAGMETER_LOCAL_FAST", "1").strip().lower()
+        forward = "transformers" if fast in ("0", "false", "no") else "numpy"
+    if forward not in FORWARDS:
+        raise ConfigError(f"local: unknown forward {forward!r} (option forward= or "
+                          f"${FORWARD_ENV}). Known: {', '.join(FORWARDS)}.")
+    return forward
+
+
+def _transformers_runtime(location: ModelLocation, threads: int, forward: str = "numpy") -> Any:
+    """The runtime for ``runtime="transformers"``.  A converted Llama GGUF runs on the
+    forward pass ``forward`` names: ``numpy``
+    (:class:`~ragmeter.llm.local_numpy.NumpyLlamaRuntime`, the default: imports neither torch
+    nor transformers) or ``torch`` (:class:`~ragmeter.llm.local_fast.FastLlamaRuntime`:
+    logits bit-identical to transformers'), each with the transformers runtime behind it for
+    sampling; anything else, or ``forward="transformers"``, runs on transformers.  The first
+    load of a GGUF converts it (without transformers when :mod:`ragmeter.llm.gguf_convert`
+    handles the file)."""
     from ragmeter.llm import local_cache
 
     folder = local_cache.converted_dir(location)
-    fast = os.environ.get("RAGMETER_LOCAL_FAST", "1").strip() not in ("0", "false", "no")
-    if folder is None or not fast:
+    if folder is None or forward == "transformers":
         return _TransformersRuntime(location, threads)
     if not local_cache.is_complete(folder):
+        folder = local_cache.convert_direct(location.path) or folder  # no transformers
+    if not local_cache.is_complete(folder):
         converted = _TransformersRuntime(location, threads)  # converts and writes the cache
+        folder = local_cache.converted_dir(location) or folder
         if not local_cache.is_complete(folder):
             return converted  # could not write it (read-only home): run from the GGUF
         del converted  # the converted copy is read back memory-mapped instead
@@ -269,8 +296,15 @@ def _transformers_runtime(location: ModelLocation, threads: int) -> Any:
 
     if not local_fast.supports(folder):
         return _TransformersRuntime(location, threads)
-    return local_fast.FastLlamaRuntime(folder, threads,
-                                       lambda: _TransformersRuntime(location, threads))
+
+    def fallback() -> Any:
+        return _TransformersRuntime(location, threads)
+
+    if forward == "torch":
+        return local_fast.FastLlamaRuntime(folder, threads, fallback)
+    from ragmeter.llm import local_numpy
+
+    return local_numpy.NumpyLlamaRuntime(folder, threads, fallback)
 
 
 # --------------------------------------------------------------------------- the backend
@@ -285,6 +319,11 @@ class LocalBackend:
     request does not set one.  ``batch_size``: how many concurrent requests may share one
     forward pass (default 1: one at a time, the exact reference path); ``batch_wait_ms``: how
     long the model thread waits for a batch to fill (:mod:`ragmeter.llm.local_batch`).
+    ``forward``: which forward pass runs a converted Llama under the transformers runtime:
+    ``"numpy"`` (default; no torch import for greedy generation and choice scoring),
+    ``"torch"`` or ``"transformers"``; default ``$RAGMETER_LOCAL_FORWARD`` or ``"numpy"``.
+    Greedy outputs are the same on all three (tested); the store's cache key does not include
+    it.
     """
 
     name = "local"
@@ -294,14 +333,17 @@ class LocalBackend:
 
     def __init__(self, model: str | os.PathLike[str] | None = None, *, runtime: str = "auto",
                  threads: int | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-                 batch_size: int = 1, batch_wait_ms: float = 20.0, **opts: Any) -> None:
+                 batch_size: int = 1, batch_wait_ms: float = 20.0, forward: str | None = None,
+                 **opts: Any) -> None:
         if opts:
             raise ConfigError(f"local: unknown option(s) {', '.join(sorted(opts))}. Known: "
-                              "model, runtime, threads, max_tokens, batch_size, batch_wait_ms.")
+                              "model, runtime, threads, max_tokens, batch_size, batch_wait_ms, "
+                              "forward.")
         if int(batch_size) < 1:
             raise ConfigError(f"local: batch_size must be at least 1, got {batch_size}.")
         self.location = resolve_model(model)
         self.runtime_name = _choose_runtime(runtime, self.location)
+        self.forward = _forward_choice(forward)
         self.threads = int(threads) if threads else _default_threads()
         self.max_tokens = int(max_tokens)
         self._size = self.location.size_bytes()
@@ -356,7 +398,8 @@ class LocalBackend:
             if self.runtime_name == "llama_cpp":
                 self._runtime = _LlamaCppRuntime(self.location, self.threads)
             else:
-                self._runtime = _transformers_runtime(self.location, self.threads)
+                self._runtime = _transformers_runtime(self.location, self.threads,
+                                                      self.forward)
         return self._runtime
 
     def _load_locked(self) -> Any:

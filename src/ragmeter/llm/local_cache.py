@@ -1,25 +1,28 @@
 """A converted, memory-mappable copy of a GGUF model, made once and loaded in seconds.
 
-``AutoModelForCausalLM.from_pretrained(dir, gguf_file=...)`` de-quantizes the GGUF to float32
-and rebuilds its tokenizer from the GGUF's vocabulary on every load (about 30 s on 2 cores for
-SmolLM2-135M).  The first load writes what it produced to
-``$RAGMETER_HOME/models/<model>-<key>/``:
+The first load of a GGUF writes ``$RAGMETER_HOME/models/<model>-<key>/``:
 
 * ``model.safetensors``: the de-quantized float32 state dict (tied weights stored once),
-* ``config.json`` and ``generation_config.json`` (without the GGUF quantization entry),
+* ``config.json`` and ``generation_config.json``,
 * the tokenizer (``tokenizer.json``, its config and chat template),
 * ``ragmeter-cache.json``: what the key was made of.
 
-Later loads read that folder with ``from_pretrained`` (safetensors are memory-mapped).  The
-weights are the very float32 tensors the GGUF load produced, so the logits are identical
-(``tests/llm/test_local_cache.py`` checks it on the real model).
+Later loads memory-map that folder.  A Llama GGUF with a byte-level BPE vocabulary (the
+default SmolLM2) is converted by :mod:`ragmeter.llm.gguf_convert` with numpy, ``gguf`` and
+``tokenizers`` only: about 3 s and 175 MiB on 2 cores, where
+``AutoModelForCausalLM.from_pretrained(dir, gguf_file=...)`` took about 30 s and 1.2 GiB; its
+``model.safetensors`` and ``tokenizer.json`` are byte-identical to what the transformers load
+wrote (``tests/llm/test_gguf_convert.py``).  Any other GGUF (an architecture or tokenizer that
+converter does not reproduce exactly; it says which) is converted with transformers as before.
 
-The key is the SHA-256 of the GGUF file together with the torch and transformers versions and
-:data:`CACHE_FORMAT`: a new GGUF or a library upgrade gets a new folder.  Hashing 100 MB takes
-a fraction of a second; the digest is remembered per (path, size, mtime) in
-``models/gguf-hashes.json`` so a warm load does not read the file at all.  The folder is
-written under a temporary name and renamed into place, so a killed conversion leaves nothing
-that a later load would trust.
+The key is the SHA-256 of the GGUF file together with what made the folder: for the direct
+converter its name (:data:`~ragmeter.llm.gguf_convert.CONVERTER`) and the gguf, numpy and
+tokenizers versions; for transformers the torch and transformers versions; and
+:data:`CACHE_FORMAT`.  A new GGUF or a library upgrade gets a new folder; a folder either way
+made serves the next load.  Hashing 100 MB takes a fraction of a second; the digest is
+remembered per (path, size, mtime) in ``models/gguf-hashes.json`` so a warm load does not read
+the file at all.  The folder is written under a temporary name and renamed into place, so a
+killed conversion leaves nothing that a later load would trust.
 """
 
 from __future__ import annotations
@@ -29,14 +32,17 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ragmeter.llm.local import ModelLocation
 
-__all__ = ["CACHE_FORMAT", "CACHE_INFO", "models_dir", "gguf_sha256", "cache_key",
-           "cached_model_dir", "converted_dir", "tokenizer_source", "is_complete", "write_cache"]
+__all__ = ["CACHE_FORMAT", "CACHE_INFO", "models_dir", "gguf_sha256", "cache_key", "direct_key",
+           "cached_model_dir", "transformers_model_dir", "converted_dir", "tokenizer_source",
+           "is_complete", "write_cache", "convert_direct"]
 
 CACHE_FORMAT = "safetensors-f32-v1"
 CACHE_INFO = "ragmeter-cache.json"
@@ -85,10 +91,31 @@ def _versions() -> tuple[str, str]:
 
 
 def cache_key(gguf: Path) -> dict[str, str]:
-    """What the cached folder depends on: the GGUF's bytes and the library versions."""
+    """What a folder converted by transformers depends on: the GGUF's bytes and the versions."""
     torch_version, transformers_version = _versions()
     return {"gguf": gguf.name, "gguf_sha256": gguf_sha256(gguf), "torch": torch_version,
             "transformers": transformers_version, "format": CACHE_FORMAT}
+
+
+def direct_key(gguf: Path) -> dict[str, str] | None:
+    """What a folder made by :mod:`ragmeter.llm.gguf_convert` depends on: the GGUF's bytes, the
+    converter and the gguf, numpy and tokenizers versions; None when one is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from ragmeter.llm.gguf_convert import CONVERTER
+
+    try:
+        versions = {name: version(name) for name in ("gguf", "numpy", "tokenizers")}
+    except PackageNotFoundError:
+        return None
+    return {"gguf": gguf.name, "gguf_sha256": gguf_sha256(gguf), "converter": CONVERTER,
+            "gguf_py": versions["gguf"], "numpy": versions["numpy"],
+            "tokenizers": versions["tokenizers"], "format": CACHE_FORMAT}
+
+
+def _folder(gguf: Path, key: dict[str, str]) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+    return models_dir() / f"{gguf.stem}-{digest}"
 
 
 def converted_dir(location: ModelLocation) -> Path | None:
@@ -110,10 +137,29 @@ def tokenizer_source(directory: str, gguf_file: str | None) -> tuple[str, str | 
 
 
 def cached_model_dir(gguf: Path) -> Path:
-    """The folder for this GGUF and the installed library versions (may not exist yet)."""
-    key = cache_key(gguf)
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()[:16]
-    return models_dir() / f"{gguf.stem}-{digest}"
+    """The folder for this GGUF and the installed libraries (may not exist yet): a complete
+    direct conversion, else a complete transformers conversion, else where the direct
+    converter writes (where transformers writes when the direct key cannot be made)."""
+    key = direct_key(gguf)
+    direct = _folder(gguf, key) if key is not None else None
+    if direct is not None and is_complete(direct):
+        return direct
+    try:
+        by_transformers = transformers_model_dir(gguf)
+    except ImportError:  # importlib.metadata.PackageNotFoundError: no torch/transformers
+        by_transformers = None
+    if by_transformers is not None and is_complete(by_transformers):
+        return by_transformers
+    if direct is not None:
+        return direct
+    if by_transformers is None:
+        raise FileNotFoundError("neither gguf/numpy/tokenizers nor torch/transformers installed")
+    return by_transformers
+
+
+def transformers_model_dir(gguf: Path) -> Path:
+    """The folder a transformers conversion of this GGUF writes (may not exist yet)."""
+    return _folder(gguf, cache_key(gguf))
 
 
 def is_complete(folder: Path) -> bool:
@@ -121,18 +167,37 @@ def is_complete(folder: Path) -> bool:
     return (folder / CACHE_INFO).is_file() and (folder / "model.safetensors").is_file()
 
 
+def _write_atomically(folder: Path, fill: Callable[[Path], None], key: dict[str, str]) -> Path:
+    """Run ``fill`` on a fresh temporary folder beside ``folder``, write the info file last and
+    rename the whole into place: an interrupted conversion leaves no complete folder."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    tmp.chmod(0o755)
+    try:
+        fill(tmp)
+        (tmp / CACHE_INFO).write_text(json.dumps(key, indent=2, sort_keys=True),
+                                      encoding="utf-8")
+        try:
+            os.replace(tmp, folder)
+        except OSError:
+            if not is_complete(folder):  # not another process's finished copy: a real error
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
 def write_cache(folder: Path, model: Any, tokenizer: Any, key: dict[str, str]) -> Path:
-    """Write ``model`` (float32, de-quantized) and ``tokenizer`` into ``folder`` atomically.
+    """Write ``model`` (float32, de-quantized by transformers) and ``tokenizer`` into
+    ``folder`` atomically.
 
     ``save_pretrained`` refuses a model loaded from GGUF, so the state dict is written with
     safetensors directly; a tied ``lm_head`` is left out (``from_pretrained`` ties it again).
     """
     from safetensors.torch import save_file
 
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-    tmp.chmod(0o755)
-    try:
+    def fill(tmp: Path) -> None:
         tied = bool(getattr(model.config, "tie_word_embeddings", False))
         state = {name: tensor.detach().contiguous()
                  for name, tensor in model.state_dict().items()
@@ -146,14 +211,55 @@ def write_cache(folder: Path, model: Any, tokenizer: Any, key: dict[str, str]) -
                                                     default=str), encoding="utf-8")
         model.generation_config.save_pretrained(str(tmp))
         tokenizer.save_pretrained(str(tmp))
-        (tmp / CACHE_INFO).write_text(json.dumps(key, indent=2, sort_keys=True),
-                                      encoding="utf-8")
+
+    return _write_atomically(folder, fill, key)
+
+
+# GGUF files the direct converter declined in this process, with why (said once per file)
+_DECLINED: dict[str, str] = {}
+
+
+def convert_direct(gguf: Path) -> Path | None:
+    """The complete cache folder for ``gguf``, converted without transformers when needed
+    (:mod:`ragmeter.llm.gguf_convert`); None when that converter does not handle this file
+    (a warning says why, once) or the folder cannot be written (a warning says so): the caller
+    then converts with transformers."""
+    found = cached_model_dir(gguf)
+    if is_complete(found):
+        return found
+    key = direct_key(gguf)
+    if key is None or str(gguf) in _DECLINED:
+        return None
+    from ragmeter.llm import gguf_convert
+    from ragmeter.llm.gguf_read import GgufFormatError, read_gguf
+
+    try:
+        parsed = read_gguf(gguf)
+    except GgufFormatError as exc:
+        _decline(gguf, str(exc))
+        return None
+    try:
+        reason = gguf_convert.unsupported(parsed)
+        if reason:
+            _decline(gguf, reason)
+            return None
+        folder = _folder(gguf, key)
         try:
-            os.replace(tmp, folder)
-        except OSError:
-            if not is_complete(folder):  # not another process's finished copy: a real error
-                raise
+            return _write_atomically(folder, lambda tmp: gguf_convert.convert(parsed, tmp), key)
+        except OSError as exc:  # a read-only home: the caller runs from the GGUF
+            _DECLINED[str(gguf)] = f"an unwritable cache ({exc})"  # not tried again
+            warnings.warn(f"local: could not write the converted model to {folder} ({exc}).",
+                          stacklevel=2)
+            return None
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            _decline(gguf, f"this file ({type(exc).__name__}: {exc})")
+            return None
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return folder
+        parsed.close()
+
+
+def _decline(gguf: Path, reason: str) -> None:
+    _DECLINED[str(gguf)] = reason
+    warnings.warn(f"local: {gguf.name}: the direct GGUF converter does not handle {reason}; "
+                  "converting it with transformers instead (slower, more memory).",
+                  stacklevel=3)

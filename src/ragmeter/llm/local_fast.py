@@ -40,7 +40,8 @@ from ragmeter.llm.local_runtimes import (
     truncate_at_stop,
 )
 
-__all__ = ["FastLlamaRuntime", "supports", "load_safetensors"]
+__all__ = ["FastLlamaRuntime", "LlamaRuntimeBase", "supports", "load_safetensors",
+           "safetensors_layout"]
 
 _DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
@@ -58,27 +59,34 @@ def supports(folder: Path) -> bool:
             and (folder / "tokenizer.json").is_file())
 
 
-def load_safetensors(path: Path) -> dict[str, Any]:
-    """The tensors of a safetensors file as read-only views of one memory map (no copy:
-    pages are read on first use and stay shareable with the page cache)."""
-    import torch
-
+def safetensors_layout(path: Path) -> tuple[mmap.mmap, list[tuple[str, str, list[int], int,
+                                                                    int]]]:
+    """One read-only memory map of a safetensors file and its tensors as (name, dtype
+    code, shape, byte offset in the map, byte length)."""
     with path.open("rb") as fh:
         mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     size = int.from_bytes(mapped[:8], "little")
     header = json.loads(mapped[8:8 + size])
     base = 8 + size
+    return mapped, [(name, info["dtype"], list(info["shape"]), base + info["data_offsets"][0],
+                     info["data_offsets"][1] - info["data_offsets"][0])
+                    for name, info in header.items() if name != "__metadata__"]
+
+
+def load_safetensors(path: Path) -> dict[str, Any]:
+    """The tensors of a safetensors file as read-only views of one memory map (no copy:
+    pages are read on first use and stay shareable with the page cache)."""
+    import torch
+
+    mapped, layout = safetensors_layout(path)
     tensors: dict[str, Any] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "buffer is not writable": the weights are never written
-        for name, info in header.items():
-            if name == "__metadata__":
-                continue
-            dtype = getattr(torch, _DTYPES[info["dtype"]])
-            start, end = info["data_offsets"]
-            count = (end - start) // dtype.itemsize
-            flat = torch.frombuffer(mapped, dtype=dtype, count=count, offset=base + start)
-            tensors[name] = flat.view(info["shape"])
+        for name, code, shape, offset, length in layout:
+            dtype = getattr(torch, _DTYPES[code])
+            flat = torch.frombuffer(mapped, dtype=dtype, count=length // dtype.itemsize,
+                                    offset=offset)
+            tensors[name] = flat.view(shape)
     return tensors
 
 
@@ -275,24 +283,19 @@ def _repeat_kv(x: Any, n_rep: int) -> Any:
     return x.reshape(batch, heads * n_rep, length, dim)
 
 
-class FastLlamaRuntime:
-    """The runtime interface of ``_TransformersRuntime`` over :class:`_Llama`; requests it
-    does not repeat exactly go to ``fallback()`` (the transformers runtime, loaded once)."""
+class LlamaRuntimeBase:
+    """What every transformers-free runtime of a converted Llama shares, without its forward
+    pass: config, tokenizer, end-of-sequence and pad ids, the transformers runtime as the
+    fallback, and the greedy/sampling split.  Nothing here imports torch or numpy."""
 
-    def __init__(self, folder: Path, threads: int,
-                 fallback: Callable[[], Any]) -> None:
-        import torch
-
-        self.torch = torch
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
+    def __init__(self, folder: Path, fallback: Callable[[], Any]) -> None:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         generation: dict[str, Any] = {}
         if (folder / "generation_config.json").is_file():
             generation = json.loads((folder / "generation_config.json").read_text("utf-8"))
         self.folder = folder
+        self.config = config
         self.tokenizer = _ChatTokenizer(folder)
-        self.model = _Llama(folder, config)
         eos = generation.get("eos_token_id", config.get("eos_token_id"))
         pad = (self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None
                else self.tokenizer.eos_token_id)
@@ -314,9 +317,6 @@ class FastLlamaRuntime:
             self._fallback = self._fallback_factory()
         return self._fallback
 
-    def _left_pad(self, prompts: Sequence[list[int]]) -> tuple[Any, Any]:
-        return left_pad(self.torch, prompts, self.pad_id)
-
     # ------------------------------------------------------------------ tokens
 
     def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
@@ -330,17 +330,70 @@ class FastLlamaRuntime:
     def choice_ids(self, choice: str) -> list[int]:
         return self.tokenizer.encode(choice, add_special_tokens=False)
 
-    # ------------------------------------------------------------------ generation
-
     @staticmethod
     def _exact(params: Mapping[str, Any]) -> bool:
-        """Greedy, no penalty, no stop strings: what :meth:`generate_batch` repeats."""
+        """Greedy, no penalty, no stop strings: what ``generate_batch`` repeats."""
         return (not float(params.get("temperature") or 0.0) > 0
                 and params.get("repetition_penalty") is None
                 and not _stop_list(params.get("stop")))
 
     def generate(self, prompt: list[int], params: Mapping[str, Any]) -> _Generation:
         return self.generate_batch([prompt], params)[0]
+
+    def generate_batch(self, prompts: Sequence[list[int]],
+                       params: Mapping[str, Any]) -> list[_Generation]:
+        raise NotImplementedError
+
+    def _results(self, prompts: Sequence[list[int]], out: list[list[int]],
+                 max_tokens: int) -> list[_Generation]:
+        """Generations from each row's new tokens as ``generate`` returns them (a finished
+        row of a batch continues with the pad token)."""
+        results = []
+        for row, prompt in enumerate(prompts):
+            new = self._own_tokens(out[row], padded=len(prompts) > 1)
+            hit_eos = bool(new) and new[-1] in self.eos
+            text = self.tokenizer.decode(new, skip_special_tokens=True)
+            text, hit_stop = truncate_at_stop(text, [])
+            finish = "stop" if (hit_eos or hit_stop or len(new) < max_tokens) else "length"
+            results.append(_Generation(text, len(prompt), len(new), finish))
+        return results
+
+    def _own_tokens(self, new: list[int], padded: bool) -> list[int]:
+        """A batch row's tokens up to its end of sequence (as ``_TransformersRuntime``)."""
+        if not padded:
+            return new
+        end = next((k + 1 for k, tok in enumerate(new) if tok in self.eos), len(new))
+        if end == len(new) and self.pad_id not in self.eos:
+            while end > 0 and new[end - 1] == self.pad_id:
+                end -= 1
+        return new[:end]
+
+    def choice_logprobs(self, prompt: list[int], choices: Sequence[list[int]]) -> list[float]:
+        return self.choice_logprobs_batch([prompt], [choices])[0]
+
+    def choice_logprobs_batch(self, prompts: Sequence[list[int]],
+                              choices: Sequence[Sequence[list[int]]]) -> list[list[float]]:
+        raise NotImplementedError
+
+
+class FastLlamaRuntime(LlamaRuntimeBase):
+    """The runtime interface of ``_TransformersRuntime`` over :class:`_Llama`; requests it
+    does not repeat exactly go to ``fallback()`` (the transformers runtime, loaded once)."""
+
+    def __init__(self, folder: Path, threads: int,
+                 fallback: Callable[[], Any]) -> None:
+        import torch
+
+        self.torch = torch
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        super().__init__(folder, fallback)
+        self.model = _Llama(folder, self.config)
+
+    def _left_pad(self, prompts: Sequence[list[int]]) -> tuple[Any, Any]:
+        return left_pad(self.torch, prompts, self.pad_id)
+
+    # ------------------------------------------------------------------ generation
 
     def generate_batch(self, prompts: Sequence[list[int]],
                        params: Mapping[str, Any]) -> list[_Generation]:
@@ -374,30 +427,9 @@ class FastLlamaRuntime:
                 if mask2d is not None:
                     mask2d = torch.cat([mask2d, mask2d.new_ones((mask2d.shape[0], 1))], dim=-1)
         out = torch.stack(generated, dim=1).tolist() if generated else [[] for _ in prompts]
-        results = []
-        for row, prompt in enumerate(prompts):
-            new = self._own_tokens(out[row], padded=len(prompts) > 1)
-            hit_eos = bool(new) and new[-1] in self.eos
-            text = self.tokenizer.decode(new, skip_special_tokens=True)
-            text, hit_stop = truncate_at_stop(text, [])
-            finish = "stop" if (hit_eos or hit_stop or len(new) < max_tokens) else "length"
-            results.append(_Generation(text, len(prompt), len(new), finish))
-        return results
-
-    def _own_tokens(self, new: list[int], padded: bool) -> list[int]:
-        """A batch row's tokens up to its end of sequence (as ``_TransformersRuntime``)."""
-        if not padded:
-            return new
-        end = next((k + 1 for k, tok in enumerate(new) if tok in self.eos), len(new))
-        if end == len(new) and self.pad_id not in self.eos:
-            while end > 0 and new[end - 1] == self.pad_id:
-                end -= 1
-        return new[:end]
+        return self._results(prompts, out, max_tokens)
 
     # ------------------------------------------------------------------ choices
-
-    def choice_logprobs(self, prompt: list[int], choices: Sequence[list[int]]) -> list[float]:
-        return self.choice_logprobs_batch([prompt], [choices])[0]
 
     def choice_logprobs_batch(self, prompts: Sequence[list[int]],
                               choices: Sequence[Sequence[list[int]]]) -> list[list[float]]:

@@ -3,7 +3,8 @@
 A runtime turns chat messages into token ids, generates, and scores choices; the backend
 (:mod:`ragmeter.llm.local`) owns loading, locking and batching.  Neither module imports torch
 at import time.  The transformers runtime loads the default GGUF through the converted cache
-(:mod:`ragmeter.llm.local_cache`), so only the first load de-quantizes it.
+(:mod:`ragmeter.llm.local_cache`), so only the first load de-quantizes it (without
+transformers, by :mod:`ragmeter.llm.gguf_convert`, when that converter handles the file).
 
 Batched forms (:meth:`_TransformersRuntime.generate_batch`, :meth:`first_token_logprobs`) pad
 on the left with an attention mask, as ``model.generate`` expects for decoder-only models.
@@ -52,7 +53,10 @@ class _Generation:
 class _TransformersRuntime:
     """transformers + torch on the CPU."""
 
-    def __init__(self, location: ModelLocation, threads: int) -> None:
+    def __init__(self, location: ModelLocation, threads: int, *, direct: bool = True) -> None:
+        """``direct=False`` skips the transformers-free conversion of a GGUF
+        (:func:`~ragmeter.llm.local_cache.convert_direct`): the GGUF is then de-quantized by
+        transformers, unless a converted folder is already complete."""
         import torch
         import transformers
 
@@ -63,6 +67,8 @@ class _TransformersRuntime:
         from ragmeter.llm.tokens import load_hf_tokenizer
 
         cache_dir = local_cache.converted_dir(location)
+        if cache_dir is not None and not local_cache.is_complete(cache_dir) and direct:
+            cache_dir = local_cache.convert_direct(location.path) or cache_dir
         if cache_dir is not None and local_cache.is_complete(cache_dir):
             # the converted copy: memory-mapped float32 safetensors, no de-quantization
             self.tokenizer = load_hf_tokenizer(str(cache_dir), None)
@@ -72,6 +78,7 @@ class _TransformersRuntime:
         else:
             self.tokenizer, self.model = self._load_original(location)
             if cache_dir is not None:
+                cache_dir = local_cache.transformers_model_dir(location.path)
                 try:
                     local_cache.write_cache(cache_dir, self.model, self.tokenizer,
                                             local_cache.cache_key(location.path))

@@ -80,10 +80,26 @@ class BackendRecipe:
     kwargs: tuple[tuple[str, Any], ...] = ()
     remote: bool = False
 
-    def build(self) -> Backend:
+    def build(self, threads: int | None = None) -> Backend:
+        """The backend.  ``threads``: CPU threads for a backend whose constructor takes a
+        ``threads`` argument (the local model), unless the recipe sets them; ignored by the
+        others (a Ray actor passes the CPUs it reserved)."""
         module_name, _, attr = self.target.partition(":")
         factory = getattr(importlib.import_module(module_name), attr)
-        return factory(**dict(self.kwargs))  # type: ignore[no-any-return]
+        kwargs = dict(self.kwargs)
+        if threads is not None and kwargs.get("threads") is None and _takes(factory, "threads"):
+            kwargs["threads"] = int(threads)
+        return factory(**kwargs)  # type: ignore[no-any-return]
+
+
+def _takes(factory: Any, name: str) -> bool:
+    """Whether ``factory`` (a class or function) has a parameter called ``name``."""
+    import inspect
+
+    try:
+        return name in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def backend_recipe(name: str = DEFAULT_BACKEND, model: str | None = None,

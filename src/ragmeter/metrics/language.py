@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # numpy only inside the batch functions: a small score never 
     import numpy as np
     from lingua import Language, LanguageDetector
 
-__all__ = ["rlc", "rlc_ok", "rlc_batch", "RLC_OK_THRESHOLD", "LidRlc"]
+__all__ = ["rlc", "rlc_ok", "rlc_batch", "RLC_OK_THRESHOLD", "LidRlc", "LID_PLACES"]
 
 RLC_OK_THRESHOLD = 0.6
 _SKIP_PUNCT = frozenset(".,!?;:()[]{}-'\"/\u2013\u2014")
@@ -146,6 +146,10 @@ def rlc_batch(predictions: Sequence[str], langs: Sequence[str]) -> np.ndarray:
 _HIT_BITS = {"ja": _KANA | _CJK, "zh": _CJK, "alpha": _ALPHA, "other": _ALPHA | _CJK | _KANA}
 
 
+LID_PLACES = 8
+"""Decimals of the language-identification RLC (see :class:`LidRlc`)."""
+
+
 class LidRlc:
     """Language-identification RLC (opt-in, beyond LBRAG).
 
@@ -153,7 +157,11 @@ class LidRlc:
     This variant asks ``lingua-language-detector`` (which ships its models) for the share of
     the prediction's confidence that goes to the expected language, restricted to the
     languages present in the data.  Empty or digit-only predictions score 1.0, as in LBRAG.
-    Construct once per data set; ``score`` is then a pure function of its inputs.
+    Construct once per data set; ``score`` is then a pure function of its inputs: lingua
+    sums its per-language probabilities in an order that changes between processes and even
+    between calls (its confidence for one text varies in the last bits), so the score is
+    rounded to :data:`LID_PLACES` decimals, which makes it reproducible (a Ray worker and one
+    process give the same value).
     """
 
     def __init__(self, languages: Sequence[str]) -> None:
@@ -200,4 +208,5 @@ class LidRlc:
             return 1.0
         if self._detector is None:
             return 1.0
-        return float(self._detector.compute_language_confidence(prediction, target))
+        return round(float(self._detector.compute_language_confidence(prediction, target)),
+                     LID_PLACES)

@@ -6,6 +6,7 @@ accumulated columns; :mod:`ragmeter.suites.multilingual.scorer` reads and scores
 from __future__ import annotations
 
 from array import array
+from typing import Any
 
 from ragmeter.errors import InputError, UnknownNameError
 from ragmeter.metrics import stats
@@ -21,7 +22,14 @@ from ragmeter.suites.multilingual.scorer import (
     _Columns,
 )
 
-__all__ = ["aggregate"]
+__all__ = ["aggregate", "group_summary"]
+
+GROUP_KEYS = ("metrics", "coverage", "ci95", "notes")
+
+
+def group_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """What ``summary["groups"]["values"][KEY]`` keeps of one group's summary (``--by``)."""
+    return {k: summary[k] for k in GROUP_KEYS if k in summary}
 
 
 def _cnbe_values(f1: array, base_f1: array, positions: list[int], cost: array) -> list[float]:

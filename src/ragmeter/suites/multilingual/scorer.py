@@ -329,10 +329,11 @@ class _Accumulator:
                    em: list[float], f1: list[float], rlc_values: list[float],
                    costs: list[float | None], semantics: list[float | None],
                    numbers: Sequence[int], missing: Sequence[bool],
-                   texts: tuple[list[Any], list[Any], list[Any]] | None = None) -> None:
+                   texts: tuple[list[Any], list[Any], list[Any]] | None = None,
+                   lid: list[float] | None = None) -> None:
         """Rows whose EM, F1 and RLC were computed elsewhere (:meth:`score_texts` on a Ray
         worker), in input order; ``missing``: rows without a prediction (unscored, their
-        scores ignored)."""
+        scores ignored); ``lid``: their ``--rlc-lid`` values (NaN: none)."""
         self.n_rows += len(systems)
         if any(missing):
             self._add_unscored(systems, sample_ids, langs,
@@ -343,12 +344,14 @@ class _Accumulator:
             em, f1, rlc_values = ([seq[i] for i in keep] for seq in (em, f1, rlc_values))
             costs, semantics = ([seq[i] for i in keep] for seq in (costs, semantics))
             numbers = [numbers[i] for i in keep]
+            if lid is not None:
+                lid = [lid[i] for i in keep]
             if texts is not None:
                 texts = tuple([seq[i] for i in keep] for seq in texts)  # type: ignore[assignment]
             if not keep:
                 return
         self._store(systems, sample_ids, langs, em, f1, rlc_values, costs, semantics, numbers,
-                    None, texts)
+                    lid, texts)
 
     def _store(self, systems: list[str], sample_ids: list[str], langs: list[str],
                em: list[float], f1: list[float], rlc_values: list[float],

@@ -1,0 +1,127 @@
+"""The numpy forward pass (:mod:`ragmeter.llm.local_numpy`) on a tiny random Llama, against
+the torch forward pass of :mod:`ragmeter.llm.local_fast` on the same weights (no real model:
+seconds; the real-model comparisons are in ``test_local_fast.py``, marked ``local_model``).
+
+The weights are random (seeded), written as a safetensors file by hand so that both runtimes
+memory-map the same bytes.  What must hold: logits within float32 noise of torch's at every
+position, with GQA, several prompts of different lengths (packed, each attending to itself
+only) and a key/value cache; greedy decoding of a batch equal to one prompt at a time.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragmeter.llm import local_numpy
+from ragmeter.llm.local_numpy import _balanced_groups, _KVCache, _NumpyLlama
+
+CONFIG = {"model_type": "llama", "hidden_act": "silu", "hidden_size": 48,
+          "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 6,
+          "num_key_value_heads": 2, "head_dim": 8, "rms_norm_eps": 1e-5, "vocab_size": 64,
+          "max_position_embeddings": 512, "tie_word_embeddings": True,
+          "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
+
+
+def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    header, blobs, offset = {}, [], 0
+    for name, array in tensors.items():
+        data = np.ascontiguousarray(array, dtype=np.float32).tobytes()
+        header[name] = {"dtype": "F32", "shape": list(array.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    raw = json.dumps(header).encode("utf-8")
+    raw += b" " * (-len(raw) % 8)
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + b"".join(blobs))
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    rng = np.random.default_rng(14)
+    h, inter, kv = CONFIG["hidden_size"], CONFIG["intermediate_size"], 2 * 8
+    tensors = {"model.embed_tokens.weight": rng.normal(0, 1, (64, h)),
+               "model.norm.weight": rng.uniform(0.5, 1.5, h)}
+    for i in range(CONFIG["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        tensors.update({
+            p + "input_layernorm.weight": rng.uniform(0.5, 1.5, h),
+            p + "post_attention_layernorm.weight": rng.uniform(0.5, 1.5, h),
+            p + "self_attn.q_proj.weight": rng.normal(0, 0.3, (h, h)),
+            p + "self_attn.k_proj.weight": rng.normal(0, 0.3, (kv, h)),
+            p + "self_attn.v_proj.weight": rng.normal(0, 0.3, (kv, h)),
+            p + "self_attn.o_proj.weight": rng.normal(0, 0.3, (h, h)),
+            p + "mlp.gate_proj.weight": rng.normal(0, 0.3, (inter, h)),
+            p + "mlp.up_proj.weight": rng.normal(0, 0.3, (inter, h)),
+            p + "mlp.down_proj.weight": rng.normal(0, 0.3, (h, inter))})
+    _write_safetensors(folder / "model.safetensors", tensors)
+    return folder
+
+
+PROMPTS = [[1, 5, 9, 33, 2, 7, 7, 63], [4, 4, 12], [60, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+           [0], [17, 18, 19, 20, 21]]
+
+
+def _torch_logits(folder: Path, prompt: list[int]) -> np.ndarray:
+    torch = pytest.importorskip("torch")
+    from ragmeter.llm.local_fast import _Llama
+
+    model = _Llama(folder, CONFIG)
+    with torch.inference_mode():
+        return model.forward(torch.tensor([prompt]), torch.arange(len(prompt))[None], None,
+                             []).numpy()[0]
+
+
+def test_numpy_logits_match_torch_at_every_position(tiny):
+    model = _NumpyLlama(tiny, CONFIG, threads=2)
+    with model.blas.single():
+        packed = model.prefill(PROMPTS, None, [(0, len(p)) for p in PROMPTS])
+    for prompt, got in zip(PROMPTS, packed, strict=True):
+        want = _torch_logits(tiny, prompt)
+        assert got.shape == want.shape and got.dtype == np.float32
+        scale = max(1.0, float(np.abs(want).max()))
+        assert np.abs(got - want).max() < 1e-5 * scale  # float32 noise (torch: MKL)
+        alone = model.prefill([prompt], None, [(0, len(prompt))])[0]
+        assert np.abs(alone - got).max() < 1e-5 * scale  # packed with others = alone
+        assert (alone.argmax(-1) == want.argmax(-1)).all()
+
+
+def test_decoding_with_the_cache_matches_a_full_pass(tiny):
+    """Prefill into the left-padded cache, then decode token by token: each step's logits
+    are the full pass's logits at that position."""
+    model = _NumpyLlama(tiny, CONFIG, threads=1)
+    prompts = [PROMPTS[0][:5], PROMPTS[2][:2], PROMPTS[4][:4]]
+    rest = [PROMPTS[0][5:8], PROMPTS[2][2:5], PROMPTS[4][4:5] + [9, 9]]
+    cache = _KVCache(np, model.layers, [len(p) for p in prompts], model.kv_heads,
+                     model.head_dim, 3)
+    model.prefill(prompts, cache, [(len(p) - 1, len(p)) for p in prompts])
+    full = [p + r for p, r in zip(prompts, rest, strict=True)]
+    want = model.prefill(full, None, [(len(p), len(p) + 3) for p in prompts])
+    positions = np.array([len(p) for p in prompts])
+    for step in range(3):
+        tokens = np.array([r[step] for r in rest])
+        got = model.decode(tokens, positions + step, cache)
+        for row in range(3):
+            assert np.abs(got[row] - want[row][step]).max() < 1e-4
+
+
+def test_balanced_groups():
+    assert _balanced_groups([5, 1, 1, 5], 2) == [[0, 1], [2, 3]]
+    assert _balanced_groups([3], 4) == [[0]]
+    assert sorted(r for g in _balanced_groups([9, 8, 7, 1, 2, 3, 4, 5], 2) for r in g) == list(
+        range(8))
+    assert _balanced_groups([1, 2, 3], 1) == [[0, 1, 2]]
+
+
+def test_blas_thread_scope_restores_the_count():
+    blas = local_numpy._Blas()
+    if blas._set is None:
+        pytest.skip("numpy's BLAS is not OpenBLAS here")
+    before = int(blas._get())
+    with blas.single():
+        assert int(blas._get()) == 1
+    assert int(blas._get()) == before
