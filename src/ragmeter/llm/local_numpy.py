@@ -371,8 +371,8 @@ def _balanced_groups(lengths: Sequence[int], parts: int) -> list[list[int]]:
 
 
 class _Blas:
-    """The thread count of numpy's OpenBLAS, set through its C API (found among the loaded
-    libraries as threadpoolctl finds it; without OpenBLAS, e.g. Accelerate, nothing is set).
+    """One BLAS thread for the forward pass, through threadpoolctl (the controller is built
+    once: it finds numpy's BLAS among the loaded libraries; without one it limits nothing).
 
     The forward pass runs its small products (decoding, attention) on one BLAS thread: a
     multi-threaded OpenBLAS synchronizes its threads on every call, which costs more than a
@@ -380,49 +380,16 @@ class _Blas:
     35 ms on two)."""
 
     def __init__(self) -> None:
-        self._set: Any = None
-        self._get: Any = None
-        try:
-            self._find()
-        except (OSError, AttributeError, ValueError):
-            self._set = None
+        import numpy  # noqa: F401  (loads its BLAS before the controller looks for it)
+        from threadpoolctl import ThreadpoolController
 
-    def _find(self) -> None:
-        import ctypes
+        self.controller = ThreadpoolController()
 
-        import numpy  # noqa: F401  (loads its BLAS)
-
-        try:
-            with open("/proc/self/maps", encoding="utf-8") as fh:
-                paths = {line.split()[-1] for line in fh if "openblas" in line.lower()
-                         and line.split()[-1].startswith("/")}
-        except OSError:
-            return
-        for path in sorted(paths):
-            lib = ctypes.CDLL(path)
-            for prefix in ("scipy_", ""):
-                for suffix in ("64_", ""):
-                    setter = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None)
-                    getter = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}", None)
-                    if setter is not None and getter is not None:
-                        getter.restype = ctypes.c_int
-                        self._set, self._get = setter, getter
-                        return
+    def threads(self) -> list[int]:
+        """The thread counts of the BLAS libraries found (empty when none)."""
+        return [int(info["num_threads"]) for info in self.controller.info()
+                if info.get("user_api") == "blas"]
 
     def single(self) -> Any:
         """A context with one BLAS thread, restoring the previous count after."""
-        import contextlib
-
-        @contextlib.contextmanager
-        def scope() -> Any:
-            if self._set is None:
-                yield
-                return
-            before = int(self._get())
-            self._set(1)
-            try:
-                yield
-            finally:
-                self._set(before)
-
-        return scope()
+        return self.controller.limit(limits=1, user_api="blas")
