@@ -234,3 +234,31 @@ def test_backend_picks_the_forward_pass(pair, monkeypatch):
     assert isinstance(old._runtime, _TransformersRuntime)
     with pytest.raises(local.ConfigError, match="unknown forward 'jax'"):
         local.LocalBackend(forward="jax")
+
+
+def test_dry_run_counter_needs_neither_transformers_nor_torch(pair, tmp_path):
+    """``token_counter("local")`` on a model never converted: it converts directly and counts
+    from ``tokenizer.json`` and the chat template, in a fresh process without importing
+    transformers or torch, and every count equals the transformers tokenizer's on the same
+    texts and chats (the reference runtime of the ``pair`` fixture)."""
+    reference = pair[0]
+    code = (
+        "import json, sys\n"
+        "from ragmeter.llm.tokens import token_counter\n"
+        f"chats = {CHATS + MORE!r}\n"
+        "c = token_counter('local', None)\n"
+        "print(json.dumps({'method': c.method, 'exact': c.exact,\n"
+        "                  'texts': [c.count(m['content']) for ch in chats for m in ch],\n"
+        "                  'chats': [c.count_messages(ch) for ch in chats],\n"
+        "                  'heavy': sorted(m for m in ('torch', 'transformers')\n"
+        "                                  if m in sys.modules)}))\n")
+    env = dict(os.environ, RAGMETER_HOME=str(tmp_path / "empty-home"))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300, check=True)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["heavy"] == [] and got["exact"]
+    assert got["method"] == f"local:{local.DEFAULT_MODEL}"
+    tok = reference.tokenizer
+    assert got["texts"] == [len(tok.encode(m["content"], add_special_tokens=False))
+                            for ch in CHATS + MORE for m in ch]
+    assert got["chats"] == [len(reference.prompt_ids(_messages(ch))) for ch in CHATS + MORE]

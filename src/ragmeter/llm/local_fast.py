@@ -123,6 +123,13 @@ class _ChatTokenizer:
             raise RuntimeError("clean_up_tokenization_spaces is not repeated here")
         return str(self.backend.decode(list(ids), skip_special_tokens=skip_special_tokens))
 
+    def chat_ids(self, chat: list[dict[str, Any]]) -> list[int]:
+        """The prompt's ids: after the chat template when the model has one, else the
+        contents joined by blank lines (with the tokenizer's special tokens)."""
+        if self.chat_template:
+            return self.encode(self.render_chat(chat), add_special_tokens=False)
+        return self.encode("\n\n".join(str(m.get("content", "")) for m in chat) + "\n")
+
     def render_chat(self, chat: list[dict[str, Any]]) -> str:
         if self._compiled is None:
             self._compiled = _compile_template(str(self.chat_template))
@@ -320,12 +327,7 @@ class LlamaRuntimeBase:
     # ------------------------------------------------------------------ tokens
 
     def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
-        chat = [m.to_dict() for m in messages]
-        if self.tokenizer.chat_template:
-            return self.tokenizer.encode(self.tokenizer.render_chat(chat),
-                                         add_special_tokens=False)
-        text = "\n\n".join(m.content for m in messages) + "\n"
-        return self.tokenizer.encode(text)
+        return self.tokenizer.chat_ids([m.to_dict() for m in messages])
 
     def choice_ids(self, choice: str) -> list[int]:
         return self.tokenizer.encode(choice, add_special_tokens=False)
