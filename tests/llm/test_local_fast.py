@@ -262,3 +262,34 @@ def test_dry_run_counter_needs_neither_transformers_nor_torch(pair, tmp_path):
     assert got["texts"] == [len(tok.encode(m["content"], add_special_tokens=False))
                             for ch in CHATS + MORE for m in ch]
     assert got["chats"] == [len(reference.prompt_ids(_messages(ch))) for ch in CHATS + MORE]
+
+
+def test_numpy_shared_prefix_changes_no_answer(pair, numpy_pair):
+    """A batch that shares a long system prompt (the demo's shape: the prompt's ~55% is its
+    system prompt) computes that prefix once: the greedy answers equal those without sharing
+    and the torch pass's, batched and one at a time (the kept prefix serves a lone prompt)."""
+    fast, runtime, _ = numpy_pair
+    system = ("You answer questions from the documents you are given. The documents may be "
+              "incomplete or contain mistakes. When they hold the answer, give it in a few "
+              "words; when they do not, say that you cannot answer from these documents.")
+    facts = [("The Amazon is about 6,400 km long.", "How long is the Amazon?"),
+             ("Canberra is the capital of Australia.", "What is the capital of Australia?"),
+             ("Water freezes at 0 degrees Celsius.", "At what temperature does water freeze?"),
+             ("The violin has four strings.", "How many strings has a violin?")]
+    prompts = [fast.prompt_ids(_messages([{"role": "system", "content": system},
+                                          {"role": "user",
+                                           "content": f"Documents:\n{d}\n\nQuestion: {q}"}]))
+               for d, q in facts]
+    params = {"max_tokens": 12, "temperature": 0}
+    runtime._prefixes.clear()
+    runtime.share_prefix = True
+    shared = runtime.generate_batch(prompts, params)
+    assert len(runtime._prefixes) == 1
+    assert len(next(iter(runtime._prefixes))) >= runtime.MIN_PREFIX
+    alone = [runtime.generate(p, params) for p in prompts]  # each reuses the kept prefix
+    runtime.share_prefix = False
+    try:
+        plain = runtime.generate_batch(prompts, params)
+    finally:
+        runtime.share_prefix = True
+    assert shared == plain == alone == fast.generate_batch(prompts, params)

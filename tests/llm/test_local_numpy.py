@@ -125,3 +125,86 @@ def test_blas_thread_scope_restores_the_count():
     with blas.single():
         assert blas.threads() == [1] * len(before)
     assert blas.threads() == before
+
+
+def _prefix_case(shared: int, tails: list[list[int]]) -> tuple[list[int], list[list[int]]]:
+    prefix = [(7 * i + 3) % 64 for i in range(shared)]
+    return prefix, [prefix + t for t in tails]
+
+
+@pytest.mark.parametrize("shared", [10, 250])  # 250: the tails cross a 256-query block
+def test_prefill_after_a_shared_prefix_is_the_full_pass(tiny, shared):
+    """Prompts that start alike: the prefix's keys and values computed once, then each
+    prompt's remaining tokens attending to them, give the full pass's logits at every
+    position (float32 noise), and a cache filled that way decodes like the full pass."""
+    model = _NumpyLlama(tiny, CONFIG, threads=2)
+    tails = [[1, 2, 3], [63], [7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7]]
+    prefix_tokens, full = _prefix_case(shared, tails)
+    with model.blas.single():
+        want = model.prefill(full, None, [(shared, len(p)) for p in full])
+        prefix = model.prefix_kv(prefix_tokens)
+        got = model.prefill(tails, None, [(0, len(t)) for t in tails], prefix)
+    assert prefix.length == shared and len(prefix.keys) == CONFIG["num_hidden_layers"]
+    for g, w in zip(got, want, strict=True):
+        scale = max(1.0, float(np.abs(w).max()))
+        assert g.shape == w.shape and np.abs(g - w).max() < 1e-5 * scale
+    # decoding after a prefix-filled cache = decoding after a full prefill
+    caches = [_KVCache(np, model.layers, [len(p) for p in full], model.kv_heads,
+                       model.head_dim, 2) for _ in range(2)]
+    model.prefill(full, caches[0], [(len(p) - 1, len(p)) for p in full])
+    model.prefill(tails, caches[1], [(len(t) - 1, len(t)) for t in tails], prefix)
+    positions = np.array([len(p) for p in full])
+    for step in range(2):
+        tokens = np.array([5 + step] * len(full))
+        a = model.decode(tokens, positions + step, caches[0])
+        b = model.decode(tokens, positions + step, caches[1])
+        assert np.abs(a - b).max() < 1e-4
+
+
+def _runtime(tiny, minimum=4, kept=2):
+    """The runtime's prefix bookkeeping over the tiny model (no tokenizer needed)."""
+    from collections import OrderedDict
+
+    runtime = local_numpy.NumpyLlamaRuntime.__new__(local_numpy.NumpyLlamaRuntime)
+    runtime.np = np
+    runtime.model = _NumpyLlama(tiny, CONFIG, threads=1)
+    runtime._prefixes = OrderedDict()
+    runtime.MIN_PREFIX, runtime.KEPT_PREFIXES = minimum, kept
+    return runtime
+
+
+def test_shared_prefixes_are_found_kept_and_reused(tiny):
+    runtime = _runtime(tiny)
+    base, prompts = _prefix_case(6, [[1, 2], [3]])
+    first = runtime._shared_prefix(prompts)
+    assert first is not None and first.length == 6
+    # a later batch, even of one prompt, that starts with a kept prefix reuses it
+    assert runtime._shared_prefix([base + [9, 9, 9]]) is first
+    # one prompt alone computes nothing new; fewer shared tokens than MIN_PREFIX neither
+    assert runtime._shared_prefix([[1, 2, 3, 4, 5, 6, 7]]) is None
+    assert runtime._shared_prefix([[1, 2, 3, 9], [1, 2, 3, 8]]) is None
+    # a prompt that is all prefix keeps its last token to be computed (its logits are read)
+    whole = runtime._shared_prefix([base[:5], base[:5] + [1]])
+    assert whole is not None and whole.length == 4
+    # only KEPT_PREFIXES are kept, the least recently used dropped
+    runtime._shared_prefix([[40] * 8, [40] * 9])
+    assert len(runtime._prefixes) == 2 and tuple(base) not in runtime._prefixes
+    # and at most KEPT_TOKENS tokens in all, the newest always
+    runtime.KEPT_TOKENS = 10
+    runtime._shared_prefix([[41] * 12, [41] * 13])
+    assert list(runtime._prefixes) == [(41,) * 11]
+    runtime.share_prefix = False
+    assert runtime._shared_prefix([[40] * 8, [40] * 9]) is None
+
+
+def test_greedy_with_shared_prefixes_is_greedy_without(tiny):
+    """Whole generations: the same tokens with prefix sharing on and off, batched and alone."""
+    on, off = _runtime(tiny), _runtime(tiny)
+    off.share_prefix = False
+    _, prompts = _prefix_case(40, [[1, 2, 3], [63], [9, 9, 9, 9, 9]])
+    for runtime in (on, off):
+        runtime.pad_id, runtime.eos, runtime._generation_eos = 0, {0}, [0]
+        runtime._results = lambda prompts, out, max_tokens: out
+    assert on._greedy(prompts, 6) == off._greedy(prompts, 6)
+    assert len(on._prefixes) == 1
+    assert [on._greedy([p], 6)[0] for p in prompts] == off._greedy(prompts, 6)
