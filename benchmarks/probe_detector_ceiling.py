@@ -138,19 +138,15 @@ def probe_shares(rows: list[Any], others: dict[str, list[Any]], folds: int,
     """Within-split cross-validated utilization RMSE of the share model (its inputs from
     sentence models fitted on the other splits, as the held-out detector has them): the
     detector's linear model, and a quadratic one (every pairwise product) at three ridges."""
-    from ragmeter.suites.trace.detector import _greedy_share, feature_matrices, fit_splits
-    from ragmeter.suites.trace.shares import share_features
+    from ragmeter.suites.trace.detector import feature_matrices, fit_splits
 
     det = fit_splits(others)
     feats, target, sizes = [], [], []
     for a in rows:
-        x = feature_matrices(a.text, None)
-        p_rel = det.models["relevance"].predict(x["relevance"])
-        p_util = det.models["utilization"].predict(x["utilization"])
-        feats.append(share_features(p_rel, p_util, len(a.text.response), a.text.response_tokens,
-                                    _greedy_share(x["utilization"])))
+        probs, f = det.share_inputs(a.text, feature_matrices(a.text, None))
+        feats.append(f)
         target.append(a.utilization)
-        sizes.append(len(p_rel))
+        sizes.append(len(probs["relevance"]))
     f, y = np.array(feats), np.array(target)
     out = {"linear": _cv_rmse(f, y, sizes, folds, repeats, 1e-6)}
     for ridge in (10.0, 30.0, 100.0):

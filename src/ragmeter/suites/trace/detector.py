@@ -201,6 +201,15 @@ class Detector:
         rt = row_text(question, documents_sentences, response_sentences)
         return self.label_text(rt, vectors)
 
+    def share_inputs(self, rt: RowText, x: dict[str, np.ndarray]
+                     ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """The relevance and utilization probabilities of a row's document sentences (``x``:
+        its :func:`feature_matrices`) and the share models' inputs built from them."""
+        probs = {t: self.models[t].predict(x[t]) for t in ("relevance", "utilization")}
+        return probs, share_features(probs["relevance"], probs["utilization"],
+                                     len(rt.response), rt.response_tokens,
+                                     _greedy_share(x["utilization"]))
+
     def label_text(self, rt: RowText, vectors: Vectors | None = None) -> dict[str, Any]:
         if self.needs_vectors and vectors is None:
             raise ConfigError(f"trace: detector {self.name} is an embedding-mode detector; "
@@ -208,9 +217,7 @@ class Detector:
         x = feature_matrices(rt, vectors if self.needs_vectors else None)
         doc_keys = [s.key for d in rt.documents for s in d]
         cols: dict[str, Any] = {}
-        probs = {t: self.models[t].predict(x[t]) for t in ("relevance", "utilization")}
-        f = share_features(probs["relevance"], probs["utilization"], len(rt.response),
-                           rt.response_tokens, _greedy_share(x["utilization"]))
+        probs, f = self.share_inputs(rt, x)
         for task, column in (("relevance", "all_relevant_sentence_keys"),
                              ("utilization", "all_utilized_sentence_keys")):
             p = probs[task]
