@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parents[1] / "src"
 COLD_SCRIPT = r"""
 import time
 t0 = time.perf_counter()
-from ragmeter.llm.local import LocalBackend
+from ragmeter.backends._local._backend import LocalBackend
 backend = LocalBackend(runtime="transformers")
 backend.load()
 print(f"load_s={time.perf_counter() - t0:.3f} runtime={type(backend._runtime).__name__}")

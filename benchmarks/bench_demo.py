@@ -54,7 +54,7 @@ def converted_models(src: Path) -> Path:
     """Convert the default GGUF once (one model load) into a new home; its ``models``."""
     home = Path(tempfile.mkdtemp(prefix="ragmeter-bench-demo-models-"))
     env = dict(os.environ, PYTHONPATH=str(src), RAGMETER_HOME=str(home))
-    code = "from ragmeter.llm.local import LocalBackend; LocalBackend().load()"
+    code = "from ragmeter.backends._local._backend import LocalBackend; LocalBackend().load()"
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
     print(f"converted the model in {time.perf_counter() - start:.1f} s: {home / 'models'}")

@@ -59,7 +59,7 @@ def _timed(fn: Any) -> tuple[Any, float, float]:
 def _validate(path: Path, rows: list[dict[str, Any]], judge: str,
               resamples: int) -> dict[str, Any]:
     from ragmeter.io import write_jsonl
-    from ragmeter.suites.trace.validate import ValidateConfig, validate_file
+    from ragmeter.trace._validate import ValidateConfig, validate_file
 
     with tempfile.TemporaryDirectory() as tmp:
         pred = Path(tmp) / "labels.jsonl"
@@ -72,12 +72,12 @@ def _validate(path: Path, rows: list[dict[str, Any]], judge: str,
 
 def run(data: Path, resamples: int, modes: list[str], store: Any,
         speed_rows: int) -> dict[str, Any]:
-    from ragmeter.metrics.trace import rmse_estimate
-    from ragmeter.suites.rubric.pipeline import create_embedder
-    from ragmeter.suites.trace.data import read_sources
-    from ragmeter.suites.trace.detector import fit_splits, read_annotated, with_vectors
-    from ragmeter.suites.trace.embed import EmbeddingCache
-    from ragmeter.suites.trace.label import LabelConfig, detector_rows
+    from ragmeter.backends._embed import create_embedder
+    from ragmeter.trace._data import read_sources
+    from ragmeter.trace._detector import fit_splits, read_annotated, with_vectors
+    from ragmeter.trace._embed import EmbeddingCache
+    from ragmeter.trace._label import LabelConfig, detector_rows
+    from ragmeter.trace._metrics import rmse_estimate
 
     paths = {s: data / s / "test-00000-of-00001.parquet" for s in SPLITS}
     annotated = {s: read_annotated(p)[0] for s, p in paths.items()}
@@ -122,10 +122,10 @@ def run(data: Path, resamples: int, modes: list[str], store: Any,
 
 def cold_speed(sources: dict[str, Any], n: int, vec: dict[str, Any]) -> dict[str, Any]:
     """Lexical and cold embedding-mode labelling of the same first ``n`` rows, back to back."""
-    from ragmeter.suites.rubric.pipeline import create_embedder
-    from ragmeter.suites.trace.detector import fit_splits
-    from ragmeter.suites.trace.embed import EmbeddingCache
-    from ragmeter.suites.trace.label import LabelConfig, detector_rows
+    from ragmeter.backends._embed import create_embedder
+    from ragmeter.trace._detector import fit_splits
+    from ragmeter.trace._embed import EmbeddingCache
+    from ragmeter.trace._label import LabelConfig, detector_rows
 
     config = LabelConfig(strategy="detector")
     lexical = fit_splits({s: [a for a in vec[s]] for s in SPLITS}, mode="lexical")
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     store = None
     if "embedding" in modes:
-        from ragmeter.store import Store
+        from ragmeter.runner._store import Store
 
         store = Store(args.store)
     results = run(args.data, args.resamples, modes, store, args.speed_rows)

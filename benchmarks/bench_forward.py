@@ -41,11 +41,12 @@ CHOICES = ("Yes", "No", " maybe so")
 
 def demo_requests() -> list[Any]:
     """The RGB generation requests of ``ragmeter demo`` (same settings), in order."""
-    from ragmeter.demonstration import RGB_OPTIONS
-    from ragmeter.samples import sample_path
-    from ragmeter.suites.rgb import load_dataset, load_prompts
-    from ragmeter.suites.rgb.demo import SAMPLE_FILES
-    from ragmeter.suites.rgb.run import RgbRunConfig, generation_requests, plan_settings
+    from ragmeter._demo._demo import RGB_OPTIONS
+    from ragmeter.io._samples import sample_path
+    from ragmeter.rgb._data import load_dataset
+    from ragmeter.rgb._demo import SAMPLE_FILES
+    from ragmeter.rgb._prompts import load_prompts
+    from ragmeter.rgb._run import RgbRunConfig, generation_requests, plan_settings
 
     datasets = [load_dataset(str(sample_path(n))) for n in SAMPLE_FILES]
     config = RgbRunConfig(noise_rates=tuple(RGB_OPTIONS["noise_rates"]),
@@ -55,7 +56,7 @@ def demo_requests() -> list[Any]:
 
 
 def load_runtime(forward: str, threads: int) -> Any:
-    from ragmeter.llm import local
+    from ragmeter.backends._local import _backend as local
 
     backend = local.LocalBackend(threads=threads, forward=forward)
     backend.load()

@@ -38,8 +38,8 @@ HERE = Path(__file__).resolve().parents[1] / "src"
 LOAD_SCRIPT = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from ragmeter.llm.local import LocalBackend
-from ragmeter.llm.base import Request
+from ragmeter.backends._local._backend import LocalBackend
+from ragmeter.backends._types import Request
 threads = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "0" else None
 backend = LocalBackend(runtime="transformers", threads=threads)
 backend.load()

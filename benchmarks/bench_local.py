@@ -4,7 +4,7 @@ Measures, with the default SmolLM2-135M-Instruct (Q4_1 GGUF, transformers + torc
 
 * generation tokens/s: ``model.generate`` called directly on the same loaded model (baseline),
   through ``LocalBackend.complete`` (chat template, worker thread, lock), and through
-  ``ragmeter.runner.run_requests`` (no store, no progress bar);
+  ``ragmeter.runner._run.run_requests`` (no store, no progress bar);
 * seconds per choice-scoring call (yes/no): one direct forward pass plus log-softmax, versus
   ``LocalBackend.complete`` with ``choices``.
 
@@ -46,11 +46,11 @@ def main() -> int:
     import os
 
     # the transformers runtime: its model is what the direct calls below use (the runtime
-    # without transformers, ragmeter.llm.local_fast, is timed by bench_load.py)
+    # without transformers, ragmeter.backends._local._fast, is timed by bench_load.py)
     os.environ["RAGMETER_LOCAL_FAST"] = "0"
     import torch
 
-    from ragmeter.llm.local import LocalBackend
+    from ragmeter.backends._local._backend import LocalBackend
 
     backend = LocalBackend(runtime="transformers", threads=args.threads)
     t0 = time.perf_counter()
@@ -67,7 +67,7 @@ def main() -> int:
 
 
 def single_call_overhead(args: argparse.Namespace, backend: Any, torch: Any) -> None:
-    from ragmeter.llm.base import Request
+    from ragmeter.backends._types import Request
 
     runtime = backend._runtime
     model, tokenizer = runtime.model, runtime.tokenizer
@@ -101,7 +101,7 @@ def single_call_overhead(args: argparse.Namespace, backend: Any, torch: Any) -> 
         return resp.usage.completion_tokens, time.perf_counter() - start
 
     try:
-        from ragmeter.runner import RunnerConfig, run_requests
+        from ragmeter.runner._run import RunnerConfig, run_requests
     except ImportError:
         run_requests = None
 
@@ -171,7 +171,7 @@ CLAIMS = ["The sun rises in the east.", "Fish can climb trees.", "Water freezes 
 
 def batched_throughput(args: argparse.Namespace, backend: Any, torch: Any) -> None:
     """Batch of ``args.batch`` concurrent requests: one at a time vs batched vs direct."""
-    from ragmeter.llm.base import Request
+    from ragmeter.backends._types import Request
 
     runtime = backend._runtime
     model = runtime.model

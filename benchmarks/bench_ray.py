@@ -57,7 +57,7 @@ class CpuBackend:
         return {"backend": self.name, "model": f"sha256x{self.rounds}"}
 
     async def complete(self, request: Any) -> Any:
-        from ragmeter.llm.base import Response, Usage
+        from ragmeter.backends._types import Response, Usage
 
         digest = request.messages[-1].content.encode("utf-8")
         for _ in range(self.rounds):
@@ -88,7 +88,7 @@ CLAIMS = ("river", "capital", "museum", "king", "mountain", "treaty", "song", "t
 
 
 def _requests(workload: str, n: int) -> list[Any]:
-    from ragmeter.llm.base import Request
+    from ragmeter.backends._types import Request
 
     if workload == "cpu":
         return [Request.chat(f"r{i}", [{"role": "user", "content": f"item {i}"}])
@@ -108,8 +108,8 @@ def _model_run(workload: str, recipe: Any, n: int, engine: Any, store_dir: str,
                threads: int) -> tuple[float, float, list[Any]]:
     """(seconds in all, seconds from the first result to the end, outputs) of ``n``
     requests through the runner (``engine`` None: this process with ``threads`` threads)."""
-    from ragmeter.runner import RunnerConfig, run_requests
-    from ragmeter.store import Store
+    from ragmeter.runner._run import RunnerConfig, run_requests
+    from ragmeter.runner._store import Store
 
     backend = recipe.build(threads=threads)
     if engine is None and hasattr(backend, "load"):
@@ -156,7 +156,7 @@ def _parquet_run(data: Path, address: str | None, workers: int, cpus: int
                  ) -> tuple[float, float, Any]:
     """(seconds in all, seconds from the first streamed batch, summary) of one score."""
     import ragmeter.multilingual
-    from ragmeter.suites.multilingual import distributed
+    from ragmeter.multilingual import _distributed as distributed
 
     first: list[float] = []
     take = distributed._Feed.take
@@ -211,8 +211,8 @@ def main() -> None:
     import ray
     from ray.cluster_utils import Cluster
 
-    from ragmeter.engine import RayOptions, make_engine
-    from ragmeter.llm.registry import backend_recipe, register_backend
+    from ragmeter.backends._registry import backend_recipe, register_backend
+    from ragmeter.runner.engines import RayOptions, make_engine
 
     register_backend("cpu-bench", "benchmarks.bench_ray:CpuBackend",
                      description="CPU-bound deterministic benchmark backend")

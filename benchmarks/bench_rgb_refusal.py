@@ -8,7 +8,7 @@ the detector's patterns were written against) and ``heldout`` =
 
 Judges:
 
-* ``detector``: :func:`ragmeter.metrics.refusal.detect_refusal`;
+* ``detector``: :func:`ragmeter.rgb._refusal.detect_refusal`;
 * ``choice@0.5``: the local model asked ragmeter's few-shot rejection judge prompt with Yes/No
   choice scoring; declines when p(No) > 0.5 (``--judge-method choice``);
 * ``choice@best``: p(No) with the threshold that maximises accuracy on the same items, an
@@ -49,11 +49,11 @@ def _subset(rows: list[dict[str, Any]], n: int | None) -> list[dict[str, Any]]:
 
 
 def _p_no(rows: list[dict[str, Any]], store_path: str | None) -> list[float]:
-    from ragmeter.llm.registry import create_backend
-    from ragmeter.runner import RunnerConfig, run_requests
-    from ragmeter.store import Store
-    from ragmeter.suites.rgb.judge import judge_request
-    from ragmeter.suites.rgb.prompts import load_judge_prompts
+    from ragmeter.backends._registry import create_backend
+    from ragmeter.rgb._judge import judge_request
+    from ragmeter.rgb._prompts import load_judge_prompts
+    from ragmeter.runner._run import RunnerConfig, run_requests
+    from ragmeter.runner._store import Store
 
     template = load_judge_prompts(None).reject
     requests = [judge_request(r["id"], template, r["question"], r["answer"], "choice")
@@ -94,8 +94,8 @@ def main() -> int:
     parser.add_argument("--json", default=None)
     parser.add_argument("--store", default=None, help="store path [default: ragmeter's]")
     args = parser.parse_args()
-    from ragmeter.metrics.refusal import DETECTOR_VERSION, agreement, detect_refusal
-    from ragmeter.metrics.stats import auroc
+    from ragmeter.rgb._refusal import DETECTOR_VERSION, agreement, detect_refusal
+    from ragmeter.stats import auroc
 
     data = {k: _rows(v) for k, v in SETS.items()}
     report: dict[str, Any] = {"detector_version": DETECTOR_VERSION, "results": {}}

@@ -22,11 +22,11 @@ import json
 import time
 from pathlib import Path
 
-from ragmeter.metrics.rubric import agreement
-from ragmeter.metrics.rubric_overlap import is_abstention
-from ragmeter.suites.rubric.judge import read_answers
-from ragmeter.suites.rubric.offline import OverlapGrader, fit_files, overlap_rows
-from ragmeter.suites.rubric.validate import ValidateConfig, validate_files
+from ragmeter.rubric._judge import read_answers
+from ragmeter.rubric._metrics import agreement
+from ragmeter.rubric._offline import OverlapGrader, fit_files, overlap_rows
+from ragmeter.rubric._overlap import is_abstention
+from ragmeter.rubric._validate import ValidateConfig, validate_files
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ragaliq" / "logs" / "eval"
 LOG = ("eval_res_questions_{0}_Qwen2.5-7B-Instruct_multilingual-e5-large-instruct_"

@@ -92,10 +92,10 @@ def bench_bare(url: str, texts: list[str], concurrency: int) -> tuple[float, flo
 
 def bench_ragmeter(url: str, texts: list[str], concurrency: int,
                    store_dir: Path) -> tuple[float, float, int]:
-    from ragmeter.llm.base import Request
-    from ragmeter.llm.registry import create_backend
-    from ragmeter.runner import RunnerConfig, run_requests
-    from ragmeter.store import Store
+    from ragmeter.backends._registry import create_backend
+    from ragmeter.backends._types import Request
+    from ragmeter.runner._run import RunnerConfig, run_requests
+    from ragmeter.runner._store import Store
 
     requests = [Request.chat(f"q{i}", [{"role": "user", "content": t}],
                              params={"temperature": 0}) for i, t in enumerate(texts)]

@@ -7,7 +7,7 @@ result documents) into a fresh ``RAGMETER_HOME``, then starts ``python -m ragmet
 
 * ready: the server prints its URL (imports + bind);
 * usable: the first ``GET /`` answered 200 with the run list (the whole list read through
-  ``ragmeter.results.list_runs``), and then a second ``GET /`` (served from the list kept in
+  ``ragmeter.runs._records.list_runs``), and then a second ``GET /`` (served from the list kept in
   memory) and ``GET /runs/<newest>`` twice (the first renders the report's plots, the second is
   served from the rendered pages kept in memory), and ``GET /launch`` (the rgb run form).
 
@@ -32,9 +32,10 @@ from pathlib import Path
 
 
 def _write_records(home: Path, n: int) -> None:
-    from ragmeter.results import record_run
-    from ragmeter.samples import sample_path
-    from ragmeter.suites.multilingual import MultilingualConfig, score_file
+    from ragmeter.io._samples import sample_path
+    from ragmeter.multilingual._score import score_file
+    from ragmeter.multilingual._scorer import MultilingualConfig
+    from ragmeter.runs._records import record_run
 
     path = sample_path("multilingual_answers.jsonl")
     ml = score_file(path, MultilingualConfig())
@@ -87,7 +88,7 @@ def _round(home: Path, src: str | None = None) -> dict[str, float]:
         t = time.perf_counter()
         _get(url + "/")
         again = time.perf_counter() - t
-        from ragmeter.results import list_runs
+        from ragmeter.runs._records import list_runs
 
         newest = list_runs(runs_dir_override=home / "runs")[-1].run_id
         t = time.perf_counter()

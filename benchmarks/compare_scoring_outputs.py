@@ -112,7 +112,7 @@ def main() -> int:
         files = _write_cases(tmp, args.rows)
         env = {**os.environ, "PYTHONPATH": str(args.new_src), "RAGMETER_HOME": str(tmp / "h")}
         sample = subprocess.run(
-            [sys.executable, "-c", "from ragmeter.samples import sample_path; "
+            [sys.executable, "-c", "from ragmeter.io._samples import sample_path; "
              "print(sample_path('multilingual_answers.jsonl'))"],
             check=True, env=env, capture_output=True, text=True).stdout.strip()
         files["built-in sample"] = Path(sample)

@@ -20,7 +20,7 @@ annotations comes to GPT-3.5's utilization RMSE.
   support features over the response's sentences (36 columns, standardized within the
   training folds; penalties 1, 10, 100, 1000, each printed).
 - ``shares``: utilization RMSE of the least-squares share model (the detector's own
-  :func:`~ragmeter.suites.trace.shares.share_features`, from sentence models fitted on the
+  :func:`~ragmeter.trace._shares.share_features`, from sentence models fitted on the
   other three splits), fitted within the split, counted as the detector counts it (a whole
   number of sentences); and the same inputs with every pairwise product added (ridge 10,
   30, 100), for a nonlinear share model.
@@ -59,7 +59,7 @@ def _parquet(data: Path, split: str) -> Path:
 def _released(data: Path, split: str) -> dict[str, float]:
     """The released judges' hallucination AUROC (the best of the three) and GPT-3.5's
     utilization RMSE on the split, computed by ``trace validate``'s code."""
-    from ragmeter.suites.trace.validate import ValidateConfig, validate_file
+    from ragmeter.trace._validate import ValidateConfig, validate_file
 
     judges = validate_file(_parquet(data, split), ValidateConfig(n_resamples=10)).judges
 
@@ -77,9 +77,9 @@ def _folds(n: int, folds: int, seed: int) -> list[np.ndarray]:
 
 def probe_rows(rows: list[Any], folds: int, repeats: int) -> dict[float, float]:
     """Within-split cross-validated AUROC of the row model on all lexical row inputs."""
-    from ragmeter.metrics import stats
-    from ragmeter.suites.trace.detector import fit_logistic
-    from ragmeter.suites.trace.features import row_features, support_features
+    from ragmeter import stats
+    from ragmeter.trace._detector import fit_logistic
+    from ragmeter.trace._features import row_features, support_features
 
     x = []
     for a in rows:
@@ -138,7 +138,7 @@ def probe_shares(rows: list[Any], others: dict[str, list[Any]], folds: int,
     """Within-split cross-validated utilization RMSE of the share model (its inputs from
     sentence models fitted on the other splits, as the held-out detector has them): the
     detector's linear model, and a quadratic one (every pairwise product) at three ridges."""
-    from ragmeter.suites.trace.detector import feature_matrices, fit_splits
+    from ragmeter.trace._detector import feature_matrices, fit_splits
 
     det = fit_splits(others)
     feats, target, sizes = [], [], []
@@ -159,9 +159,9 @@ def probe_lm(path: Path, limit: int) -> dict[str, float]:
     """AUROC of each local-model log-probability summary alone (see the module docstring)."""
     import pyarrow.parquet as pq
 
-    from ragmeter.llm.local import _transformers_runtime, resolve_model
-    from ragmeter.llm.local_numpy import _log_softmax
-    from ragmeter.metrics import stats
+    from ragmeter import stats
+    from ragmeter.backends._local._backend import _transformers_runtime, resolve_model
+    from ragmeter.backends._local._numpy import _log_softmax
 
     runtime = _transformers_runtime(resolve_model(None), threads=2)
     model = getattr(runtime, "model", None)
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no RAGBench splits under {args.data}", file=sys.stderr)
         return 2
     probes = {p.strip() for p in args.probes.split(",") if p.strip()}
-    from ragmeter.suites.trace.detector import read_annotated
+    from ragmeter.trace._detector import read_annotated
 
     if probes & {"rows", "shares"}:
         rows = {s: read_annotated(_parquet(args.data, s))[0] for s in SPLITS}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragmeter.judging import card_line, check_degenerate, judge_card
+from ragmeter.judges._card import card_line, check_degenerate, judge_card
 from ragmeter.reports.html import render_report
-from ragmeter.results import build_record
+from ragmeter.runs._records import build_record
 
 
 def test_alarm_trips_on_a_judge_that_always_says_no() -> None:
@@ -62,10 +62,10 @@ def test_shipped_validation_reaches_the_local_rubric_judges_card() -> None:
     """The local model's rubric judge (ragmeter's prompt, choice scoring) carries the agreement
     measured in docs/rubric.md; the name is the one rubric's card builds from the real backend
     identity and the shipped prompt, so a renamed model or prompt cannot silently keep it."""
-    from ragmeter.judging import card_line, judge_card, known_validations
-    from ragmeter.llm.local import LocalBackend
-    from ragmeter.rubric import _judge_card
-    from ragmeter.suites.rubric.judge import JudgePrompt
+    from ragmeter.backends._local._backend import LocalBackend
+    from ragmeter.judges._card import card_line, judge_card, known_validations
+    from ragmeter.rubric._judge import JudgePrompt
+    from ragmeter.rubric._verbs import _judge_card
 
     model = LocalBackend().identity()["model"]
     card = _judge_card("choices", model, JudgePrompt.default().version)

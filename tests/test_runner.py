@@ -12,10 +12,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ragmeter.backends._types import Request, Response, Usage
 from ragmeter.errors import BackendError, ConfigError, ReplayMissError
-from ragmeter.llm.base import Request, Response, Usage
-from ragmeter.runner import RunnerConfig, RunStats, approx_tokens, estimate_requests, run_requests
-from ragmeter.store import Store
+from ragmeter.runner._run import (
+    RunnerConfig,
+    RunStats,
+    approx_tokens,
+    estimate_requests,
+    run_requests,
+)
+from ragmeter.runner._store import Store
 
 FAST = dict(progress=False, backoff_base_s=0.001, backoff_max_s=0.01)
 
@@ -114,7 +120,7 @@ def test_an_in_process_backend_is_not_timed_out(tmp_path):
 
 
 def test_the_local_backend_is_in_process() -> None:
-    from ragmeter.llm.local import LocalBackend
+    from ragmeter.backends._local._backend import LocalBackend
 
     assert LocalBackend.in_process is True
 

@@ -12,10 +12,10 @@ import subprocess
 import sys
 import time
 
-from ragmeter.llm.base import Request
-from ragmeter.llm.registry import create_backend
-from ragmeter.runner import RunnerConfig, RunStats, run_requests
-from ragmeter.store import Store
+from ragmeter.backends._registry import create_backend
+from ragmeter.backends._types import Request
+from ragmeter.runner._run import RunnerConfig, RunStats, run_requests
+from ragmeter.runner._store import Store
 from tests.conftest import REPO
 from tests.servers.scripted_openai import Faults
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ragmeter.errors import UnknownNameError
-from ragmeter.samples import list_samples, multilingual_sample_rows, sample_path
+from ragmeter.io._samples import list_samples, multilingual_sample_rows, sample_path
 
 
 def test_multilingual_sample_materialized_once_and_stable(_isolated_home) -> None:

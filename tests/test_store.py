@@ -6,9 +6,9 @@ import sqlite3
 
 import pytest
 
+from ragmeter.backends._types import Request, Response, Usage
 from ragmeter.errors import UserError
-from ragmeter.llm.base import Request, Response, Usage
-from ragmeter.store import MIGRATIONS, Store, default_store_path
+from ragmeter.runner._store import MIGRATIONS, Store, default_store_path
 
 IDENTITY = {"backend": "fake", "model": "m1"}
 
@@ -61,7 +61,7 @@ def test_a_second_process_sees_committed_rows(tmp_path):
 
     store = Store(tmp_path / "s.sqlite")
     key = put_one(store)
-    code = ("import sys; from ragmeter.store import Store; "
+    code = ("import sys; from ragmeter.runner._store import Store; "
             "r = Store(sys.argv[1]).get(sys.argv[2]); print(r.text if r else 'MISSING')")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s.sqlite"), key],
                          capture_output=True, text=True, check=True).stdout.strip()
@@ -111,7 +111,7 @@ def test_many_processes_create_one_new_store_at_once(tmp_path):
 
     path = tmp_path / "new.sqlite"
     start = time.time() + 1.5
-    code = ("import sys, time; from ragmeter.store import Store\n"
+    code = ("import sys, time; from ragmeter.runner._store import Store\n"
             "time.sleep(max(0.0, float(sys.argv[2]) - time.time()))\n"
             "print(Store(sys.argv[1]).schema_version())")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(path), repr(start)],

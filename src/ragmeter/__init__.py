@@ -36,12 +36,13 @@ _LAZY = {
     "rubric": "ragmeter.rubric",
     "backends": "ragmeter.backends",
     "testing": "ragmeter.testing",
-    "judging": "ragmeter.judging",
+    "judges": "ragmeter.judges",
+    "judging": "ragmeter.judges",  # the name before the one-spine layout (issue 24)
     "Result": "ragmeter.result:Result",
-    "generate": "ragmeter.generation:generate",
-    "agenerate": "ragmeter.generation:agenerate",
-    "demo": "ragmeter.demonstration:demo",
-    "ademo": "ragmeter.demonstration:ademo",
+    "generate": "ragmeter._verb._generate:generate",
+    "agenerate": "ragmeter._verb._generate:agenerate",
+    "demo": "ragmeter._demo._demo:demo",
+    "ademo": "ragmeter._demo._demo:ademo",
 }
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "backends",
     "demo",
     "generate",
+    "judges",
     "judging",
     "multilingual",
     "reliability",

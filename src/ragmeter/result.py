@@ -59,7 +59,7 @@ class Result:
             self.summary["alarms"] = self.alarms
         self._items_source = items
         self._ordered_source = ordered_items
-        # the items as ragmeter.record_items.ItemColumns (or None): a run record built from
+        # the items as ragmeter.runs._columns.ItemColumns (or None): a run record built from
         # them builds only the items it keeps
         self._item_columns = item_columns
         self._items: list[dict[str, Any]] | None = None
@@ -140,7 +140,7 @@ class Result:
 
     def to_record(self, *, command: Sequence[str] | None = None) -> Any:
         """This result as a run record in memory (what :meth:`save` writes)."""
-        from ragmeter.results import build_record
+        from ragmeter.runs._records import build_record
 
         return build_record(self.family, self.summary, self.record_items(), inputs=self.inputs,
                             command=list(command) if command is not None
@@ -151,7 +151,7 @@ class Result:
     def save(self, runs_dir: str | None = None, *, command: Sequence[str] | None = None
              ) -> Any:
         """Write a run record (``$RAGMETER_HOME/runs`` or ``runs_dir``) and return it."""
-        from ragmeter.results import record_run
+        from ragmeter.runs._records import record_run
 
         return record_run(self.family, self.summary, self.record_items(), inputs=self.inputs,
                           command=list(command) if command is not None
@@ -190,7 +190,7 @@ class Result:
 
 def judge_card_line(card: Mapping[str, Any]) -> str:
     """One line for a judge card: identity, then its validation or "unvalidated"."""
-    from ragmeter.judging import card_line
+    from ragmeter.judges._card import card_line
 
     return card_line(card)
 

@@ -1,7 +1,7 @@
 """The signature of a number: every setting that produced it (sacrebleu's signatures).
 
 A plain frozen dataclass, so that scoring a file needs no pydantic at import
-(``ragmeter.records.Signature`` is this same class).
+(``ragmeter.runs._schema.Signature`` is this same class).
 """
 
 from __future__ import annotations

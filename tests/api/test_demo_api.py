@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import ragmeter
-from ragmeter.demonstration import MULTILINGUAL_OPTIONS, RELIABILITY_OPTIONS, RGB_OPTIONS
+from ragmeter._demo._demo import MULTILINGUAL_OPTIONS, RELIABILITY_OPTIONS, RGB_OPTIONS
 
 
 def _cli_records(runs: Path) -> dict[str, dict[str, Any]]:

@@ -84,8 +84,8 @@ def _plugin_args() -> list[str]:
     CI); from a bare source tree it has to be named."""
     from importlib.metadata import entry_points
 
-    installed = any(e.value == "ragmeter.pytest_plugin" for e in entry_points(group="pytest11"))
-    return [] if installed else ["-p", "ragmeter.pytest_plugin"]
+    installed = any(e.value == "ragmeter.testing._plugin" for e in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "ragmeter.testing._plugin"]
 
 
 PLUGIN_TEST = '''

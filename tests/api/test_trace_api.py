@@ -102,7 +102,7 @@ def test_fit_api_on_rows_is_deterministic_and_writes_the_file(emanual, tmp_path)
     out = tmp_path / "d.json"
     result = ragmeter.trace.fit(splits, out=out, name="mine")
     again = ragmeter.trace.fit(splits, name="mine")
-    from ragmeter.suites.trace.detector import detector_json, load_detector
+    from ragmeter.trace._detector import detector_json, load_detector
 
     content = {k: v for k, v in again.summary.items() if k != "coverage"}
     assert out.read_text(encoding="utf-8") == detector_json(content)

@@ -41,7 +41,7 @@ def test_demo_with_local_model(tmp_path: Path, run_cli, _isolated_home) -> None:
     # ragmeter.demo() gives the CLI's numbers: the same requests (every call from the store
     # the CLI filled) and the same summaries.
     import ragmeter
-    from ragmeter.store import Store
+    from ragmeter.runner._store import Store
 
     def stored_calls() -> int:
         store = Store()
@@ -72,8 +72,8 @@ def _replayed_one_at_a_time(store: Path) -> None:
     choice probabilities within 1e-4."""
     import sqlite3
 
-    from ragmeter.llm.base import Request, Response
-    from ragmeter.llm.local import LocalBackend
+    from ragmeter.backends._local._backend import LocalBackend
+    from ragmeter.backends._types import Request, Response
 
     with sqlite3.connect(store) as db:
         rows = db.execute("SELECT request_json, response_json FROM calls").fetchall()

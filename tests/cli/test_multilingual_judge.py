@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ragmeter.samples import sample_path
+from ragmeter.io._samples import sample_path
 from tests.servers.scripted_openai import last_user_text
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ragmeter.results import load_run
+from ragmeter.runs._records import load_run
 
 
 def _score(run_cli, path: Path, *extra: str) -> str:

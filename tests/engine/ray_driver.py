@@ -8,11 +8,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ragmeter.engine import RayOptions, make_engine
-from ragmeter.llm.base import Request
-from ragmeter.llm.registry import backend_recipe
-from ragmeter.runner import RunnerConfig, run_requests
-from ragmeter.store import Store
+from ragmeter.backends._registry import backend_recipe
+from ragmeter.backends._types import Request
+from ragmeter.runner._run import RunnerConfig, run_requests
+from ragmeter.runner._store import Store
+from ragmeter.runner.engines import RayOptions, make_engine
 
 
 def requests(n: int) -> list[Request]:
@@ -38,7 +38,7 @@ class ThreadsProbe:
     async def complete(self, request: Request) -> Any:
         import os
 
-        from ragmeter.llm.base import Response, Usage
+        from ragmeter.backends._types import Response, Usage
 
         try:
             from threadpoolctl import threadpool_info

@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from ragmeter.engine import (
+from ragmeter.backends._registry import backend_recipe, create_backend
+from ragmeter.backends._types import Request, Response, Usage, canonical_json
+from ragmeter.errors import ConfigError, MissingDependencyError
+from ragmeter.runner import config_for, engine_for
+from ragmeter.runner._run import Outcome, RunnerConfig
+from ragmeter.runner.engines import (
     RayOptions,
     make_engine,
     outcome_from_wire,
@@ -18,10 +23,6 @@ from ragmeter.engine import (
     request_from_wire,
     request_to_wire,
 )
-from ragmeter.errors import ConfigError, MissingDependencyError
-from ragmeter.llm.base import Request, Response, Usage, canonical_json
-from ragmeter.llm.registry import backend_recipe, create_backend
-from ragmeter.runner import Outcome, RunnerConfig
 
 SRC = Path(__import__("ragmeter").__file__).resolve().parents[1]
 
@@ -69,8 +70,8 @@ def test_missing_ray_on_the_cli_is_one_line(monkeypatch: pytest.MonkeyPatch, run
 def test_nothing_imports_ray_without_engine_ray() -> None:
     code = ("import sys\n"
             "from ragmeter.cli.backend_options import runner_context\n"
-            "from ragmeter.runner import run_requests\n"
-            "import ragmeter.engine\n"
+            "from ragmeter.runner._run import run_requests\n"
+            "import ragmeter.runner.engines\n"
             "runner_context(backend='openai', model='m', base_url='http://127.0.0.1:9/v1')\n"
             "print('ray' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -119,7 +120,7 @@ def test_backend_worker_completes_a_batch_with_the_runner_policy(scripted_server
     the runner's policy, and returns wire outcomes the driver decodes back exactly."""
     import json
 
-    from ragmeter.engine.ray_engine import BackendWorker
+    from ragmeter.runner.engines._ray import BackendWorker
     from tests.servers.scripted_openai import Faults
 
     server = scripted_server(faults=Faults(rate_500=0.3, seed=1))
@@ -153,23 +154,23 @@ def test_backend_values_carry_the_engine_and_never_the_key() -> None:
                             ray_cpus_per_worker=2)
     assert "sk-not-shipped" not in repr(pickle.dumps(value.recipe()))
     assert value.instance()._api_key == "sk-not-shipped"  # the driver's own backend has it
-    assert backends.openai("m", base_url="http://127.0.0.1:9/v1").runner_config().engine is None
+    assert config_for(backends.openai("m", base_url="http://127.0.0.1:9/v1")).engine is None
     if importlib.util.find_spec("ray") is None:
         with pytest.raises(MissingDependencyError):
-            value.runner_config()
+            config_for(value)
         return
-    engine = value.runner_config().engine
+    engine = config_for(value).engine
     assert (engine.name, engine.options.workers, engine.options.batch_size,
             engine.options.num_cpus) == ("ray", 3, 5, 2)
     from_cli = backends.from_options(engine="ray", ray_cpus_per_worker=4, backend="local")
-    assert from_cli.engine_instance().options.num_cpus == 4
+    assert engine_for(from_cli).options.num_cpus == 4
 
 
 def test_recipe_build_gives_threads_to_backends_that_take_them() -> None:
     """A Ray actor builds its backend with the CPUs it reserved as ``threads``: the local
     model takes them (unless the recipe names its own), a remote backend has no such
     argument and is built as before."""
-    from ragmeter.llm.registry import backend_recipe
+    from ragmeter.backends._registry import backend_recipe
 
     local = backend_recipe("local")
     try:
@@ -187,7 +188,7 @@ def test_limit_threads_sets_every_pool_it_knows() -> None:
     code = ("import os, sys\n"
             "import pyarrow\n"
             "try:\n    import torch\nexcept ImportError:\n    torch = None\n"
-            "from ragmeter.engine.ray_engine import limit_threads, THREAD_VARIABLES\n"
+            "from ragmeter.runner.engines._ray import limit_threads, THREAD_VARIABLES\n"
             "limit_threads(1)\n"
             "assert all(os.environ[v] == '1' for v in THREAD_VARIABLES)\n"
             "assert pyarrow.cpu_count() == 1\n"
@@ -203,10 +204,10 @@ def test_limit_threads_sets_every_pool_it_knows() -> None:
 def test_a_worker_that_cannot_build_its_backend_reports_one_line() -> None:
     """On a node without the model (here: a target that does not exist) the actor does not die
     silently: its first batch raises the line the driver turns into a ConfigError."""
-    from ragmeter.engine.ray_engine import BackendWorker, one_line
-    from ragmeter.llm.registry import BackendRecipe
+    from ragmeter.backends._registry import BackendRecipe
+    from ragmeter.runner.engines._ray import BackendWorker, one_line
 
-    recipe = BackendRecipe(name="local", target="ragmeter.llm.base:NoSuchBackend")
+    recipe = BackendRecipe(name="local", target="ragmeter.backends._types:NoSuchBackend")
     worker = BackendWorker(recipe, RunnerConfig(progress=False))
     with pytest.raises(RuntimeError, match="cannot build backend 'local': AttributeError") as err:
         worker({"key": ["k"], "request": ["{}"]})

@@ -29,10 +29,10 @@ ray = pytest.importorskip(
     "ray", reason="ray is not installed (pip install 'ragmeter[ray]'; CI gets it from the "
                   "test extra)")
 
-from ragmeter.engine import RayOptions, make_engine  # noqa: E402
-from ragmeter.llm.registry import backend_recipe  # noqa: E402
-from ragmeter.runner import Outcome, RunnerConfig, RunStats, run_requests  # noqa: E402
-from ragmeter.store import Store  # noqa: E402
+from ragmeter.backends._registry import backend_recipe  # noqa: E402
+from ragmeter.runner._run import Outcome, RunnerConfig, RunStats, run_requests  # noqa: E402
+from ragmeter.runner._store import Store  # noqa: E402
+from ragmeter.runner.engines import RayOptions, make_engine  # noqa: E402
 from tests.engine.local_cluster import loopback_cluster  # noqa: E402
 from tests.engine.ray_driver import requests  # noqa: E402
 
@@ -219,7 +219,7 @@ def test_each_actor_computes_with_the_cpus_it_reserved(cluster: Any,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """--ray-cpus-per-worker 1: the backend is built with threads=1 and the actor's
     OMP/BLAS pools are limited to 1 (else every actor would use all of a node's cores)."""
-    from ragmeter.llm import registry
+    from ragmeter.backends import _registry as registry
 
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))  # restored after
     registry.register_backend("threads-probe", "tests.engine.ray_driver:ThreadsProbe")

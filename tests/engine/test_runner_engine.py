@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from ragmeter.backends._types import Request, Response, Usage
 from ragmeter.errors import ConfigError
-from ragmeter.llm.base import Request, Response, Usage
-from ragmeter.runner import Outcome, RunnerConfig, RunStats, run_requests
-from ragmeter.store import Store
+from ragmeter.runner._run import Outcome, RunnerConfig, RunStats, run_requests
+from ragmeter.runner._store import Store
 
 
 class EchoBackend:

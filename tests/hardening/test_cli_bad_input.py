@@ -214,7 +214,7 @@ def test_semantic_score_out_of_range_is_refused(tmp_path, run_cli, value):
 
 
 def test_trace_validate_unknown_pred_column_is_refused(tmp_path, run_cli):
-    from ragmeter.samples import sample_path
+    from ragmeter.io._samples import sample_path
 
     code, _, err = run_cli("trace", "validate", sample_path("trace_labelled.jsonl"),
                            "--pred-column", "adherence=nosuch", "--no-record")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ragmeter.redact import redact_text, redact_url
+from ragmeter._util._redact import redact_text, redact_url
 
 
 def _write(path: Path, rows: list[dict]) -> Path:
@@ -54,7 +54,7 @@ def test_full_disk_keeps_what_was_stored_and_resumes(small_fs, scripted_server, 
     line = err.strip().splitlines()[-1]
     assert line.startswith("error: store: cannot write") and "full" in line
     assert "Kept" in line and "run the same command again" in line and "Traceback" not in err
-    from ragmeter.store import Store
+    from ragmeter.runner._store import Store
 
     grow()
     with Store(store) as db:
@@ -115,7 +115,7 @@ def test_key_in_url_never_reaches_disk_or_output(scripted_server, run_cli, tmp_p
 
 
 def test_store_and_records_are_private(tmp_path, run_cli):
-    from ragmeter.store import Store
+    from ragmeter.runner._store import Store
 
     Store(tmp_path / "new" / "s.sqlite").close()
     assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o700
@@ -130,7 +130,7 @@ def test_store_and_records_are_private(tmp_path, run_cli):
 
 
 def test_crashed_run_shows_as_interrupted(tmp_path, run_cli):
-    from ragmeter.store import Store
+    from ragmeter.runner._store import Store
 
     store = tmp_path / "s.sqlite"
     with Store(store) as db:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ragmeter.samples import sample_path
+from ragmeter.io._samples import sample_path
 from tests.servers.scripted_openai import Faults
 
 FAULTS = Faults(rate_429=0.12, rate_500=0.12, rate_malformed=0.12, rate_disconnect=0.12,
@@ -138,7 +138,7 @@ def test_missing_logprobs_stop_after_one_paid_reply(name, scripted_server, run_c
     assert server.stats()["calls"] == 1                      # detected on the first reply
     code, _, err = run_cli(*argv)
     assert code == 2 and server.stats()["calls"] == 1       # the stored reply: nothing paid
-    from ragmeter.store import Store
+    from ragmeter.runner._store import Store
 
     with Store(store) as db:
         assert db.stats().calls == 1                         # the paid reply was kept

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragmeter import io as rio
-from ragmeter import io_formats
 from ragmeter.errors import InputError
+from ragmeter.io import _formats as io_formats
 
 CELL = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00\r"),
                max_size=30)

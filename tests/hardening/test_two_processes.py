@@ -45,10 +45,10 @@ def test_two_generate_runs_pay_once(scripted_server, tmp_path):
 
 _WORKER = """
 import sys
-from ragmeter.llm.registry import create_backend
-from ragmeter.llm.base import Request
-from ragmeter.runner import RunnerConfig, run_requests
-from ragmeter.store import Store
+from ragmeter.backends._registry import create_backend
+from ragmeter.backends._types import Request
+from ragmeter.runner._run import RunnerConfig, run_requests
+from ragmeter.runner._store import Store
 url, store, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 reqs = [Request.chat(f"q{i}", [{"role": "user", "content": f"question {i}"}]) for i in range(n)]
 out = run_requests(reqs, create_backend("openai", model="scripted", base_url=url), Store(store),

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import ragmeter
-from ragmeter.samples import sample_path
-from ragmeter.store import Store
+from ragmeter.io._samples import sample_path
+from ragmeter.runner._store import Store
 from tests.conftest import shared
 from tests.judged.helpers import coin, fleiss, flip_rate, server_money
 

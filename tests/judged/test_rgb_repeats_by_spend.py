@@ -12,7 +12,7 @@ import pytest
 
 import ragmeter
 from ragmeter.io import iter_rows
-from ragmeter.store import Store
+from ragmeter.runner._store import Store
 from tests.conftest import shared
 from tests.judged.helpers import coin, fleiss, flip_rate, server_money
 
@@ -140,7 +140,7 @@ def test_rgb_run_repeats_by_noise_rate_cli(scripted_server, tmp_path: Path, run_
     assert doc["stability"][setting]["repeats"] == 2
     assert f"stability [{setting}] over 2 repeats" in out
     assert "By role" in out and "spent: 32 call(s)" in out
-    from ragmeter.results import list_runs
+    from ragmeter.runs._records import list_runs
 
     (rec,) = list_runs(runs_dir_override=runs)
     assert rec.result["spend"]["calls"] == 32 and rec.result["groups"]["by"] == "role"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import ragmeter
-from ragmeter.store import Store
+from ragmeter.runner._store import Store
 from tests.conftest import shared
 from tests.judged.helpers import coin, server_money
 

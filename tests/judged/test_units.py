@@ -6,11 +6,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from ragmeter.grouping import FieldLookup, group_items
-from ragmeter.llm.base import Request, Response, Usage
-from ragmeter.metrics.stability import item_agreement
-from ragmeter.repeats import repeat_requests
-from ragmeter.spend import add_usage, money, spend, usage_of
+from ragmeter._verb._groups import FieldLookup, group_items
+from ragmeter.backends._types import Request, Response, Usage
+from ragmeter.judges._repeats import repeat_requests
+from ragmeter.judges._spend import add_usage, money, spend, usage_of
+from ragmeter.stats._stability import item_agreement
 
 
 @pytest.mark.parametrize(("verdicts", "expected"), [
@@ -58,7 +58,7 @@ def test_field_lookup_empty_group_and_unknown_field() -> None:
 
 def test_rgb_detector_repeats_make_no_call(tmp_path) -> None:
     import ragmeter
-    from ragmeter.samples import sample_path
+    from ragmeter.io._samples import sample_path
 
     preds = [{"id": i, "prediction": "insufficient information" if i % 2 else "Paris"}
              for i in range(4)]

@@ -1,4 +1,4 @@
-"""The direct GGUF converter (:mod:`ragmeter.llm.gguf_convert`) against transformers' conversion,
+"""The direct GGUF converter (:mod:`ragmeter.backends._local._gguf_convert`) against transformers' conversion,
 on the REAL offline model.
 
 Marked ``local_model`` (CI runs it).  Two homes: in one the GGUF is converted by the direct
@@ -18,11 +18,19 @@ import struct
 
 import pytest
 
-from ragmeter.llm import gguf_convert, local, local_cache
-from ragmeter.llm.base import Request
-from ragmeter.llm.gguf_read import read_gguf
-from ragmeter.llm.local_fast import FastLlamaRuntime, _ChatTokenizer, supports
-from ragmeter.llm.local_runtimes import _TransformersRuntime
+from ragmeter.backends._local import (
+    _backend as local,
+)
+from ragmeter.backends._local import (
+    _cache as local_cache,
+)
+from ragmeter.backends._local import (
+    _gguf_convert as gguf_convert,
+)
+from ragmeter.backends._local._fast import FastLlamaRuntime, _ChatTokenizer, supports
+from ragmeter.backends._local._gguf_read import read_gguf
+from ragmeter.backends._local._runtimes import _TransformersRuntime
+from ragmeter.backends._types import Request
 
 pytestmark = pytest.mark.local_model
 

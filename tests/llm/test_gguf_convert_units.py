@@ -10,8 +10,9 @@ import warnings
 
 import pytest
 
-from ragmeter.llm import gguf_convert, local_cache
-from ragmeter.llm.gguf_read import read_gguf
+from ragmeter.backends._local import _cache as local_cache
+from ragmeter.backends._local import _gguf_convert as gguf_convert
+from ragmeter.backends._local._gguf_read import read_gguf
 
 np = pytest.importorskip("numpy")
 gguf = pytest.importorskip("gguf")

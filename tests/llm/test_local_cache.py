@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ragmeter.llm import local_cache
-from ragmeter.llm.local import resolve_model
+from ragmeter.backends._local import _cache as local_cache
+from ragmeter.backends._local._backend import resolve_model
 
 
 def test_key_is_the_files_hash_and_library_versions(tmp_path, _isolated_home):

@@ -1,5 +1,5 @@
-"""The transformers-free runtimes (:mod:`ragmeter.llm.local_fast`, torch, and
-:mod:`ragmeter.llm.local_numpy`, numpy) against the transformers runtime, on the REAL offline
+"""The transformers-free runtimes (:mod:`ragmeter.backends._local._fast`, torch, and
+:mod:`ragmeter.backends._local._numpy`, numpy) against the transformers runtime, on the REAL offline
 model.
 
 Marked ``local_model`` (CI runs it).  One module-scoped home: the GGUF is converted once on the
@@ -23,11 +23,13 @@ import sys
 
 import pytest
 
-from ragmeter.llm import local, local_cache
-from ragmeter.llm.base import Request
-from ragmeter.llm.local_fast import FastLlamaRuntime, supports
-from ragmeter.llm.local_numpy import NumpyLlamaRuntime
-from ragmeter.llm.local_runtimes import _TransformersRuntime
+from ragmeter.backends._local import _backend as local
+from ragmeter.backends._local import _cache as local_cache
+from ragmeter.backends._local import _model as local_model
+from ragmeter.backends._local._fast import FastLlamaRuntime, supports
+from ragmeter.backends._local._numpy import NumpyLlamaRuntime
+from ragmeter.backends._local._runtimes import _TransformersRuntime
+from ragmeter.backends._types import Request
 
 pytestmark = pytest.mark.local_model
 
@@ -190,8 +192,8 @@ def test_backend_default_is_numpy_and_never_imports_torch(pair, monkeypatch):
     runtime, and neither torch nor transformers imported."""
     code = (
         "import json, sys\n"
-        "from ragmeter.llm.local import LocalBackend\n"
-        "from ragmeter.llm.base import Request\n"
+        "from ragmeter.backends._local._backend import LocalBackend\n"
+        "from ragmeter.backends._types import Request\n"
         "b = LocalBackend()\n"
         "g = b.complete_sync(Request.chat('g', [{'role': 'user', 'content': 'Hi'}],\n"
         "                                 params={'max_tokens': 4, 'temperature': 0}))\n"
@@ -244,7 +246,7 @@ def test_dry_run_counter_needs_neither_transformers_nor_torch(pair, tmp_path):
     reference = pair[0]
     code = (
         "import json, sys\n"
-        "from ragmeter.llm.tokens import token_counter\n"
+        "from ragmeter.backends._tokens import token_counter\n"
         f"chats = {CHATS + MORE!r}\n"
         "c = token_counter('local', None)\n"
         "print(json.dumps({'method': c.method, 'exact': c.exact,\n"
@@ -257,7 +259,7 @@ def test_dry_run_counter_needs_neither_transformers_nor_torch(pair, tmp_path):
                           text=True, timeout=300, check=True)
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["heavy"] == [] and got["exact"]
-    assert got["method"] == f"local:{local.DEFAULT_MODEL}"
+    assert got["method"] == f"local:{local_model.DEFAULT_MODEL}"
     tok = reference.tokenizer
     assert got["texts"] == [len(tok.encode(m["content"], add_special_tokens=False))
                             for ch in CHATS + MORE for m in ch]

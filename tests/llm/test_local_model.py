@@ -11,10 +11,11 @@ import asyncio
 
 import pytest
 
-from ragmeter.llm import local
-from ragmeter.llm.base import Request
-from ragmeter.llm.local import LocalBackend, expected_value
-from ragmeter.llm.tokens import count_message_tokens, token_counter
+from ragmeter.backends._local import _backend as local
+from ragmeter.backends._local import _model as local_model
+from ragmeter.backends._local._backend import LocalBackend, expected_value
+from ragmeter.backends._tokens import count_message_tokens, token_counter
+from ragmeter.backends._types import Request
 
 pytestmark = pytest.mark.local_model
 
@@ -96,6 +97,6 @@ def test_digit_choices_and_multi_token_choices(backend):
 def test_local_token_count_matches_the_prompt_the_model_sees(backend):
     messages = claim_request("Freedonia exports cheese.").messages
     counter = token_counter("local", None)
-    assert counter.exact and counter.method == f"local:{local.DEFAULT_MODEL}"
+    assert counter.exact and counter.method == f"local:{local_model.DEFAULT_MODEL}"
     assert count_message_tokens(messages, "local", None) == backend.count_prompt_tokens(messages)
     assert counter.count("Brindlemoor") > 1

@@ -1,5 +1,5 @@
-"""The numpy forward pass (:mod:`ragmeter.llm.local_numpy`) on a tiny random Llama, against
-the torch forward pass of :mod:`ragmeter.llm.local_fast` on the same weights (no real model:
+"""The numpy forward pass (:mod:`ragmeter.backends._local._numpy`) on a tiny random Llama, against
+the torch forward pass of :mod:`ragmeter.backends._local._fast` on the same weights (no real model:
 seconds; the real-model comparisons are in ``test_local_fast.py``, marked ``local_model``).
 
 The weights are random (seeded), written as a safetensors file by hand so that both runtimes
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragmeter.llm import local_numpy
-from ragmeter.llm.local_numpy import _balanced_groups, _KVCache, _NumpyLlama
+from ragmeter.backends._local import _numpy as local_numpy
+from ragmeter.backends._local._numpy import _balanced_groups, _KVCache, _NumpyLlama
 
 CONFIG = {"model_type": "llama", "hidden_act": "silu", "hidden_size": 48,
           "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 6,
@@ -68,7 +68,7 @@ PROMPTS = [[1, 5, 9, 33, 2, 7, 7, 63], [4, 4, 12], [60, 1, 2, 3, 4, 5, 6, 7, 8, 
 
 def _torch_logits(folder: Path, prompt: list[int]) -> np.ndarray:
     torch = pytest.importorskip("torch")
-    from ragmeter.llm.local_fast import _Llama
+    from ragmeter.backends._local._fast import _Llama
 
     model = _Llama(folder, CONFIG)
     with torch.inference_mode():

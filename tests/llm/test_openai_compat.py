@@ -7,16 +7,16 @@ import math
 
 import pytest
 
-from ragmeter.errors import BackendError, ConfigError
-from ragmeter.llm.base import Request
-from ragmeter.llm.openai_compat import (
+from ragmeter.backends._openai import (
     OpenAIBackend,
     _match_choice,
     choice_probs_from_top,
     parse_retry_after,
 )
-from ragmeter.runner import RunnerConfig, run_requests
-from ragmeter.store import Store
+from ragmeter.backends._types import Request
+from ragmeter.errors import BackendError, ConfigError
+from ragmeter.runner._run import RunnerConfig, run_requests
+from ragmeter.runner._store import Store
 
 YES_NO = ("yes", "no")
 

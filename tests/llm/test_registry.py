@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from ragmeter.backends import _registry as registry
+from ragmeter.backends._openai import OpenAIBackend
 from ragmeter.errors import ConfigError, UnknownNameError
-from ragmeter.llm import registry
-from ragmeter.llm.openai_compat import OpenAIBackend
 
 
 def test_builtins_are_registered():
@@ -28,7 +28,7 @@ def test_duplicate_registration_is_refused():
 
 def test_plugin_path_is_the_builtin_path(monkeypatch):
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
-    registry.register_backend("mine", "ragmeter.llm.openai_compat:OpenAIBackend", remote=True)
+    registry.register_backend("mine", "ragmeter.backends._openai:OpenAIBackend", remote=True)
     backend = registry.create_backend("mine", model="m", base_url="http://127.0.0.1:1/v1")
     assert isinstance(backend, OpenAIBackend)
     assert backend.identity() == {"backend": "openai", "model": "m",

@@ -6,14 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragmeter.llm import local, tokens
-from ragmeter.llm.base import Message
-from ragmeter.llm.tokens import (
+from ragmeter.backends import _tokens as tokens
+from ragmeter.backends._local import _model as local
+from ragmeter.backends._tokens import (
     approximate_tokens,
     count_message_tokens,
     count_tokens,
     token_counter,
 )
+from ragmeter.backends._types import Message
 
 
 @pytest.fixture(autouse=True)

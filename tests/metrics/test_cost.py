@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ragmeter
-from ragmeter.metrics.cost import cnbe, cnbe_many
+from ragmeter.multilingual._cost import cnbe, cnbe_many
 
 
 @pytest.mark.parametrize(("f1", "base", "cost", "expected"), [

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragmeter.metrics.language import rlc, rlc_batch, rlc_ok
-from ragmeter.metrics.qa import exact_match, token_f1
-from ragmeter.text.normalize import normalize_text
+from ragmeter.text._normalize import normalize_text
+from ragmeter.text._overlap import exact_match, token_f1
+from ragmeter.text._rlc import rlc, rlc_batch, rlc_ok
 
 
 @pytest.mark.parametrize(
@@ -121,7 +121,7 @@ def test_identical_strings_score_one(text: str, lang: str) -> None:
 def test_multiset_overlap_equals_counter(a: list[str], b: list[str]) -> None:
     from collections import Counter
 
-    from ragmeter.metrics.qa import multiset_overlap
+    from ragmeter.text._overlap import multiset_overlap
 
     assert multiset_overlap(a, b) == sum((Counter(a) & Counter(b)).values())
 
@@ -129,7 +129,7 @@ def test_multiset_overlap_equals_counter(a: list[str], b: list[str]) -> None:
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.text(alphabet=st.characters(), max_size=25), max_size=10))
 def test_normalize_many_equals_normalize_text(texts: list[str]) -> None:
-    from ragmeter.text.normalize import normalize_many
+    from ragmeter.text._normalize import normalize_many
 
     assert normalize_many(texts) == [normalize_text(t) for t in texts]
 
@@ -137,7 +137,7 @@ def test_normalize_many_equals_normalize_text(texts: list[str]) -> None:
 @pytest.mark.parametrize("texts", [["ΟΔΟΣ", "ΟΔΟΣ A"], ["aΣ", "b"], [" \x1c a", "b "],
                                    ["İstanbul", "x"], ["a\x00b", "c"], []])
 def test_normalize_many_edge_cases(texts: list[str]) -> None:
-    from ragmeter.text.normalize import normalize_many
+    from ragmeter.text._normalize import normalize_many
 
     assert normalize_many(texts) == [normalize_text(t) for t in texts]
 
@@ -146,7 +146,7 @@ def test_lid_rlc_is_reproducible() -> None:
     """lingua's confidence for one text varies in its last bits from call to call (and from
     process to process); the rounded score does not, so Ray workers equal one process."""
     pytest.importorskip("lingua")
-    from ragmeter.metrics.language import LidRlc
+    from ragmeter.text._rlc import LidRlc
 
     lid = LidRlc(["ar", "de", "en", "es", "fr", "ja", "ru", "zh"])
     texts = ["fluss fluss frieden krieg", "the king and the queen", "hauptstadt museum lied"]

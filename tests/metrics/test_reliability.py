@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragmeter.metrics.reliability import (
+from ragmeter.reliability._metrics import (
     FLAGGED,
     Annotation,
     Consensus,

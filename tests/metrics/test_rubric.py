@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragmeter.metrics import rubric
+from ragmeter.rubric import _metrics as rubric
 
 
 # Hand-computed from calculate_results.py's formula: mean weight, squared.
@@ -110,7 +110,9 @@ def test_parse_grade_lenient(reply, grade, reason):
     ("", None, "empty_reply", False),
 ])
 def test_parse_semantic_reply(reply, score, reason, clipped):
-    p = rubric.parse_semantic_reply(reply)
+    from ragmeter.multilingual._semantic import parse_semantic_reply
+
+    p = parse_semantic_reply(reply)
     assert (p.score, p.reason, p.clipped) == (score, reason, clipped)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragmeter.metrics.stability import fleiss_kappa, repeat_agreement
+from ragmeter.stats._stability import fleiss_kappa, repeat_agreement
 
 # The worked example used to illustrate Fleiss (1971): 10 items, 14 raters, 5 categories;
 # P̄ = 0.378, P̄e = 0.213, κ = 0.210 (to three digits).

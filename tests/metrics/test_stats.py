@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragmeter.metrics import stats
+from ragmeter import stats
 
 FLOATS = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
 
@@ -115,13 +115,13 @@ def test_cohen_kappa_textbook() -> None:
     ([4.0], [1.0]),
 ])
 def test_rankdata_average_ties(values, expected):
-    from ragmeter.metrics.stats import rankdata
+    from ragmeter.stats import rankdata
 
     assert rankdata(values).tolist() == expected
 
 
 def test_rankdata_along_an_axis():
-    from ragmeter.metrics.stats import rankdata
+    from ragmeter.stats import rankdata
 
     rows = np.array([[1.0, 1.0, 2.0], [3.0, 2.0, 1.0]])
     assert rankdata(rows, axis=1).tolist() == [[1.5, 1.5, 3.0], [3.0, 2.0, 1.0]]
@@ -133,7 +133,7 @@ def test_rankdata_along_an_axis():
     (0.05, -1.6448536269514729), (1e-10, -6.361340902404056),
 ])
 def test_normal_ppf_matches_scipy(p, z):
-    from ragmeter.metrics.stats import normal_cdf, normal_ppf
+    from ragmeter.stats import normal_cdf, normal_ppf
 
     assert normal_ppf(p) == pytest.approx(z, abs=1e-13)
     assert normal_cdf(z) == pytest.approx(p, rel=1e-12)

@@ -12,7 +12,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragmeter.metrics.trace import (
+from ragmeter.text._sentences import (
+    key_documents,
+    letter_index,
+    letter_key,
+    parse_key,
+    render_keyed,
+    split_sentences,
+)
+from ragmeter.trace._metrics import (
     TraceLabels,
     adherence,
     auroc_estimate,
@@ -22,14 +30,6 @@ from ragmeter.metrics.trace import (
     trace_scores,
     unsupported_keys,
     utilization,
-)
-from ragmeter.text.sentences import (
-    key_documents,
-    letter_index,
-    letter_key,
-    parse_key,
-    render_keyed,
-    split_sentences,
 )
 
 

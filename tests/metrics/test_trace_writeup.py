@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ragmeter.metrics.trace import (
+from ragmeter.trace._metrics import (
     writeup_adherence,
     writeup_completeness,
     writeup_relevance,

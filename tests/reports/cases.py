@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragmeter.results import InputFile, RunRecord, record_run
-from ragmeter.samples import sample_path
+from ragmeter.io._samples import sample_path
+from ragmeter.runs._records import InputFile, RunRecord, record_run
 
 # Would change the title / set a window flag if it ever ran.
 XSS_IMG = "<img src=x onerror=\"document.title='pwned';window.__xss=1\">"
@@ -18,7 +18,8 @@ HOSTILE = f"Answer: {XSS_IMG} and {XSS_SCRIPT} & \"quotes\" 'single'"
 
 
 def multilingual_record(runs_dir: Path, **config: Any) -> RunRecord:
-    from ragmeter.suites.multilingual import MultilingualConfig, score_file
+    from ragmeter.multilingual._score import score_file
+    from ragmeter.multilingual._scorer import MultilingualConfig
 
     path = sample_path("multilingual_answers.jsonl")
     res = score_file(path, MultilingualConfig(**config))
@@ -29,7 +30,7 @@ def multilingual_record(runs_dir: Path, **config: Any) -> RunRecord:
 
 
 def reliability_record(runs_dir: Path) -> RunRecord:
-    from ragmeter.suites.reliability import ReliabilityConfig, score_file
+    from ragmeter.reliability._scorer import ReliabilityConfig, score_file
 
     path = sample_path("reliability_annotations.csv")
     res = score_file(path, ReliabilityConfig(qc=("qc_maria",)))

@@ -12,7 +12,7 @@ import pytest
 
 from ragmeter.reports.compare import compare_runs
 from ragmeter.reports.html import render_report, write_report
-from ragmeter.results import record_run
+from ragmeter.runs._records import record_run
 from tests.reports import cases
 
 

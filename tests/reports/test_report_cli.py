@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragmeter.results import list_runs
-from ragmeter.samples import sample_path
+from ragmeter.io._samples import sample_path
+from ragmeter.runs._records import list_runs
 
 
 def test_score_commands_record_runs_and_report_renders(run_cli, tmp_path: Path) -> None:

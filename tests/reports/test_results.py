@@ -1,4 +1,4 @@
-"""Run records (ragmeter.results): writing, reading by id/prefix/path, listing, capping and
+"""Run records (ragmeter.runs._records): writing, reading by id/prefix/path, listing, capping and
 forward-compatible reading.  The golden file golden/run_v1_minimal.json is a schema-1 record
 written by hand from the documented layout; it must stay readable."""
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragmeter.errors import InputError, UnknownNameError
-from ragmeter.results import (
+from ragmeter.runs._records import (
     RUN_SCHEMA_VERSION,
     InputFile,
     _cap_items,

@@ -12,7 +12,8 @@ import math
 import pytest
 
 from ragmeter.io import iter_rows
-from ragmeter.suites.multilingual import METRIC_KEYS, MultilingualConfig, score_file
+from ragmeter.multilingual._score import score_file
+from ragmeter.multilingual._scorer import METRIC_KEYS, MultilingualConfig
 from tests.conftest import shared
 
 RUN = ("lbrag", "20251214_2145")

@@ -8,7 +8,7 @@ import json
 import pytest
 
 import ragmeter
-from ragmeter.text.normalize import normalize_squad, normalize_text
+from ragmeter.text._normalize import normalize_squad, normalize_text
 
 
 @pytest.mark.parametrize(("text", "squad", "lbrag"), [

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from ragmeter.io import iter_rows
-from ragmeter.samples import sample_path
-from ragmeter.suites.multilingual import MultilingualConfig, score_file, score_rows
-from ragmeter.suites.multilingual.fast import accumulate_columnar
-from ragmeter.suites.multilingual.scorer import _Accumulator
+from ragmeter.io._samples import sample_path
+from ragmeter.multilingual._fast import accumulate_columnar
+from ragmeter.multilingual._score import score_file, score_rows
+from ragmeter.multilingual._scorer import MultilingualConfig, _Accumulator
 from tests.conftest import SHARED_DATA
 
 LBRAG = SHARED_DATA / "lbrag" / "20251214_2145" / "20251214_2145_answers.jsonl"
@@ -22,7 +22,7 @@ LBRAG = SHARED_DATA / "lbrag" / "20251214_2145" / "20251214_2145_answers.jsonl"
 @pytest.fixture(autouse=True)
 def _columnar_for_small_files(monkeypatch):
     """score_file takes the row path below 1 MiB; these small files must take Arrow's."""
-    from ragmeter.suites.multilingual import scorer
+    from ragmeter.multilingual import _score as scorer
 
     monkeypatch.setattr(scorer, "FAST_PATH_MIN_BYTES", 0)
 

@@ -19,18 +19,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragmeter.metrics import stats
-from ragmeter.metrics.cost import cnbe, cnbe_many
-from ragmeter.record_items import scored_positions
-from ragmeter.results import _cap_items, read_items, write_run
+from ragmeter.multilingual._cost import cnbe, cnbe_many
+from ragmeter.runs._columns import scored_positions
+from ragmeter.runs._records import _cap_items, read_items, write_run
+from ragmeter.stats import _core as stats
 
 # Modules a 10-row score has no use for: numpy/pyarrow (batch forms and the columnar reader
 # pay off only on big files), rich (the table is plain text), pydantic (the record is written
 # without its model), and everything of judging, models and the store.
 HEAVY = ("numpy", "pyarrow", "ray", "rich", "pydantic", "jinja2", "lingua", "httpx", "yaml",
          "pandas", "torch", "transformers", "sqlite3", "tempfile", "asyncio",
-         "ragmeter.runner", "ragmeter.store", "ragmeter.judging", "ragmeter.llm",
-         "ragmeter.backends", "ragmeter._run_record", "ragmeter.engine", "ragmeter.view")
+         "ragmeter.runner._run", "ragmeter.runner._store", "ragmeter.judges._card", "ragmeter.backends._types",
+         "ragmeter.backends", "ragmeter.runs._model", "ragmeter.runner.engines", "ragmeter.view")
 
 
 def _rows(n: int, seed: int = 0) -> list[dict]:
@@ -77,7 +77,7 @@ def test_ten_row_score_imports_nothing_heavy(tmp_path: Path) -> None:
     assert found == [], found
     assert "Multilingual QA (LBRAG metrics)" in proc.stdout and "direct (baseline)" in proc.stdout
     # the default run record was written, through the columnar items
-    assert "ragmeter.record_items" in loaded
+    assert "ragmeter.runs._columns" in loaded
     assert len(list((tmp_path / "home" / "runs").glob("*.items.jsonl.gz"))) == 1
 
 
@@ -97,7 +97,7 @@ def test_numpy_from_arrow_buffers_equals_pyarrows(values: list) -> None:
     import numpy as np
     import pyarrow as pa
 
-    from ragmeter.suites.multilingual.fast import _numpy
+    from ragmeter.multilingual._fast import _numpy
 
     typ = pa.int64() if all(isinstance(v, int) for v in values) else pa.float64()
     arr = pa.array(values + values, type=typ)
@@ -111,10 +111,11 @@ def test_numpy_from_arrow_buffers_equals_pyarrows(values: list) -> None:
 @pytest.fixture
 def both_paths(monkeypatch: pytest.MonkeyPatch):
     """Score rows twice: small-batch reference functions forced, then numpy forms forced."""
-    import ragmeter.suites.multilingual.aggregate as aggregate
-    import ragmeter.suites.multilingual.scorer as scorer
+    import ragmeter.multilingual._aggregate as aggregate
+    import ragmeter.multilingual._scorer as scorer
     from ragmeter.io import iter_rows
-    from ragmeter.suites.multilingual import MultilingualConfig, score_rows
+    from ragmeter.multilingual._score import score_rows
+    from ragmeter.multilingual._scorer import MultilingualConfig
 
     def run(rows: list[dict], **options):
         out = []

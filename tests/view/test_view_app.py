@@ -93,8 +93,8 @@ def test_posts_need_the_csrf_token_and_own_origin(served, tmp_path: Path) -> Non
 
 
 def test_endpoints_file_and_cli_option(tmp_path: Path, monkeypatch, _isolated_home) -> None:
+    from ragmeter.backends._endpoints import load_endpoints
     from ragmeter.cli.backend_options import runner_context
-    from ragmeter.llm.endpoints import load_endpoints
 
     write_endpoints(_isolated_home, "http://127.0.0.1:9/v1")
     monkeypatch.setenv("RAGMETER_TEST_SECRET_KEY", "sk-never-shown")
@@ -117,7 +117,7 @@ def test_endpoints_file_and_cli_option(tmp_path: Path, monkeypatch, _isolated_ho
 
 def test_cancelled_job_resumes_from_the_store(tmp_path: Path, scripted_server,
                                               _isolated_home) -> None:
-    from ragmeter.results import list_runs
+    from ragmeter.runs._records import list_runs
     from ragmeter.view.forms import validate
     from ragmeter.view.jobs import JobManager
     from ragmeter.view.verbs import SPECS
@@ -159,7 +159,7 @@ def test_rgb_run_dry_run_with_endpoint_option(run_cli, scripted_server, _isolate
 
 def test_judge_model_stays_on_the_endpoint(run_cli, scripted_server, _isolated_home,
                                            tmp_path: Path) -> None:
-    from ragmeter.results import list_runs
+    from ragmeter.runs._records import list_runs
 
     server = scripted_server(reply=lambda body: "Yes, insufficient information.")
     write_endpoints(_isolated_home, server.url)
@@ -174,7 +174,7 @@ def test_judge_model_stays_on_the_endpoint(run_cli, scripted_server, _isolated_h
 
 
 def test_judge_card_and_degenerate_alarm_are_shown(tmp_path: Path) -> None:
-    from ragmeter.judging import check_degenerate, judge_card
+    from ragmeter.judges._card import check_degenerate, judge_card
     from tests.reports import cases
 
     alarm = check_degenerate(["yes"] * 20, judge="openai:judge-x", what="rubric grades")

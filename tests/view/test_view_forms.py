@@ -129,7 +129,7 @@ def test_a_wrong_field_is_named_in_one_line(served, verb: str, form: dict[str, s
 def test_estimate_then_start_through_the_public_function(served, scripted_server, _isolated_home,
                                                          verb: str, form: dict[str, str],
                                                          calls: int) -> None:
-    from ragmeter.results import list_runs
+    from ragmeter.runs._records import list_runs
 
     model = scripted_server(reply=lambda body: JUDGE_REPLY)
     _endpoints(_isolated_home, model.url, "judge")

@@ -19,10 +19,10 @@ from typing import Any, TypeVar
 
 import click
 
+from ragmeter.backends._types import Backend
 from ragmeter.cli.options import input_file
-from ragmeter.llm.base import Backend
-from ragmeter.runner import RunnerConfig
-from ragmeter.store import Store
+from ragmeter.runner._run import RunnerConfig
+from ragmeter.runner._store import Store
 
 __all__ = ["backend_options", "runner_context", "BACKEND_OPTION_NAMES"]
 
@@ -125,13 +125,16 @@ def runner_context(**kwargs: Any) -> tuple[Backend, Store, RunnerConfig, bool]:
     Unknown keys are ignored; missing keys take the options' defaults.  ``description`` and
     ``progress`` may be given to shape the progress bar (progress defaults to on when stderr is a
     terminal).  The backend is :func:`ragmeter.backends.from_options`, the same value the
-    Python API takes as ``backend=`` (``endpoint`` names one of :mod:`ragmeter.llm.endpoints`).
+    Python API takes as ``backend=`` (``endpoint`` names one of :mod:`ragmeter.backends._endpoints`).
     ``on_progress`` goes to :class:`RunnerConfig` (the web app's live progress).
     """
     from ragmeter.backends import from_options
 
     choice = from_options(**kwargs)
-    config = choice.runner_config(
+    from ragmeter.runner import config_for
+
+    config = config_for(
+        choice,
         replay=bool(kwargs.get("replay")),
         progress=bool(kwargs.get("progress", sys.stderr.isatty())),
         description=str(kwargs.get("description") or "calls"))

@@ -24,7 +24,7 @@ def stats(store: str | None, as_json: bool) -> None:
     import json
     from dataclasses import asdict
 
-    from ragmeter.store import Store
+    from ragmeter.runner._store import Store
 
     with Store(store) as db:
         st = db.stats()
@@ -49,7 +49,7 @@ def stats(store: str | None, as_json: bool) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def clear(store: str | None, model: str | None, yes: bool) -> None:
     """Delete stored calls (all of them, or one model's); the next run calls the model again."""
-    from ragmeter.store import Store
+    from ragmeter.runner._store import Store
 
     with Store(store) as db:
         what = f"the calls of model {model!r}" if model else "all calls, runs and item results"

@@ -25,22 +25,22 @@ def demo(out_dir: str, no_model: bool) -> None:
     """
     from rich.text import Text
 
+    from ragmeter._demo._demo import demo as run_demo
+    from ragmeter._demo._demo import require_local_model
     from ragmeter.cli.report import _command_line
-    from ragmeter.demonstration import demo as run_demo
-    from ragmeter.demonstration import require_local_model
+    from ragmeter.reliability._report import print_reliability
     from ragmeter.reports.console import console, print_multilingual
-    from ragmeter.suites.reliability.report import print_reliability
 
     con = console()
     if not no_model:
-        from ragmeter.suites.rgb.demo import intro_text
+        from ragmeter.rgb._demo import intro_text
 
         require_local_model()  # a clear install command before any output or work
         con.print(intro_text())
     result = run_demo(out_dir, model=not no_model, command=_command_line())
     if result.rgb is not None:
-        from ragmeter.suites.rgb.demo import outputs_text
-        from ragmeter.suites.rgb.tables import print_run
+        from ragmeter.rgb._demo import outputs_text
+        from ragmeter.rgb._tables import print_run
 
         print_run(result.rgb.detail, con)
         for note in result.rgb_outputs["notes"]:

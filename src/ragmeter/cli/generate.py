@@ -1,5 +1,5 @@
 """``ragmeter generate REQUESTS --out RESPONSES``: a thin door onto :func:`ragmeter.generate`
-(see :mod:`ragmeter.generation` for the request and response rows)."""
+(see :mod:`ragmeter._verb._generate` for the request and response rows)."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def generate(requests_path: str, out_path: str, **kwargs: Any) -> None:
       ragmeter generate requests.jsonl --out responses.jsonl --backend openai \\
           --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-7B-Instruct --concurrency 32
     """
+    from ragmeter._verb._generate import generate as run_generate
     from ragmeter.backends import from_options
-    from ragmeter.generation import generate as run_generate
     from ragmeter.io import write_jsonl
 
     result = run_generate(requests_path, backend=from_options(**kwargs),
@@ -54,6 +54,6 @@ def generate(requests_path: str, out_path: str, **kwargs: Any) -> None:
     if stats.get("cost_usd") is not None:
         msg += f", cost ${stats['cost_usd']:.4f}"
     click.echo(msg + f". Store: {result.summary['store']}", err=True)
-    from ragmeter.spend import spend_line
+    from ragmeter.judges._spend import spend_line
 
     click.echo(spend_line(result.summary["spend"]), err=True)

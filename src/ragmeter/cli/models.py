@@ -13,8 +13,8 @@ import click
 
 def models_report() -> dict[str, Any]:
     """What ``ragmeter models`` shows, as a JSON-ready dict (no model is loaded)."""
-    from ragmeter.llm import local
-    from ragmeter.llm.registry import DEFAULT_BACKEND, backend_names, backend_spec
+    from ragmeter.backends._local import _model as local
+    from ragmeter.backends._registry import DEFAULT_BACKEND, backend_names, backend_spec
 
     status = local.runtime_status()
     model_path = local.default_model_path()

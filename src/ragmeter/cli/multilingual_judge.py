@@ -39,7 +39,7 @@ def judge(path: str, out: str, scoring: str, repeats: int, by: str | None,
     import ragmeter.multilingual
     from ragmeter.backends import from_options
     from ragmeter.io import write_jsonl
-    from ragmeter.judging import alarm_lines, card_line
+    from ragmeter.judges._card import alarm_lines, card_line
     from ragmeter.reports.console_extras import print_extras
 
     result = ragmeter.multilingual.judge(

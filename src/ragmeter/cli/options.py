@@ -18,7 +18,7 @@ def field_option(f: F) -> F:
 
 
 def repeats_option(f: F) -> F:
-    """``--repeats N`` of a judged command (ragmeter.repeats)."""
+    """``--repeats N`` of a judged command (ragmeter.judges._repeats)."""
     return click.option(
         "--repeats", default=1, show_default=True, type=click.IntRange(1, 50),
         help="Judge every item N times with distinct calls (resumable from the store) and "
@@ -27,7 +27,7 @@ def repeats_option(f: F) -> F:
 
 
 def by_option(f: F) -> F:
-    """``--by FIELD`` of a score or judge command (ragmeter.grouping)."""
+    """``--by FIELD`` of a score or judge command (ragmeter._verb._groups)."""
     return click.option(
         "--by", "by", default=None, metavar="FIELD",
         help="Also report quality, coverage and cost per group of items sharing FIELD "
@@ -65,7 +65,7 @@ class GuardedPath(click.Path):
     """A path option or argument with a role: ``input`` (read), ``output`` (written).
 
     Every output is checked against every input of the same command line as soon as both are
-    parsed, before the command runs (:func:`ragmeter.io.check_output`): an output that
+    parsed, before the command runs (:func:`ragmeter.io._read.check_output`): an output that
     resolves to an input (same file, symlink or hard link) is refused with exit 2.
     ``pattern`` on an input folder names the files read from it.
     """

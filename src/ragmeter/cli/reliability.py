@@ -56,8 +56,8 @@ def score(path: str, qc: tuple[str, ...], json_out: str | None, items_out: str |
     --plot rel.png
     """
     import ragmeter.reliability
+    from ragmeter.reliability._report import print_reliability
     from ragmeter.reports.console_extras import print_extras
-    from ragmeter.suites.reliability.report import print_reliability
 
     result = ragmeter.reliability.score(
         path, qc=qc, min_applicable=min_applicable, fields=fields, flag_yes=flag_yes,

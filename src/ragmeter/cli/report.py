@@ -34,11 +34,11 @@ def save_run(family: str, result: Mapping[str, Any], items: Iterable[Mapping[str
              **meta: Any) -> str | None:
     """Write the run record unless ``no_record``; print its id on stderr; return the id.
 
-    ``meta`` goes to :func:`ragmeter.results.record_run` (backends, models, prompt_versions).
+    ``meta`` goes to :func:`ragmeter.runs._records.record_run` (backends, models, prompt_versions).
     """
     if no_record:
         return None
-    from ragmeter.results import write_run
+    from ragmeter.runs._records import write_run
 
     result = _with_engine(result)
     fields, _ = write_run(family, result, items, inputs=inputs, runs_dir_override=runs_dir,
@@ -78,7 +78,7 @@ def _command_line() -> list[str]:
     click context (in-process calls, tests) as command path plus the given options."""
     import sys
 
-    from ragmeter.redact import redact_text
+    from ragmeter._util._redact import redact_text
 
     if sys.argv and Path(sys.argv[0]).name == "ragmeter":
         return ["ragmeter", *(redact_text(a) for a in sys.argv[1:])]
@@ -121,7 +121,7 @@ def report(runs: tuple[str, ...], out: str, list_only: bool, family: str | None,
     ragmeter report --family multilingual --last 2 --out compare.html
     """
     from ragmeter.errors import ConfigError
-    from ragmeter.results import list_runs, load_run
+    from ragmeter.runs._records import list_runs, load_run
 
     if list_only:
         _print_list(list_runs(runs_dir_override=runs_dir, family=family, on_skip=_skipped))
@@ -131,7 +131,7 @@ def report(runs: tuple[str, ...], out: str, list_only: bool, family: str | None,
     else:
         stored = list_runs(runs_dir_override=runs_dir, family=family, on_skip=_skipped)
         if not stored:
-            from ragmeter.results import runs_dir as resolve
+            from ragmeter.runs._records import runs_dir as resolve
 
             raise ConfigError(f"report: no run records in {resolve(runs_dir)}. Fix: run a score "
                               "command first (e.g. ragmeter demo), or pass --runs-dir.")

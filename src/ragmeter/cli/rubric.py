@@ -249,7 +249,7 @@ def run(kb: str, questions: str, lang: str | None, embedder: str, top_k: int, re
     import ragmeter.rubric
     from ragmeter.backends import from_options
     from ragmeter.io import write_json, write_jsonl
-    from ragmeter.store import Store
+    from ragmeter.runner._store import Store
 
     store = Store(kwargs.get("store"))
     result = ragmeter.rubric.run(
@@ -275,8 +275,8 @@ def run(kb: str, questions: str, lang: str | None, embedder: str, top_k: int, re
         click.echo(f"note: {note}")
     print_judging(result)
     click.echo(f"timing: {result.summary['timing']}")
+    from ragmeter.judges._spend import spend_line
     from ragmeter.reports.console_extras import print_extras
-    from ragmeter.spend import spend_line
 
     print_extras({k: result.summary[k] for k in ("spend", "groups", "by")
                   if k in result.summary})
@@ -291,7 +291,7 @@ def run(kb: str, questions: str, lang: str | None, embedder: str, top_k: int, re
 
 def print_judging(result: Any) -> None:
     """The judge's card and any degenerate-judge alarm (on stderr, so it is not missed)."""
-    from ragmeter.judging import alarm_lines, card_line
+    from ragmeter.judges._card import alarm_lines, card_line
 
     for card in result.judges:
         click.echo(f"judge: {card_line(card)}")

@@ -27,7 +27,7 @@ def prune(keep: int | None, older_than: float | None, runs_dir: str | None,
 
     Example: ragmeter runs prune --keep 50 --older-than 30
     """
-    from ragmeter.results import prune_runs, retention
+    from ragmeter.runs._records import prune_runs, retention
 
     removed = prune_runs(keep=retention() if keep is None else keep, older_than_days=older_than,
                          runs_dir_override=runs_dir, dry_run=dry_run)

@@ -64,7 +64,7 @@ def print_validation(result: Any) -> None:
     from rich.table import Table
 
     from ragmeter.reports.console import console
-    from ragmeter.suites.trace.validate import STATISTICS
+    from ragmeter.trace._validate import STATISTICS
 
     con = console()
     table = Table(title=f"TRACe judge validation ({result.scored_reference} annotated rows)",
@@ -257,7 +257,7 @@ def _after_label(result: Any, out: str, engine: str | None = None) -> bool:
     """Print a dry run (False) or write the labels to ``out`` and say how it went (True).
     ``engine``: the ``--engine`` flag; Ray runs model calls, and the detector makes none."""
     from ragmeter.io import write_jsonl
-    from ragmeter.judging import alarm_lines, card_line
+    from ragmeter.judges._card import alarm_lines, card_line
 
     if result.summary.get("dry_run"):
         click.echo(result.dry_run_text)

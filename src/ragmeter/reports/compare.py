@@ -4,7 +4,7 @@ side.
 The per-item values come from the records' stored items (``PAIRED_UNITS`` in
 reports/html_families.py says which values per family).  Each later run is compared with the
 first on the items present in both with the same key (a paired design); the test is the
-sign-flip permutation test of :func:`ragmeter.metrics.stats.paired_permutation` (seeded, so a
+sign-flip permutation test of :func:`ragmeter.stats.paired_permutation` (seeded, so a
 report is reproducible).  Nothing here recomputes a metric: it resamples stored values, as
 sacrebleu's paired tests resample per-sentence statistics.
 """
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmeter.results import RunRecord
+from ragmeter.runs._records import RunRecord
 
 __all__ = ["PairedResult", "ComparisonRow", "Comparison", "compare_runs", "flat_numbers"]
 
@@ -66,7 +66,7 @@ def compare_runs(records: Sequence[RunRecord], *, n_resamples: int = 2000,
                  alpha: float = 0.05, seed: int = 12345, max_headline: int = 80
                  ) -> Comparison:
     """Paired per-item comparison of runs 2..k against run 1, plus headline aggregates."""
-    from ragmeter.metrics import stats
+    from ragmeter import stats
     from ragmeter.reports.html_families import PAIRED_UNITS
 
     comp = Comparison()

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ragmeter.grouping import flat_metrics
+from ragmeter._verb._groups import flat_metrics
 from ragmeter.reports.console import console, fmt
 
 __all__ = ["stability_lines", "print_group_table", "print_extras"]
@@ -86,7 +86,7 @@ def print_group_table(groups: Mapping[str, Any], con: Console | None = None) -> 
 
 def print_extras(summary: Mapping[str, Any], con: Console | None = None) -> None:
     """Stability, groups and spend of a summary, when it has them."""
-    from ragmeter.spend import spend_line
+    from ragmeter.judges._spend import spend_line
 
     con = con or console()
     for line in stability_lines(summary.get("stability")):

@@ -24,7 +24,7 @@ from typing import Any
 
 from ragmeter._version import __version__
 from ragmeter.reports._html import Markup, cell, esc, generic, kv_table, note, number, table
-from ragmeter.results import RunRecord
+from ragmeter.runs._records import RunRecord
 
 __all__ = ["render_report", "write_report", "render_run", "render_comparison", "REPORT_CSS",
            "MAX_ITEMS_SHOWN", "MAX_TEXT_CHARS"]
@@ -271,7 +271,7 @@ def _family_body(record: RunRecord) -> Markup:
 def _judging(record: RunRecord) -> Markup:
     """The degenerate-judge alarms (flagged) and the judge cards of a judged run: every judged
     number carries its judge's validation, or says plainly that it is unvalidated."""
-    from ragmeter.judging import card_line
+    from ragmeter.judges._card import card_line
 
     parts = []
     for alarm in record.result.get("alarms") or []:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ragmeter.grouping import flat_metrics
+from ragmeter._verb._groups import flat_metrics
 from ragmeter.reports._html import Markup, kv_table, table
 from ragmeter.reports.html_families import _with_ci
 

@@ -1,5 +1,12 @@
-"""Text handling: normalization, language codes, script classes, sentence splitting."""
+"""Text handling: normalization, language codes, script classes, sentence splitting, token
+overlap (EM, F1) and response-language consistency (RLC)."""
 
-from ragmeter.text.normalize import normalize_text
+from __future__ import annotations
 
-__all__ = ["normalize_text"]
+from ragmeter.text._normalize import (
+    normalize_text,
+)
+
+__all__ = [
+    "normalize_text",
+]

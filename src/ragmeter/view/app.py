@@ -4,7 +4,7 @@ progress streams.
 Pages are Jinja2 templates (autoescaped) around fragments built by the HTML report's own
 functions (:func:`ragmeter.reports.html.render_run`, :func:`render_comparison`), so a run's page
 shows what ``ragmeter report`` writes for it.  Run records are read through
-:mod:`ragmeter.results` only; run ids from the URL are looked up among the listed runs, never
+:mod:`ragmeter.runs._records` only; run ids from the URL are looked up among the listed runs, never
 used as paths.  Launch forms come from the specs of :mod:`ragmeter.view.verbs` (validated by
 :mod:`ragmeter.view.forms`); jobs run through :mod:`ragmeter.view.jobs`.
 """
@@ -105,7 +105,7 @@ def create_app(settings: ViewSettings) -> Any:
         return page("error.html", status=status, title="error", message=message)
 
     def load(run_id: str) -> Any:
-        from ragmeter.results import load_run
+        from ragmeter.runs._records import load_run
 
         if not _RUN_ID.match(run_id) or run_id.endswith(".json"):
             raise ConfigError(f"view: {run_id!r} is not a run id.")

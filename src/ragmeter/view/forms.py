@@ -69,7 +69,7 @@ class BackendChoice:
 
 def backend_choices() -> list[BackendChoice]:
     """The local model and every endpoint of endpoints.toml (name, model and URL only)."""
-    from ragmeter.llm.endpoints import load_endpoints
+    from ragmeter.backends._endpoints import load_endpoints
 
     out = [BackendChoice("local", "local: offline SmolLM2-135M-Instruct (CPU)")]
     for ep in load_endpoints().values():
@@ -227,7 +227,7 @@ def _value(spec: VerbSpec, f: Field, text: str, data_dirs: list[Path]) -> Any:
     if f.kind in ("int", "float"):
         return _number(spec, f, text)
     if f.kind == "rates":
-        from ragmeter.rgb import _rates  # the API's own parser of "0,0.4,0.8"
+        from ragmeter.rgb._verbs import _rates  # the API's own parser of "0,0.4,0.8"
 
         return _rates(text, f.label)
     if f.kind == "file":
@@ -236,7 +236,7 @@ def _value(spec: VerbSpec, f: Field, text: str, data_dirs: list[Path]) -> Any:
             if name not in f.samples:
                 raise ConfigError(f"view: {spec.title}: {name!r} is no built-in sample for "
                                   f"{f.label}.")
-            from ragmeter.samples import sample_path
+            from ragmeter.io._samples import sample_path
 
             return str(sample_path(name))
         return resolve_data(text, data_dirs)

@@ -1,6 +1,6 @@
 """The run list of the web app: one row per stored run record, with its headline numbers.
 
-Rows come from :func:`ragmeter.results.list_runs` only (never from the files themselves), kept
+Rows come from :func:`ragmeter.runs._records.list_runs` only (never from the files themselves), kept
 for 30 seconds so that paging and filtering a large store do not re-read it; a job finishing in
 the app, an unknown run id or the page's *refresh* link re-reads it at once.  Headline numbers are read from each record's stored result
 (the family's ``to_json()``): nothing is recomputed.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.results import RunRecord, list_runs
+from ragmeter.runs._records import RunRecord, list_runs
 
 __all__ = ["Headline", "RunRow", "RunIndex", "headlines", "flags"]
 

@@ -24,7 +24,7 @@ LIMIT = Field("limit", "sample size", "int", lo=1, hi=100_000, flag="--limit",
 
 def _rgb_run(args: dict[str, Any], common: dict[str, Any]) -> Any:
     import ragmeter.rgb
-    from ragmeter.samples import sample_path
+    from ragmeter.io._samples import sample_path
 
     data, lang = args.pop(""), args.pop("lang")
     files = [data] if data else [str(sample_path(n)) for n in RGB_LANGUAGES[lang]]
@@ -58,7 +58,7 @@ def _multilingual_judge(args: dict[str, Any], common: dict[str, Any]) -> Any:
 
 
 def _generate(args: dict[str, Any], common: dict[str, Any]) -> Any:
-    from ragmeter.generation import generate
+    from ragmeter._verb._generate import generate
 
     return generate(args.pop(""), **args, **common)
 

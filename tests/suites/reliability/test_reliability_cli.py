@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from ragmeter.errors import MissingDependencyError
-from ragmeter.samples import sample_path
+from ragmeter.io._samples import sample_path
 from tests.suites.reliability.cases import MULTI, SINGLE
 
 SAMPLE = "reliability_annotations.csv"
@@ -138,8 +138,8 @@ def test_plot_without_matplotlib(run_cli, tmp_path, monkeypatch):
 
 
 def test_plot_function_accepts_result_or_json():
+    from ragmeter.reliability._scorer import ReliabilityConfig, score_annotations
     from ragmeter.reports.plots import reliability_matrix_png
-    from ragmeter.suites.reliability import ReliabilityConfig, score_annotations
 
     result = score_annotations(SINGLE, ReliabilityConfig(qc=("qc",)))
     for source in (result, result.to_json()):

@@ -11,8 +11,8 @@ import pytest
 
 from ragmeter.errors import ConfigError, InputError, UnknownNameError
 from ragmeter.io import FieldMap
-from ragmeter.samples import sample_path
-from ragmeter.suites.reliability import ReliabilityConfig, score_annotations, score_file
+from ragmeter.io._samples import sample_path
+from ragmeter.reliability._scorer import ReliabilityConfig, score_annotations, score_file
 from tests.suites.reliability.cases import MULTI, SINGLE, row
 
 SAMPLE = "reliability_annotations.csv"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragmeter.samples import sample_path
+from ragmeter.io._samples import sample_path
 from tests.conftest import shared
 
 

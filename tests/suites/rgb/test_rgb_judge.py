@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from ragmeter.runner import RunnerConfig
-from ragmeter.samples import sample_path
-from ragmeter.store import Store
-from ragmeter.suites.rgb import load_dataset, load_judge_prompts, load_prompts
-from ragmeter.suites.rgb.judged import judge_predictions
-from ragmeter.suites.rgb.run import RgbRunConfig, run_rgb
-from ragmeter.suites.rgb.scoring import Prediction
+from ragmeter.io._samples import sample_path
+from ragmeter.rgb._data import load_dataset
+from ragmeter.rgb._judged import judge_predictions
+from ragmeter.rgb._prompts import load_judge_prompts, load_prompts
+from ragmeter.rgb._run import RgbRunConfig, run_rgb
+from ragmeter.rgb._scoring import Prediction
+from ragmeter.runner._run import RunnerConfig
+from ragmeter.runner._store import Store
 from tests.suites.rgb.test_rgb_run import FakeBackend
 
 REMOTE = ("--backend", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1")
@@ -103,8 +104,8 @@ def test_judge_and_run_share_one_path(tmp_path: Path) -> None:
 
 def test_degenerate_judge_alarm() -> None:
     """Issue 12 item 7: a judge that says "No" to everything trips the shared alarm."""
-    pytest.importorskip("ragmeter.judging")
-    from ragmeter.llm.base import Request, Response
+    pytest.importorskip("ragmeter.judges._card")
+    from ragmeter.backends._types import Request, Response
 
     class AlwaysNo(FakeBackend):
         async def complete(self, request: Request) -> Response:
@@ -128,7 +129,7 @@ def test_refactor_run_tables_console_and_html(tmp_path: Path) -> None:
     from rich.console import Console
 
     from ragmeter.reports.html import render_report
-    from ragmeter.suites.rgb.tables import print_run
+    from ragmeter.rgb._tables import print_run
     from tests.reports import cases
 
     datasets = [load_dataset(sample_path(n)) for n in ("rgb_en.jsonl", "rgb_en_fact.jsonl")]

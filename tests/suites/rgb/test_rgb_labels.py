@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragmeter.metrics import qa_rgb
+from ragmeter.rgb import _metrics as qa_rgb
 
 
 @pytest.mark.parametrize(("prediction", "answer", "zh", "labels", "factlabel"), [

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from ragmeter.metrics import rgb_refactor as rf
-from ragmeter.suites.rgb.build import BuildConfig
-from ragmeter.suites.rgb.data import RgbDataset, RgbInstance
-from ragmeter.suites.rgb.scoring import Prediction, score_predictions
+from ragmeter.rgb import _refactor_metrics as rf
+from ragmeter.rgb._build import BuildConfig
+from ragmeter.rgb._data import RgbDataset, RgbInstance
+from ragmeter.rgb._scoring import Prediction, score_predictions
 
 
 @pytest.mark.parametrize(("response", "truth", "expected", "rule"), [

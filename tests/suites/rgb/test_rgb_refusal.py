@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragmeter.metrics.refusal import agreement, detect_refusal
+from ragmeter.rgb._refusal import agreement, detect_refusal
 
 HERE = Path(__file__).parent
 

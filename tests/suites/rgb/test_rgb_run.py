@@ -10,15 +10,16 @@ from typing import Any
 
 import pytest
 
+from ragmeter.backends._types import Request, Response, Usage
 from ragmeter.errors import BackendError
-from ragmeter.llm.base import Request, Response, Usage
-from ragmeter.runner import RunnerConfig
-from ragmeter.samples import sample_path
-from ragmeter.store import Store
-from ragmeter.suites.rgb import load_dataset, load_prompts
-from ragmeter.suites.rgb.demo import SAMPLE_FILES
-from ragmeter.suites.rgb.outputs import write_run_outputs
-from ragmeter.suites.rgb.run import RgbRunConfig, run_rgb
+from ragmeter.io._samples import sample_path
+from ragmeter.rgb._data import load_dataset
+from ragmeter.rgb._demo import SAMPLE_FILES
+from ragmeter.rgb._outputs import write_run_outputs
+from ragmeter.rgb._prompts import load_prompts
+from ragmeter.rgb._run import RgbRunConfig, run_rgb
+from ragmeter.runner._run import RunnerConfig
+from ragmeter.runner._store import Store
 
 
 class FakeBackend:
@@ -135,11 +136,11 @@ def test_run_over_scripted_openai_server(scripted_server, tmp_path: Path, run_cl
 @pytest.mark.local_model
 def test_demo_on_local_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """The real offline model over a handful of instances (one per file)."""
-    import ragmeter.suites.rgb.demo as demo
+    import ragmeter.rgb._demo as demo
 
     monkeypatch.setattr(demo, "DEMO_NOISE_RATES", (0.0,))
     datasets = [load_dataset(sample_path(n)) for n in ("rgb_en.jsonl", "rgb_en_fact.jsonl")]
-    from ragmeter.llm.registry import create_backend
+    from ragmeter.backends._registry import create_backend
 
     backend = create_backend("local")
     config = RgbRunConfig(noise_rates=(0.0,), temperature=0.0, max_tokens=24, judge=True,

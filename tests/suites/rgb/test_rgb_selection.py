@@ -14,7 +14,10 @@ import random
 import pytest
 
 from ragmeter.errors import ConfigError
-from ragmeter.suites.rgb import BuildConfig, build_rows, load_dataset, load_prompts, select_docs
+from ragmeter.rgb._build import BuildConfig, build_rows
+from ragmeter.rgb._data import load_dataset
+from ragmeter.rgb._prompts import load_prompts
+from ragmeter.rgb._selection import select_docs
 from tests.conftest import shared
 
 
@@ -139,7 +142,7 @@ def test_fact_rates_that_leave_negative_counterfactuals_are_refused():
     ("zh_fact", "fact", "zh"), ("my_zh_set", None, "zh"), ("data", None, "en"),
 ])
 def test_kind_and_lang_from_name(stem: str, kind: str | None, lang: str):
-    from ragmeter.suites.rgb.data import kind_from_name, lang_from_name
+    from ragmeter.rgb._data import kind_from_name, lang_from_name
 
     assert kind_from_name(stem) == kind
     assert lang_from_name(stem) == lang
@@ -150,7 +153,7 @@ def test_kind_and_lang_from_name(stem: str, kind: str | None, lang: str):
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from ragmeter.suites.rgb.data import RgbInstance  # noqa: E402
+from ragmeter.rgb._data import RgbInstance  # noqa: E402
 
 
 def _inst(row: dict) -> RgbInstance:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from ragmeter.errors import InputError
-from ragmeter.suites.rubric.build import degenerate_critic, normalize_question
-from ragmeter.suites.rubric.build_prompts import BuildPrompts, parse_critique, parse_generation
-from ragmeter.suites.rubric.build_translate import language_path
-from ragmeter.suites.rubric.chunking import chunk_text, sample_chunks
+from ragmeter.rubric._build import degenerate_critic, normalize_question
+from ragmeter.rubric._build_prompts import BuildPrompts, parse_critique, parse_generation
+from ragmeter.rubric._build_translate import language_path
+from ragmeter.rubric._chunking import chunk_text, sample_chunks
 from tests.conftest import shared
 
 
@@ -76,7 +76,7 @@ def test_sections_chunker_joins_headings_and_cuts_long_sections():
 
 
 def test_lines_chunker_is_the_reference_pipelines(tmp_path: Path):
-    from ragmeter.suites.rubric.pipeline import read_kb
+    from ragmeter.rubric._pipeline import read_kb
 
     text = "a first line that is long enough\n\nsame line again, long enough\n" \
            "same line again, long enough\nshort\n"
@@ -93,7 +93,7 @@ def test_ragaliq_kb_sections_have_the_originals_sizes():
 
 
 def test_sampling_is_seeded_and_in_document_order():
-    from ragmeter.suites.rubric.chunking import Chunk
+    from ragmeter.rubric._chunking import Chunk
 
     chunks = [Chunk(f"kb#{i}", "kb", i, f"text {i}") for i in range(20)]
     a = sample_chunks(chunks, 5, seed=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragmeter.suites.rubric.pipeline import create_embedder
+from ragmeter.backends._embed import create_embedder
 
 PASSAGES = ["The library opens at 9 am and closes at 6 pm on weekdays.",
             "Students register for courses through the online portal in August.",

@@ -215,7 +215,7 @@ def test_translation_with_language_check(tmp_path, kb, scripted_server, run_cli)
 
 
 def test_output_feeds_rubric_run(tmp_path, kb, scripted_server, run_cli):
-    from ragmeter.suites.rubric.pipeline import read_questions
+    from ragmeter.rubric._pipeline import read_questions
 
     server = scripted_server(reply=reply)
     out = tmp_path / "questions_en.jsonl"

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from ragmeter.suites.rubric import RubricConfig, ragaliq_file_meta, score_files
+from ragmeter.rubric._scorer import RubricConfig, ragaliq_file_meta, score_files
 from tests.conftest import shared
 
 LOG = "eval_res_questions_{0}_Qwen2.5-7B-Instruct_multilingual-e5-large-instruct_bge-reranker-v2-m3_{0}.json"

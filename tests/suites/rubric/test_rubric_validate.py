@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from ragmeter.metrics.rubric import agreement, quadratic_weighted_kappa
+from ragmeter.rubric._metrics import agreement, quadratic_weighted_kappa
 from tests.conftest import shared
 
 LOG = ("eval_res_questions_{0}_Qwen2.5-7B-Instruct_multilingual-e5-large-instruct_"

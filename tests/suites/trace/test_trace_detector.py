@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from ragmeter.errors import InputError
-from ragmeter.suites.trace.data import SourceRow
-from ragmeter.suites.trace.detector import (
+from ragmeter.trace._data import SourceRow
+from ragmeter.trace._detector import (
     DEFAULT_DETECTOR,
     annotate,
     detector_json,
@@ -19,13 +19,13 @@ from ragmeter.suites.trace.detector import (
     fit_logistic,
     load_detector,
 )
-from ragmeter.suites.trace.features import words
-from ragmeter.suites.trace.label import LabelConfig, detector_rows
-from ragmeter.suites.trace.scorer import score_label_row
+from ragmeter.trace._features import words
+from ragmeter.trace._label import LabelConfig, detector_rows
+from ragmeter.trace._scorer import score_label_row
 from tests.conftest import shared
 
 SPLITS = ("covidqa", "delucionqa", "emanual", "hotpotqa")
-SHIPPED = Path(__file__).resolve().parents[3] / "src" / "ragmeter" / "data" / "detector" \
+SHIPPED = Path(__file__).resolve().parents[3] / "src" / "ragmeter" / "trace" / "data" \
     / DEFAULT_DETECTOR
 
 DOCS = ((("0a", "The Brooklyn Nets are a professional basketball team."),
@@ -79,7 +79,7 @@ def test_row_probability_is_the_adherence_model_and_labels_agree_with_it():
     det = load_detector()
     row = _row([("a", "The Nets play at Barclays Center."),
                 ("b", "Zorblax Quintar signed 4,312 xylophonists in 2091.")])
-    from ragmeter.suites.trace.features import row_features, row_text
+    from ragmeter.trace._features import row_features, row_text
 
     rt = row_text("Where do the Nets play their home games?", DOCS,
                   [("a", "The Nets play at Barclays Center."),
@@ -109,7 +109,7 @@ def test_detector_rows_are_scored_by_trace_score():
     (row,) = detector_rows([source], LabelConfig(strategy="detector"))
     assert row["strategy"] == "detector" and row["judge"] == "ragmeter:trace-detector-v3"
     from ragmeter.io import Row
-    from ragmeter.suites.trace.data import parse_label_row
+    from ragmeter.trace._data import parse_label_row
 
     scored = score_label_row(parse_label_row(Row(row, 1, "line", "x.jsonl")))
     assert scored.ok and scored.adherence is True
@@ -141,7 +141,7 @@ def test_zh_and_ja_overlap_separates_copied_from_invented():
 
 
 def test_zh_ja_sentence_splitting():
-    from ragmeter.text.sentences import split_sentences
+    from ragmeter.text._sentences import split_sentences
 
     assert split_sentences("东京是日本的首都。大阪以美食闻名！你去过吗？", "zh") == [
         "东京是日本的首都。", "大阪以美食闻名！", "你去过吗？"]
@@ -151,7 +151,7 @@ def test_zh_ja_sentence_splitting():
 
 def _canned_split(seed: int, n: int = 12):
     """Annotated rows built in code: half copy a document sentence, half invent one."""
-    from ragmeter.suites.trace.data import LabelRow
+    from ragmeter.trace._data import LabelRow
 
     rows = []
     for i in range(n):
@@ -299,7 +299,7 @@ def test_degenerate_alarm_trips_for_a_detector_that_never_flags(tmp_path):
 def test_greedy_cover_picks_the_sentences_a_response_was_written_from():
     """The greedy cover (a v3 feature) takes, per response sentence, the document sentence
     holding most of its uncovered words, then the next, while one adds enough new words."""
-    from ragmeter.suites.trace.features import greedy_cover, row_text
+    from ragmeter.trace._features import greedy_cover, row_text
 
     rt = row_text("Where do the Nets play?", DOCS,
                   [("a", "The Nets play home games at Barclays Center, founded in 1967."),

@@ -11,22 +11,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragmeter.store import Store
-from ragmeter.suites.trace.data import SourceRow
-from ragmeter.suites.trace.detector import (
+from ragmeter.runner._store import Store
+from ragmeter.trace._data import SourceRow
+from ragmeter.trace._detector import (
     EMBEDDING_DETECTOR,
     detector_json,
     fit_detector,
     load_detector,
     with_vectors,
 )
-from ragmeter.suites.trace.embed import BATCH, EmbeddingCache
-from ragmeter.suites.trace.features import words
-from ragmeter.suites.trace.label import LabelConfig, detector_rows
+from ragmeter.trace._embed import BATCH, EmbeddingCache
+from ragmeter.trace._features import words
+from ragmeter.trace._label import LabelConfig, detector_rows
 from tests.conftest import shared
 from tests.suites.trace.test_trace_detector import _canned_split
 
-SHIPPED_E5 = Path(__file__).resolve().parents[3] / "src" / "ragmeter" / "data" / "detector" \
+SHIPPED_E5 = Path(__file__).resolve().parents[3] / "src" / "ragmeter" / "trace" / "data" \
     / EMBEDDING_DETECTOR
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from ragmeter.suites.trace import ScoreConfig, score_file
+from ragmeter.trace._scorer import ScoreConfig, score_file
 from tests.conftest import shared
 
 SPLITS = ("covidqa", "delucionqa", "emanual", "hotpotqa")

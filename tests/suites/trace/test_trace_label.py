@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from ragmeter.llm.base import Response
-from ragmeter.runner import Outcome
-from ragmeter.suites.trace.data import SourceRow
-from ragmeter.suites.trace.label import (
+from ragmeter.backends._types import Response
+from ragmeter.runner._run import Outcome
+from ragmeter.trace._data import SourceRow
+from ragmeter.trace._label import (
     LabelConfig,
     assemble,
     build_requests,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragmeter.suites.trace.parse import (
+from ragmeter.trace._parse import (
     ParsedLabels,
     ParseFailure,
     extract_json,

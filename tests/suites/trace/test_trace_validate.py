@@ -9,7 +9,7 @@ import math
 import pyarrow.parquet as pq
 import pytest
 
-from ragmeter.suites.trace.validate import ValidateConfig, validate_file
+from ragmeter.trace._validate import ValidateConfig, validate_file
 from tests.conftest import shared
 
 SPLITS = ("covidqa", "hotpotqa")
@@ -113,7 +113,7 @@ def test_nothing_to_validate_is_an_input_error(tmp_path, run_cli):
 
 def test_builtin_sample_scores(run_cli, tmp_path):
     """The built-in sample (written for ragmeter): hand-computed values."""
-    from ragmeter.samples import sample_path
+    from ragmeter.io._samples import sample_path
 
     code, _, err = run_cli("trace", "score", sample_path("trace_labelled.jsonl"), "--items",
                            tmp_path / "i.jsonl")

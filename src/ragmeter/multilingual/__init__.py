@@ -1,0 +1,17 @@
+"""Multilingual QA (LBRAG): EM, language-aware F1, RLC, RLC_OK, cost, CNBE, semantic score.
+
+The façade: the verbs (``ragmeter.multilingual.<verb>(data, **options)``), nothing else."""
+
+from __future__ import annotations
+
+from ragmeter.multilingual._verbs import (
+    ajudge,
+    judge,
+    score,
+)
+
+__all__ = [
+    "ajudge",
+    "judge",
+    "score",
+]

@@ -1,0 +1,429 @@
+"""``rgb run``: build every setting of the paper, generate through the runner, score, judge.
+
+The settings follow the paper's tables (Chen et al., AAAI 2024, Tables 1-6) and the RGB
+readme:
+
+* default data (``en.json``, ``zh.json``, ``*_refine.json``): accuracy at each noise rate
+  (noise robustness) and, at noise 1.0, the rejection rate Rej (``all_rate`` at noise 1.0) and,
+  with a judge, Rej*;
+* ``_int`` data: accuracy at noise 0, 0.2 and 0.4 (information integration);
+* ``_fact`` data: Acc (no documents: ``passage_num 0``), Acc_doc (counterfactual documents at
+  noise 0, correct rate 0), ED (``fact_check_rate``), CR (``correct_rate``) and, with a judge,
+  ED* and CR* (fact_evalue.py).
+
+All calls go through :func:`ragmeter.runner._run.run_requests` (cache, resume, replay); a failed call
+makes its item ``unscored`` with the runner's reason, counted in the coverage of its setting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragmeter.backends._types import Backend, Request
+from ragmeter.errors import ConfigError
+from ragmeter.judges._spend import add_usage, usage_of
+from ragmeter.rgb._build import BuildConfig, build_rows
+from ragmeter.rgb._data import COMPONENT, RgbDataset
+from ragmeter.rgb._judged import (
+    JUDGE_METHODS,
+    JudgeTask,
+    judge_requests,
+    judge_signature,
+    judge_tasks,
+    wilson,
+)
+from ragmeter.rgb._prompts import JudgePrompts, RgbPrompts
+from ragmeter.rgb._scoring import (
+    METRIC_VERSION,
+    Prediction,
+    RgbScore,
+    mode_label,
+    score_predictions,
+    signature_for,
+)
+from ragmeter.runner._run import Outcome, RunnerConfig, run_requests
+from ragmeter.runner._store import Store
+from ragmeter.runs._schema import Coverage, ItemResult, Signature
+
+__all__ = ["RgbRunConfig", "Setting", "RgbRunResult", "plan_settings", "generation_requests",
+           "run_rgb", "judge_tasks_for", "judge_info_for", "dry_run_judge_requests"]
+
+PAPER_NOISE_RATES = (0.0, 0.2, 0.4, 0.6, 0.8)
+PAPER_INT_NOISE_RATES = (0.0, 0.2, 0.4)
+
+
+@dataclass(frozen=True)
+class RgbRunConfig:
+    """Options of a run.  Defaults follow evalue.py (temperature 0.7, 5 passages, seed 2333)."""
+
+    noise_rates: tuple[float, ...] = PAPER_NOISE_RATES
+    int_noise_rates: tuple[float, ...] = PAPER_INT_NOISE_RATES
+    rejection: bool = True  # add noise 1.0 for default data
+    passage_num: int = 5
+    correct_rate: float = 0.0
+    seed: int = 2333
+    temperature: float = 0.7
+    max_tokens: int = 256
+    mode: str = "strict"
+    judge: bool = False
+    judge_method: str = "auto"  # see suites/rgb/judged.py: resolve_method
+    limit: int | None = None  # only the first N instances of each file
+    repeats: int = 1  # judge calls per judged item (--repeats; the answers are generated once)
+
+    def __post_init__(self) -> None:
+        if self.judge_method not in JUDGE_METHODS:
+            raise ConfigError(f"rgb: unknown judge method {self.judge_method!r}. "
+                              f"Fix: use one of {', '.join(JUDGE_METHODS)}.")
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"rgb: --limit must be at least 1, got {self.limit}.")
+
+    def params(self) -> dict[str, Any]:
+        """Sampling parameters of the generation calls (they enter the cache key)."""
+        out: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        if self.temperature > 0:
+            out["seed"] = self.seed
+        return out
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One evalue.py invocation: a data file at one build configuration, with its role."""
+
+    dataset: RgbDataset
+    build: BuildConfig
+    role: str  # noise | rejection | integration | fact_doc | fact_nodoc
+
+    @property
+    def name(self) -> str:
+        return f"{self.dataset.name}/{self.build.label()}"
+
+
+def plan_settings(datasets: Sequence[RgbDataset], config: RgbRunConfig) -> list[Setting]:
+    """The settings of the paper's tables for each data file (see module docstring)."""
+    out: list[Setting] = []
+    base = {"passage_num": config.passage_num, "seed": config.seed}
+    for ds in datasets:
+        if ds.kind == "default":
+            rates = [r for r in dict.fromkeys(config.noise_rates) if r != 1.0]
+            for r in rates:
+                out.append(Setting(ds, BuildConfig(noise_rate=r, **base), "noise"))
+            if config.rejection or 1.0 in config.noise_rates:
+                out.append(Setting(ds, BuildConfig(noise_rate=1.0, **base), "rejection"))
+        elif ds.kind == "int":
+            for r in dict.fromkeys(config.int_noise_rates):
+                out.append(Setting(ds, BuildConfig(noise_rate=r, **base), "integration"))
+        else:
+            out.append(Setting(ds, BuildConfig(noise_rate=0.0, correct_rate=config.correct_rate,
+                                               **base), "fact_doc"))
+            out.append(Setting(ds, BuildConfig(noise_rate=0.0, passage_num=0,
+                                               seed=config.seed), "fact_nodoc"))
+    return out
+
+
+def _instances(setting: Setting, config: RgbRunConfig) -> Any:
+    insts = setting.dataset.instances
+    return insts[:config.limit] if config.limit else insts
+
+
+def generation_requests(settings: Sequence[Setting], prompts: RgbPrompts,
+                        config: RgbRunConfig) -> list[Request]:
+    """One chat request per (setting, instance); ids ``<data>/<setting>/<instance id>``."""
+    params = config.params()
+    out: list[Request] = []
+    for s in settings:
+        n = len(_instances(s, config))
+        for k, row in enumerate(build_rows(s.dataset, prompts, s.build)):
+            if k >= n:
+                break
+            out.append(Request.chat(f"{s.name}/{row['id']}", row["messages"], params=params))
+    return out
+
+
+@dataclass
+class RgbRunResult:
+    """Everything a report needs: per-setting scores, judged rates, tables, items."""
+
+    scores: list[tuple[Setting, RgbScore]]
+    judged: dict[str, dict[str, Any]]  # setting name -> judged rates
+    tables: dict[str, Any]
+    signature: str
+    model: dict[str, Any]
+    config: RgbRunConfig
+    prompts_version: str
+    judge_info: dict[str, Any] | None
+    notes: list[str] = field(default_factory=list)
+    judge_items: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict, repr=False)
+    alarms: list[dict[str, Any]] = field(default_factory=list)
+    # generation usage per request id "<setting>/<instance id>" (ragmeter.judges._spend)
+    usage: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
+
+    def coverage(self) -> Coverage:
+        items: list[ItemResult] = []
+        for _, sc in self.scores:
+            for it in sc.items:
+                items.append(ItemResult(id=str(it["id"])) if it["status"] == "ok" else
+                             ItemResult.unscored(str(it["id"]), it["reason"]))
+        return Coverage.of(items)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1, "family": COMPONENT, "kind": "run",
+            "signature": self.signature, "model": self.model,
+            "prompts": self.prompts_version, "judge": self.judge_info,
+            "config": {"noise_rates": list(self.config.noise_rates),
+                       "int_noise_rates": list(self.config.int_noise_rates),
+                       "passage_num": self.config.passage_num,
+                       "correct_rate": self.config.correct_rate, "seed": self.config.seed,
+                       "temperature": self.config.temperature,
+                       "max_tokens": self.config.max_tokens, "mode": self.config.mode,
+                       "limit": self.config.limit},
+            "tables": self.tables,
+            "coverage": self.coverage().model_dump(),
+            "settings": [{"setting": s.name, "role": s.role, **sc.to_json(),
+                          **({"judged": self.judged[s.name]} if s.name in self.judged else {})}
+                         for s, sc in self.scores],
+            "notes": self.notes,
+            **({"stability": {k: v["stability"] for k, v in self.judged.items()
+                              if "stability" in v}}
+               if any("stability" in v for v in self.judged.values()) else {}),
+            **({"alarms": self.alarms} if self.alarms else {}),
+        }
+
+    def iter_items(self) -> Iterator[dict[str, Any]]:
+        for s, sc in self.scores:
+            judged = self.judge_items.get(s.name, {})
+            for it in sc.items:
+                row = {"dataset": s.dataset.name, "setting": s.build.label(), "role": s.role,
+                       "noise_rate": s.build.noise_rate, **it}
+                usage = [self.usage.get(f"{s.name}/{it['id']}")]
+                if str(it["id"]) in judged:
+                    row["judge"] = judged[str(it["id"])]
+                    usage.append(row["judge"].get("usage"))
+                row["usage"] = add_usage(usage)
+                yield row
+
+
+def _predictions(setting: Setting, outcomes: dict[str, Outcome],
+                 config: RgbRunConfig) -> dict[str, Prediction]:
+    preds: dict[str, Prediction] = {}
+    for inst in _instances(setting, config):
+        o = outcomes[f"{setting.name}/{inst.id}"]
+        if o.ok and o.response is not None:
+            preds[inst.key] = Prediction(o.response.text)
+        else:
+            preds[inst.key] = Prediction(None, o.reason or "call_failed", o.detail)
+    return preds
+
+
+def _limited(ds: RgbDataset, config: RgbRunConfig) -> RgbDataset:
+    if not config.limit:
+        return ds
+    return RgbDataset(path=ds.path, name=ds.name, kind=ds.kind, lang=ds.lang,
+                      instances=ds.instances[:config.limit])
+
+
+def run_rgb(datasets: Sequence[RgbDataset], prompts: RgbPrompts, backend: Backend,
+            store: Store | None, runner: RunnerConfig, config: RgbRunConfig, *,
+            judge_prompts: JudgePrompts | None = None,
+            judge_backend: Backend | None = None) -> RgbRunResult:
+    """Build, generate, score and (with ``config.judge``) judge every setting."""
+    datasets = [_limited(d, config) for d in datasets]
+    settings = plan_settings(datasets, config)
+    requests = generation_requests(settings, prompts, config)
+    outcomes = {o.request.id: o for o in run_requests(requests, backend, store, runner)}
+    identity = backend.identity()
+    model = str(identity.get("model", backend.name))
+    scores: list[tuple[Setting, RgbScore]] = []
+    for s in settings:
+        sig = signature_for(s.dataset, s.build, mode=config.mode, prompts=prompts.version,
+                            model=f"{backend.name}:{model}")
+        sc = score_predictions(s.dataset, _predictions(s, outcomes, config), s.build,
+                               mode=config.mode, signature=sig)
+        scores.append((s, sc))
+    judged: dict[str, dict[str, Any]] = {}
+    judge_items: dict[str, dict[str, dict[str, Any]]] = {}
+    judge_info = None
+    alarms: list[dict[str, Any]] = []
+    if config.judge:
+        jb = judge_backend or backend
+        jp = judge_prompts
+        if jp is None:
+            from ragmeter.rgb._prompts import load_judge_prompts
+            jp = load_judge_prompts(None)
+        rates = judge_tasks(judge_tasks_for(scores), jp, jb, store, runner,
+                            config.judge_method, repeats=config.repeats)
+        judge_info = judge_info_for(jb, jp, rates.methods)
+        judged, judge_items, alarms = rates.rates, rates.items, rates.alarms
+    tables = _tables(scores, judged, config)
+    settings_sig: dict[str, Any] = {
+        "model": f"{backend.name}:{model}", "prompts": prompts.version,
+        "temp": config.temperature, "max_tokens": config.max_tokens,
+        "passages": config.passage_num, "seed": config.seed,
+        "labels": mode_label(config.mode),
+        "limit": config.limit,
+        "repeats": config.repeats if config.judge and config.repeats > 1 else None,
+    }
+    if judge_info:
+        settings_sig["judge"] = judge_signature(judge_info)
+    signature = Signature.make(COMPONENT, METRIC_VERSION, settings_sig).render()
+    notes = []
+    if config.mode != "strict":
+        notes.append(f"{config.mode} labels are NOT the paper's metric and are not comparable "
+                     "with published RGB numbers; the strict numbers are the paper's.")
+    if config.limit:
+        notes.append(f"only the first {config.limit} instance(s) of each file were run.")
+    return RgbRunResult(scores=scores, judged=judged, tables=tables, signature=signature,
+                        model=identity, config=config, prompts_version=prompts.version,
+                        judge_info=judge_info, notes=notes, judge_items=judge_items,
+                        alarms=alarms, usage={k: usage_of([o]) for k, o in outcomes.items()})
+
+
+def judge_tasks_for(scores: Sequence[tuple[Setting, RgbScore]]) -> list[JudgeTask]:
+    """Rej* on the noise-1.0 predictions of default data, ED*/CR* on Acc_doc predictions."""
+    out: list[JudgeTask] = []
+    for s, sc in scores:
+        if s.role == "rejection":
+            out.append(JudgeTask(s.name, "reject", s.dataset, sc))
+        elif s.role == "fact_doc":
+            out.append(JudgeTask(s.name, "fact", s.dataset, sc))
+    return out
+
+
+def judge_info_for(backend: Backend, prompts: JudgePrompts, methods: dict[str, str]
+                   ) -> dict[str, Any]:
+    """The judge's identity for results and signatures; ``method`` names each task's method
+    when they differ (``reject:detector,fact:choice``)."""
+    used = sorted(set(methods.values()))
+    method = used[0] if len(used) == 1 else ",".join(f"{k}:{v}"
+                                                     for k, v in sorted(methods.items()))
+    return {"backend": backend.name, "model": str(backend.identity().get("model", backend.name)),
+            "method": method or "none", "prompts": prompts.version}
+
+
+def dry_run_judge_requests(datasets: Sequence[RgbDataset], prompts: RgbPrompts,
+                           config: RgbRunConfig, backend: Backend, store: Store | None,
+                           judge_prompts: JudgePrompts, judge_backend: Backend,
+                           ) -> tuple[list[Request], int]:
+    """The judge calls a run would make, for ``--dry-run``: ``(requests, placeholders)``.
+
+    Each judge prompt holds the answer it judges: an answer already in the store is used as
+    it is; one not generated yet is stood in by a placeholder of ``max_tokens`` tokens (4
+    characters each), so the prompt tokens are an upper bound.  ``placeholders`` counts them.
+    """
+    datasets = [_limited(d, config) for d in datasets]
+    settings = [s for s in plan_settings(datasets, config)
+                if s.role in ("rejection", "fact_doc")]
+    gen = generation_requests(settings, prompts, config)
+    identity = backend.identity()
+    keys = {r.id: r.cache_key(identity) for r in gen}
+    stored = store.get_many(keys.values()) if store is not None else {}
+    placeholder = "x" * (4 * config.max_tokens)
+    missing = 0
+    scores: list[tuple[Setting, RgbScore]] = []
+    for s in settings:
+        preds: dict[str, Prediction] = {}
+        for inst in _instances(s, config):
+            hit = stored.get(keys[f"{s.name}/{inst.id}"])
+            if hit is None:
+                missing += 1
+            preds[inst.key] = Prediction(hit.text if hit is not None else placeholder)
+        scores.append((s, score_predictions(s.dataset, preds, s.build)))
+    from ragmeter.judges._repeats import repeat_requests
+
+    requests = repeat_requests(judge_requests(judge_tasks_for(scores), judge_prompts,
+                                              config.judge_method, judge_backend.name),
+                               config.repeats)
+    return requests, missing
+
+
+def _cell(hits: int | None, n: int | None) -> dict[str, Any]:
+    """n and the Wilson 95% interval of one table cell (issue 15: RGB tables)."""
+    if hits is None or n is None:
+        return {"n": n, "ci95": None}
+    return {"n": n, "ci95": wilson(hits, n)}
+
+
+def _tables(scores: list[tuple[Setting, RgbScore]], judged: dict[str, dict[str, Any]],
+            config: RgbRunConfig) -> dict[str, Any]:
+    """The paper's tables as plain data (read by the console and HTML reports).
+
+    ``cells`` holds, for every value of every table, its n and Wilson 95% interval, in the
+    same layout (``cells[table][data][column]``).
+    """
+    noise: dict[str, dict[str, Any]] = {}
+    rejection: dict[str, dict[str, Any]] = {}
+    integration: dict[str, dict[str, Any]] = {}
+    fact: dict[str, dict[str, Any]] = {}
+    lenient: dict[str, dict[str, Any]] = {}
+    refactor: dict[str, dict[str, Any]] = {}
+    cells: dict[str, dict[str, dict[str, Any]]] = {
+        "noise_robustness": {}, "rejection": {}, "integration": {}, "counterfactual": {}}
+
+    def put(tab: str, ds: str, col: str, hits: int | None, n: int | None) -> None:
+        cells[tab].setdefault(ds, {})[col] = _cell(hits, n)
+
+    for s, sc in scores:
+        ds = s.dataset.name
+        acc = sc.metrics["accuracy"]
+        tt, n = sc.metrics["tt"], sc.metrics["n"]
+        j = judged.get(s.name, {})
+        if s.role == "noise":
+            noise.setdefault(ds, {})[str(s.build.noise_rate)] = acc
+            put("noise_robustness", ds, str(s.build.noise_rate), tt, n)
+        elif s.role == "rejection":
+            rejection[ds] = {"rej": acc, "rej_judged": j.get("reject_rate_judged")}
+            put("rejection", ds, "rej", tt, n)
+            if j:
+                put("rejection", ds, "rej_judged", j["rejected"], j["n"])
+        elif s.role == "integration":
+            integration.setdefault(ds, {})[str(s.build.noise_rate)] = acc
+            put("integration", ds, str(s.build.noise_rate), tt, n)
+        elif s.role == "fact_doc":
+            row = fact.setdefault(ds, {})
+            row.update({"acc_doc": acc, "ed": sc.metrics.get("fact_check_rate"),
+                        "cr": sc.metrics.get("correct_rate")})
+            row.update({"ed_judged": j.get("ed_judged"), "cr_judged": j.get("cr_judged")})
+            put("counterfactual", ds, "acc_doc", tt, n)
+            put("counterfactual", ds, "ed", sc.metrics.get("fact_tt"), n)
+            put("counterfactual", ds, "cr", sc.metrics.get("correct_tt"),
+                sc.metrics.get("fact_tt"))
+            if j:
+                put("counterfactual", ds, "ed_judged", j["detected"], j["n"])
+                put("counterfactual", ds, "cr_judged", j["cr_correct"], j["detected"])
+        elif s.role == "fact_nodoc":
+            fact.setdefault(ds, {})["acc"] = acc
+            put("counterfactual", ds, "acc", tt, n)
+        if sc.lenient is not None:
+            lenient[s.name] = {"accuracy": sc.lenient["accuracy"],
+                               "strict_accuracy": acc, "flips": sc.lenient["flips"]}
+        if sc.refactor is not None:
+            refactor[s.name] = refactor_row(s.role, sc)
+    out: dict[str, Any] = {"noise_robustness": noise, "rejection": rejection,
+                           "integration": integration, "counterfactual": fact, "cells": cells}
+    if config.mode == "lenient":
+        out["lenient"] = lenient
+    if config.mode == "refactor":
+        out["refactor"] = refactor
+    return out
+
+
+def refactor_row(role: str, sc: RgbScore) -> dict[str, Any]:
+    """One setting of the refactor table: the paper's rate, the refactor's, and the flips."""
+    rf = sc.refactor or {}
+    m = sc.metrics
+    if role == "rejection":
+        pairs = [("Rej", "rejection_rate", m.get("accuracy"), rf.get("rejection_rate"))]
+    elif role == "fact_doc":
+        pairs = [("ED", "error_detection_rate", m.get("fact_check_rate"),
+                  rf.get("error_detection_rate")),
+                 ("CR", "error_correction_rate", m.get("correct_rate"),
+                  rf.get("error_correction_rate"))]
+    else:
+        pairs = [("accuracy", "accuracy", m.get("accuracy"), rf.get("accuracy"))]
+    flips = rf.get("flips") or {}
+    return {"n": rf.get("n"), "rates": [
+        {"paper": paper, "refactor": name, "strict_value": sv, "refactor_value": rv,
+         "gained": (flips.get(name) or {}).get("gained", 0),
+         "lost": (flips.get(name) or {}).get("lost", 0)} for paper, name, sv, rv in pairs]}

@@ -1,0 +1,28 @@
+"""Rubric judging (RAGaliq): 0-5 grades, weighted score per language, its reference RAG
+pipeline and test-set builder.
+
+The façade: the verbs (``ragmeter.rubric.<verb>(data, **options)``), nothing else."""
+
+from __future__ import annotations
+
+from ragmeter.rubric._verbs import (
+    abuild,
+    ajudge,
+    arun,
+    build,
+    judge,
+    run,
+    score,
+    validate,
+)
+
+__all__ = [
+    "abuild",
+    "ajudge",
+    "arun",
+    "build",
+    "judge",
+    "run",
+    "score",
+    "validate",
+]

@@ -1,0 +1,414 @@
+"""0–5 rubric judging (RAGaliq) and the 0–1 semantic score (LBRAG): pure aggregation and
+pure parsers of judge replies.
+
+Aggregation reproduces RAGaliq's ``calculate_results.py`` and ``eval.py`` (chameleon-lizard/
+Ragaliq @ 1c0006d7, MIT):
+
+- weights ``{5: 1.0, 4: 0.8, 3: 0.6, 0: 0.4, 2: 0.2, 1: 0.0}`` (a 0, "nothing found in the
+  documents", is deliberately worth more than a wrong answer);
+- ``weighted_score = (mean weight over items) ** 2``;
+- ``mean_grade``/``median_grade`` over the non-zero grades; ``percentage`` = mean non-zero
+  grade / 5 * 100; ``percentage_with_zero`` = mean of all grades / 5 * 100; counts per grade.
+
+Replies are parsed as the original does (``eval.py::judge``: ``reply.split("[RESULT]")`` must
+give exactly two parts and ``int(part.strip())`` must succeed); the original then silently drops
+the item, ragmeter returns an explicit failure reason instead.  A lenient parser (for ragmeter's
+own prompt) also accepts "4/5", "Score: 4" and trailing text.
+
+The semantic parser follows LBRAG (kanoes/LBRAG-NEW): the first ``{...}`` object of the reply,
+its ``score`` clipped to [0, 1]; LBRAG turns every failure into 0.0, ragmeter into a reason.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "GRADES",
+    "WEIGHTS",
+    "RESULT_MARKER",
+    "RubricSummary",
+    "GradeParse",
+    "weighted_score",
+    "summarize",
+    "expected_grade",
+    "grade_distribution",
+    "parse_result_strict",
+    "parse_grade_lenient",
+    "repeat_stability",
+    "RepeatStability",
+    "Agreement",
+    "agreement",
+    "quadratic_weighted_kappa",
+]
+
+GRADES = (0, 1, 2, 3, 4, 5)
+# calculate_results.py::calculate_score
+WEIGHTS: Mapping[int, float] = {5: 1.0, 4: 0.8, 3: 0.6, 0: 0.4, 2: 0.2, 1: 0.0}
+RESULT_MARKER = "[RESULT]"
+
+
+# ------------------------------------------------------------------ aggregation
+
+
+def weighted_score(grades: Sequence[int]) -> float | None:
+    """RAGaliq's score: the square of the mean weight of the grades; None for no grades.
+
+    Source: calculate_results.py::calculate_score ("Square the result to penalize low scores
+    more heavily").
+    """
+    if not grades:
+        return None
+    return (math.fsum(WEIGHTS[g] for g in grades) / len(grades)) ** 2
+
+
+def _median(values: Sequence[int]) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    mid = len(s) // 2
+    return float(s[mid]) if len(s) % 2 else (s[mid - 1] + s[mid]) / 2.0
+
+
+@dataclass(frozen=True)
+class RubricSummary:
+    """RAGaliq's row of results.md for one set of grades (see module docstring)."""
+
+    n: int
+    weighted_score: float | None
+    mean_grade: float | None  # over non-zero grades
+    median_grade: float | None  # over non-zero grades
+    percentage: float | None  # mean non-zero grade / 5 * 100
+    percentage_with_zero: float | None  # mean grade / 5 * 100
+    counts: dict[str, int]  # "5".."0" -> count
+
+    def to_dict(self) -> dict[str, object]:
+        return {"n": self.n, "weighted_score": self.weighted_score,
+                "mean_grade": self.mean_grade, "median_grade": self.median_grade,
+                "percentage": self.percentage,
+                "percentage_with_zero": self.percentage_with_zero, "counts": self.counts}
+
+
+def summarize(grades: Sequence[int]) -> RubricSummary:
+    """Aggregate integer grades 0..5 as RAGaliq's eval.py / calculate_results.py do.
+
+    Raises ValueError for a grade outside 0..5 (callers validate input first).
+    """
+    bad = [g for g in grades if g not in WEIGHTS]
+    if bad:
+        raise ValueError(f"grades must be integers 0..5, got {bad[0]!r}")
+    nonzero = [g for g in grades if g != 0]
+    mean_nz = math.fsum(nonzero) / len(nonzero) if nonzero else None
+    mean_all = math.fsum(grades) / len(grades) if grades else None
+    return RubricSummary(
+        n=len(grades),
+        weighted_score=weighted_score(grades),
+        mean_grade=mean_nz,
+        median_grade=_median(nonzero),
+        percentage=None if mean_nz is None else mean_nz / 5 * 100,
+        percentage_with_zero=None if mean_all is None else mean_all / 5 * 100,
+        counts={str(g): sum(1 for x in grades if x == g) for g in (5, 4, 3, 2, 1, 0)},
+    )
+
+
+def grade_distribution(choice_probs: Mapping[str, float]) -> dict[int, float] | None:
+    """Probabilities of grades 0..5 from a choice-scored reply (keys "0".."5"), renormalized;
+    None when no grade has positive probability."""
+    probs = {g: float(choice_probs.get(str(g), 0.0)) for g in GRADES}
+    total = math.fsum(p for p in probs.values() if p > 0 and math.isfinite(p))
+    if total <= 0:
+        return None
+    return {g: (p / total if p > 0 and math.isfinite(p) else 0.0) for g, p in probs.items()}
+
+
+def expected_grade(choice_probs: Mapping[str, float]) -> float | None:
+    """Expected grade sum_g g * P(g) over grades 0..5 (probabilities renormalized)."""
+    dist = grade_distribution(choice_probs)
+    if dist is None:
+        return None
+    return math.fsum(g * p for g, p in dist.items())
+
+
+# ------------------------------------------------------------------ judge stability
+
+
+@dataclass(frozen=True)
+class RepeatStability:
+    """How much a judge's grade moves when the same item is judged K times."""
+
+    items: int  # items with at least two scored repeats
+    repeats: int  # K
+    changed_share: float | None  # share of those items whose grade is not the same every time
+    mean_spread: float | None  # mean over items of (max grade - min grade)
+    mean_item_std: float | None  # mean over items of the sample std of its grades
+    per_item_spread: dict[str, int]  # item id -> max - min
+
+    def to_dict(self) -> dict[str, object]:
+        return {"items": self.items, "repeats": self.repeats,
+                "changed_share": self.changed_share, "mean_spread": self.mean_spread,
+                "mean_item_std": self.mean_item_std}
+
+
+def repeat_stability(grades_by_item: Mapping[str, Sequence[int]], repeats: int,
+                     ) -> RepeatStability:
+    """Per-item spread and share of items whose grade changes across repeats.
+
+    Items with fewer than two scored repeats are left out (their stability is unknown).
+    """
+    spreads: dict[str, int] = {}
+    stds: list[float] = []
+    for item, grades in grades_by_item.items():
+        if len(grades) < 2:
+            continue
+        spreads[item] = max(grades) - min(grades)
+        m = math.fsum(grades) / len(grades)
+        stds.append(math.sqrt(math.fsum((g - m) ** 2 for g in grades) / (len(grades) - 1)))
+    n = len(spreads)
+    return RepeatStability(
+        items=n, repeats=repeats,
+        changed_share=(sum(1 for s in spreads.values() if s > 0) / n) if n else None,
+        mean_spread=(math.fsum(spreads.values()) / n) if n else None,
+        mean_item_std=(math.fsum(stds) / n) if n else None,
+        per_item_spread=spreads,
+    )
+
+
+# ------------------------------------------------------------------ parsers
+
+
+@dataclass(frozen=True)
+class GradeParse:
+    """A parsed judge reply: ``grade`` 0..5 with ``feedback``, or None with a ``reason``."""
+
+    grade: int | None
+    feedback: str
+    reason: str | None = None  # empty_reply | no_result_marker | several_result_markers |
+    #                            not_an_integer | out_of_range | no_grade_found
+    detail: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.grade is not None
+
+
+def _strip_feedback(text: str) -> str:
+    return text.strip()
+
+
+def parse_result_strict(reply: str) -> GradeParse:
+    """RAGaliq's parsing, exactly: two parts around ``[RESULT]``, the second an ``int``.
+
+    Source: eval.py::judge, ``feedback, score = [i.strip() for i in eval.split("[RESULT]")]``
+    then ``int(score)``; any exception drops the item.  Python's ``int`` accepts surrounding
+    whitespace, a sign and digit underscores; a grade outside 0..5 would later crash
+    calculate_results.py (KeyError), so it is reported as ``out_of_range``.
+    """
+    if reply is None or not reply.strip():
+        return GradeParse(None, "", "empty_reply", "the judge returned no text")
+    parts = [p.strip() for p in reply.split(RESULT_MARKER)]
+    if len(parts) == 1:
+        return GradeParse(None, parts[0], "no_result_marker",
+                          f"no {RESULT_MARKER} in the reply")
+    if len(parts) > 2:
+        return GradeParse(None, parts[0], "several_result_markers",
+                          f"{len(parts) - 1} {RESULT_MARKER} markers in the reply")
+    feedback, score = parts
+    try:
+        grade = int(score)
+    except ValueError:
+        return GradeParse(None, feedback, "not_an_integer",
+                          f"text after {RESULT_MARKER} is {_clip(score)!r}")
+    if grade not in WEIGHTS:
+        return GradeParse(None, feedback, "out_of_range", f"grade {grade} is not in 0..5")
+    return GradeParse(grade, feedback)
+
+
+_LABELLED = re.compile(r"(?:\[RESULT\]|score|grade|rating|оценка|note|punktzahl|puntuaci[oó]n)"
+                       r"\s*[:=]?\s*\**\s*([0-9]+)(?:\s*(?:/|out of|из|sur|von|de)\s*5\b)?",
+                       re.IGNORECASE)
+_FIRST_INT = re.compile(r"(?<![0-9.])([0-9]+)(?![0-9]|\.[0-9])")
+
+
+def parse_grade_lenient(reply: str) -> GradeParse:
+    """A forgiving parser for ragmeter's own prompt (not RAGaliq's).
+
+    In order: the strict parse; else the integer after the last ``[RESULT]`` (so "4/5" and
+    "4. Because ..." work); else the last labelled integer ("Score: 4", "Grade 3/5"); else a
+    reply that is only an integer.  Several *different* labelled grades are ambiguous.
+    """
+    strict = parse_result_strict(reply)
+    if strict.ok or strict.reason in ("empty_reply", "out_of_range"):
+        return strict
+    text = reply.strip()
+    if RESULT_MARKER in text:
+        head, *tails = text.split(RESULT_MARKER)
+        found = [int(m.group(1)) for t in tails if (m := _FIRST_INT.search(t))]
+        if len(set(found)) > 1:
+            return GradeParse(None, head.strip(), "ambiguous_grade",
+                              f"different grades after {RESULT_MARKER} markers: {found}")
+        if found:
+            return _grade_or_range(found[-1], head.strip())
+        return GradeParse(None, head.strip(), "not_an_integer",
+                          f"no integer after {RESULT_MARKER}: {_clip(tails[-1].strip())!r}")
+    labelled = [int(m.group(1)) for m in _LABELLED.finditer(text)]
+    if labelled:
+        if len(set(labelled)) > 1:
+            return GradeParse(None, text, "ambiguous_grade",
+                              f"several different grades in the reply: {labelled}")
+        return _grade_or_range(labelled[-1], text)
+    if re.fullmatch(r"\**\s*[0-9]+\s*\**\.?", text):
+        return _grade_or_range(int(re.sub(r"[^0-9]", "", text)), "")
+    return GradeParse(None, text, "no_grade_found", "no [RESULT] marker and no labelled grade")
+
+
+def _grade_or_range(grade: int, feedback: str) -> GradeParse:
+    if grade not in WEIGHTS:
+        return GradeParse(None, feedback, "out_of_range", f"grade {grade} is not in 0..5")
+    return GradeParse(grade, feedback)
+
+
+def _clip(text: str, n: int = 60) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+# ------------------------------------------------------------------ agreement with reference
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Agreement of a judge's grades with reference grades on the same items.
+
+    ``ci95`` maps each statistic to its percentile bootstrap interval (items resampled with
+    replacement, the statistic recomputed on each resample), or None when undefined.
+    """
+
+    n: int
+    exact: float | None  # share of items with the same grade
+    within_one: float | None  # share with |judge - reference| <= 1
+    qwk: float | None  # quadratic-weighted Cohen's kappa over grades 0..5
+    mae: float | None  # mean |judge - reference|
+    spearman: float | None  # Spearman rank correlation; None when either side is constant
+    ci95: dict[str, list[float] | None]
+    confusion: list[list[int]]  # rows: reference grade 0..5, columns: judge grade 0..5
+
+    def to_dict(self) -> dict[str, object]:
+        return {"n": self.n, "exact": self.exact, "within_one": self.within_one,
+                "qwk": self.qwk, "mae": self.mae, "spearman": self.spearman,
+                "ci95": self.ci95, "confusion": self.confusion}
+
+
+def _confusions(ref: np.ndarray, pred: np.ndarray, k: int) -> np.ndarray:
+    """Confusion matrices (…, k, k) of integer grade arrays of shape (…, n)."""
+    codes = ref * k + pred
+    flat = codes.reshape(-1, codes.shape[-1])
+    offsets = (np.arange(flat.shape[0]) * k * k)[:, None]
+    counts = np.bincount((flat + offsets).ravel(), minlength=flat.shape[0] * k * k)
+    return counts.reshape(*codes.shape[:-1], k, k).astype(np.float64)
+
+
+def _qwk_from_confusions(conf: np.ndarray) -> np.ndarray:
+    """Quadratic-weighted kappa of each confusion matrix (Cohen 1968); NaN where undefined."""
+    k = conf.shape[-1]
+    idx = np.arange(k)
+    w = (idx[:, None] - idx[None, :]) ** 2 / float((k - 1) ** 2)
+    n = conf.sum(axis=(-2, -1))
+    rows = conf.sum(axis=-1)
+    cols = conf.sum(axis=-2)
+    expected = rows[..., :, None] * cols[..., None, :] / n[..., None, None]
+    num = (w * conf).sum(axis=(-2, -1))
+    den = (w * expected).sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kappa = 1.0 - num / den
+    # Both raters constant and equal: no disagreement is possible; agreement is perfect.
+    return np.where((den == 0) & (num == 0), 1.0, kappa)
+
+
+def quadratic_weighted_kappa(judge: Sequence[int], reference: Sequence[int],
+                             grades: Sequence[int] = GRADES) -> float | None:
+    """Cohen's quadratic-weighted kappa, weights (i - j)^2 / (K - 1)^2 over ``grades``.
+
+    kappa = 1 - sum(w * O) / sum(w * E), E the outer product of the marginals / n (Cohen 1968;
+    the same as ``sklearn.metrics.cohen_kappa_score(weights="quadratic")``).  Grades are taken
+    as ordered 0 < 1 < ... < 5, RAGaliq's 0 ("nothing found") included.  None for no items.
+    """
+    if len(judge) != len(reference):
+        raise ValueError("quadratic_weighted_kappa needs two sequences of equal length")
+    if not judge:
+        return None
+    pos = {g: i for i, g in enumerate(grades)}
+    conf = _confusions(np.array([pos[g] for g in reference]), np.array([pos[g] for g in judge]),
+                       len(grades))
+    value = float(_qwk_from_confusions(conf))
+    return None if math.isnan(value) else value
+
+
+def _spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row pair (average ranks for ties); NaN for a constant row."""
+    from scipy.stats import rankdata
+
+    ra = rankdata(a, axis=-1)
+    rb = rankdata(b, axis=-1)
+    ra = ra - ra.mean(axis=-1, keepdims=True)
+    rb = rb - rb.mean(axis=-1, keepdims=True)
+    den = np.sqrt((ra * ra).sum(axis=-1) * (rb * rb).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray((ra * rb).sum(axis=-1) / den)
+
+
+def _percentile(values: np.ndarray, confidence: float) -> list[float] | None:
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return None
+    alpha = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(finite, [alpha, 1.0 - alpha])
+    return [float(lo), float(hi)]
+
+
+def agreement(judge: Sequence[int], reference: Sequence[int], *, n_resamples: int = 1000,
+              seed: int = 12345, confidence: float = 0.95, ci: bool = True) -> Agreement:
+    """Exact agreement, within-one agreement, quadratic-weighted kappa, MAE and Spearman of
+    ``judge`` against ``reference`` grades (0..5, same items in the same order), each with a
+    percentile bootstrap CI over items (statistics recomputed per resample; resamples where a
+    statistic is undefined, e.g. a constant side for Spearman, are left out of its interval).
+    """
+    if len(judge) != len(reference):
+        raise ValueError("agreement needs two grade sequences of equal length")
+    bad = [g for g in (*judge, *reference) if g not in WEIGHTS]
+    if bad:
+        raise ValueError(f"grades must be integers 0..5, got {bad[0]!r}")
+    n = len(judge)
+    k = len(GRADES)
+    empty: dict[str, list[float] | None] = {s: None for s in
+                                            ("exact", "within_one", "qwk", "mae", "spearman")}
+    if n == 0:
+        return Agreement(0, None, None, None, None, None, empty, [[0] * k for _ in range(k)])
+    j = np.asarray(judge, dtype=np.int64)
+    r = np.asarray(reference, dtype=np.int64)
+    diff = np.abs(j - r)
+    conf = _confusions(r, j, k)
+    qwk = float(_qwk_from_confusions(conf))
+    rho = float(_spearman_rows(j.astype(float), r.astype(float)))
+    point = {"exact": float(np.mean(diff == 0)), "within_one": float(np.mean(diff <= 1)),
+             "qwk": None if math.isnan(qwk) else qwk, "mae": float(np.mean(diff)),
+             "spearman": None if math.isnan(rho) else rho}
+    intervals = dict(empty)
+    if ci and n > 1:
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, n, size=(n_resamples, n))
+        jb, rb, db = j[idx], r[idx], diff[idx]
+        intervals = {
+            "exact": _percentile((db == 0).mean(axis=1), confidence),
+            "within_one": _percentile((db <= 1).mean(axis=1), confidence),
+            "qwk": _percentile(_qwk_from_confusions(_confusions(rb, jb, k)), confidence),
+            "mae": _percentile(db.mean(axis=1).astype(np.float64), confidence),
+            "spearman": _percentile(_spearman_rows(jb.astype(float), rb.astype(float)),
+                                    confidence),
+        }
+    return Agreement(n=n, exact=point["exact"], within_one=point["within_one"],
+                     qwk=point["qwk"], mae=point["mae"], spearman=point["spearman"],
+                     ci95=intervals, confusion=conf.astype(int).tolist())

@@ -1,1 +1,0 @@
-"""One package per benchmark family: data loading, prompts, response parsing, scoring."""

