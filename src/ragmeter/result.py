@@ -20,7 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-__all__ = ["Result"]
+from ragmeter.stats._metric import ALL_GROUP, Headline
+
+__all__ = ["Result", "headline_of"]
 
 # Called with every new Result (the pytest plugin's --ragmeter-report collects them here).
 _CREATED: list[Callable[[Result], None]] = []
@@ -37,7 +39,8 @@ class Result:
                  models: Sequence[str] = (), prompt_versions: Mapping[str, str] | None = None,
                  judges: Sequence[Mapping[str, Any]] = (),
                  alarms: Sequence[Mapping[str, Any]] = (), engine: str | None = None,
-                 item_columns: Callable[[], Any] | None = None) -> None:
+                 item_columns: Callable[[], Any] | None = None,
+                 headline: Sequence[Headline] | None = None) -> None:
         self.family = family
         self.verb = verb
         self.summary: dict[str, Any] = dict(summary)
@@ -57,6 +60,8 @@ class Result:
             self.summary["judges"] = self.judges
         if self.alarms and "alarms" not in self.summary:
             self.summary["alarms"] = self.alarms
+        if headline is not None:
+            self.summary["headline"] = [h.to_dict() for h in headline]
         self._items_source = items
         self._ordered_source = ordered_items
         # the items as ragmeter.runs._columns.ItemColumns (or None): a run record built from
@@ -161,9 +166,11 @@ class Result:
 
     # ------------------------------------------------------------------ display
 
-    def headline(self) -> list[tuple[str, str, Any, Any]]:
-        """``(group, metric, value, ci)`` rows of the summary's headline numbers."""
-        return headline_rows(self.summary)
+    @property
+    def headline(self) -> list[Headline]:
+        """The headline numbers every door reads: one :class:`~ragmeter.stats.Headline` per
+        (metric, group) with value, 95% CI, n, coverage and direction."""
+        return headline_of(self.summary)
 
     def _repr_html_(self) -> str:
         import html
@@ -172,7 +179,8 @@ class Result:
         cov = self.coverage
         rows = "".join(
             f"<tr><td>{esc(str(g))}</td><td>{esc(m)}</td><td>{esc(_fmt(v))}</td>"
-            f"<td>{esc(_fmt_ci(ci))}</td></tr>" for g, m, v, ci in self.headline()[:60])
+            f"<td>{esc(_fmt_ci(h.ci))}</td></tr>"
+            for g, m, v, h in ((h.group, h.metric, h.value, h) for h in self.headline[:60]))
         alarms = "".join(f"<p style='color:#b00'>⚠ {esc(str(a.get('message', a)))}</p>"
                          for a in self.alarms)
         judges = "".join(f"<p>judge: {esc(judge_card_line(j))}</p>" for j in self.judges)
@@ -238,13 +246,30 @@ def headline_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, Any, Any]]
     return out
 
 
+def headline_of(summary: Mapping[str, Any]) -> list[Headline]:
+    """The headline rows of a result's summary (or a stored run record's ``result``): the
+    family's own (``summary["headline"]``), else rows read from the summary's ``metrics`` and
+    ``ci95`` (records written before the headline existed)."""
+    rows = summary.get("headline")
+    if isinstance(rows, list) and all(isinstance(r, Mapping) and "metric" in r for r in rows):
+        return [Headline.from_dict(r) for r in rows]
+    out = []
+    for group, metric, value, ci in headline_rows(summary):
+        out.append(Headline.from_dict({"metric": metric, "group": group, "value": value,
+                                       "ci": ci}))
+    return out
+
+
 def find_metric(summary: Mapping[str, Any], metric: str, group: str | None = None
                 ) -> tuple[Any, Any, int | None]:
     """``(value, ci, n)`` of ``metric`` (in ``group``) in a summary; KeyError when absent.
 
-    Looks in ``summary["metrics"][group][metric]`` (grouped summaries: systems, languages,
+    Looks in the headline rows when the summary has them, else in
+    ``summary["metrics"][group][metric]`` (grouped summaries: systems, languages,
     evaluators), else ``summary["metrics"][metric]``, else ``summary[metric]``.
     """
+    if isinstance(summary.get("headline"), list) and summary["headline"]:
+        return _find_in_headline(headline_of(summary), metric, group)
     metrics = summary.get("metrics")
     cis = summary.get("ci95") or summary.get("ci") or {}
     if isinstance(metrics, Mapping):
@@ -270,3 +295,26 @@ def find_metric(summary: Mapping[str, Any], metric: str, group: str | None = Non
     if metric in summary and not isinstance(summary[metric], (Mapping, list)):
         return summary[metric], None, None
     raise KeyError(f"no metric {metric!r} in this result")
+
+
+def _find_in_headline(rows: Sequence[Headline], metric: str, group: str | None
+                      ) -> tuple[Any, Any, int | None]:
+    matches = [h for h in rows if h.metric == metric]
+    if not matches:
+        names = ", ".join(dict.fromkeys(h.metric for h in rows))
+        raise KeyError(f"no metric {metric!r} in this result; its metrics: {names}")
+    if group is not None:
+        chosen = [h for h in matches if h.group == group]
+        if not chosen:
+            groups = ", ".join(h.group for h in matches)
+            raise KeyError(f"no group {group!r} for metric {metric!r}; its groups: {groups}")
+    elif len(matches) == 1:
+        chosen = matches
+    else:
+        chosen = [h for h in matches if h.group == ALL_GROUP]
+        if not chosen:
+            groups = ", ".join(h.group for h in matches)
+            raise KeyError(f"metric {metric!r} exists for several groups ({groups}): name one "
+                           "of them as the group")
+    h = chosen[0]
+    return h.value, list(h.ci) if h.ci is not None else None, h.n

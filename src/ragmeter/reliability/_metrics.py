@@ -25,11 +25,12 @@ Everything here is pure: typed annotations in, numbers out.  Reading files is th
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from ragmeter import stats
+from ragmeter.stats._metric import ALL_GROUP, Headline, Metric, MetricTable
 
 __all__ = [
     "Annotation",
@@ -41,7 +42,12 @@ __all__ = [
     "evaluator_reliability",
     "pooled_reliability",
     "percent",
+    "METRIC_VERSION",
+    "METRICS",
+    "headline",
 ]
+
+METRIC_VERSION = "qc-1"
 
 FLAGGED = "<flagged>"  # the label of a flagged annotation when votes are counted
 
@@ -214,3 +220,63 @@ def pooled_reliability(per_evaluator: Sequence[EvaluatorReliability]) -> float |
     if applicable == 0:
         return None
     return sum(e.matches for e in per_evaluator) / applicable
+
+
+# ------------------------------------------------------------------ the table
+
+_SOURCE = "QC-key practice for win/tie/loss evaluation (ragmeter issue 7)"
+
+METRICS = MetricTable("reliability", METRIC_VERSION, [
+    Metric("reliability", "reliability",
+           "share of the applicable items (neither side flagged) whose choice equals the QC "
+           "key's; per evaluator, and pooled (sum of matches / sum of applicable items)",
+           _SOURCE, aggregation="rate", ci="wilson", fn=compare_to_qc),
+    Metric("mean_evaluator_reliability", "mean evaluator reliability",
+           "unweighted mean of the evaluators' reliabilities", _SOURCE, aggregation="mean",
+           ci="none"),
+    Metric("cohen_kappa", "Cohen's κ",
+           "chance-corrected agreement of an evaluator's choices with QC's on the applicable "
+           "items", "Cohen 1960", aggregation="kappa", ci="none"),
+    Metric("flag_mismatch_pct", "flag mismatch %",
+           "percent of the items where exactly one of evaluator and QC flagged the item (a "
+           "flag disagreement is not counted again as a wrong choice)", _SOURCE,
+           higher_is_better=False, aggregation="rate", ci="none", fn=compare_to_qc, digits=1),
+])
+
+
+def headline(doc: Mapping[str, Any]) -> list[Headline]:
+    """The headline of a reliability result (its ``to_json()`` document): each evaluator's
+    reliability (Wilson 95% CI), κ and flag mismatch, then the pooled numbers as group
+    ``all``.  A reliability from fewer than ``min_applicable`` items is flagged."""
+    evaluators: Mapping[str, Mapping[str, Any]] = doc.get("evaluators") or {}
+    values: dict[str, dict[str, Any]] = {}
+    ci: dict[str, dict[str, Any]] = {}
+    n: dict[str, dict[str, Any]] = {}
+    coverage: dict[str, Any] = {}
+    for name, e in evaluators.items():
+        values[name] = {k: e.get(k) for k in ("reliability", "cohen_kappa", "flag_mismatch_pct")}
+        ci[name] = {"reliability": e.get("reliability_ci95")}
+        n[name] = {"reliability": e.get("applicable_items"),
+                   "cohen_kappa": e.get("applicable_items"),
+                   "flag_mismatch_pct": e.get("total_items")}
+        annotated = e.get("annotated_items") or 0
+        coverage[name] = (annotated - (e.get("not_in_qc_items") or 0)) / annotated \
+            if annotated else None
+    matches = sum(int(e.get("matches") or 0) for e in evaluators.values())
+    applicable = sum(int(e.get("applicable_items") or 0) for e in evaluators.values())
+    cov = doc.get("coverage") or {}
+    values[ALL_GROUP] = {"reliability": doc.get("overall_reliability"),
+                         "mean_evaluator_reliability": doc.get("mean_evaluator_reliability"),
+                         "flag_mismatch_pct": doc.get("overall_flag_mismatch_pct")}
+    ci[ALL_GROUP] = {"reliability": _wilson(matches, applicable, 0.95)}
+    n[ALL_GROUP] = {"reliability": applicable,
+                    "mean_evaluator_reliability": doc.get("mean_evaluator_reliability_n"),
+                    "flag_mismatch_pct": sum(int(e.get("total_items") or 0)
+                                             for e in evaluators.values())}
+    coverage[ALL_GROUP] = (cov["scored"] / cov["total"]) if cov.get("total") else None
+    rows = METRICS.headline(values, ci=ci, n=n, coverage=coverage)
+    low = {name for name, e in evaluators.items() if e.get("low_sample")}
+    floor = doc.get("min_applicable")
+    return [replace(h, flag=f"fewer than {floor} applicable items")
+            if h.group in low and h.metric in ("reliability", "cohen_kappa") else h
+            for h in rows]

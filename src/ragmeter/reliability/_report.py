@@ -1,16 +1,20 @@
-"""Console table of a reliability result (rich).  Reads the result's JSON only."""
+"""How a reliability result is shown: the console table (rich), the HTML report's section (the
+annotator matrix) and the per-item values a comparison of runs pairs on.  Reads stored results
+only; never computes a metric."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich import box
 from rich.table import Table
 
+from ragmeter.reports._html import Markup, figure, kv_table, table
 from ragmeter.reports.console import console, fmt
+from ragmeter.reports.html_families import Units, collect_units, fixed, notes_html, with_ci
 
-__all__ = ["print_reliability", "LOW_SAMPLE_MARK"]
+__all__ = ["print_reliability", "section", "paired_units", "LOW_SAMPLE_MARK"]
 
 LOW_SAMPLE_MARK = "▲"  # beside a reliability computed on too few applicable items
 
@@ -71,3 +75,41 @@ def print_reliability(result: Any) -> None:
     for note in doc["notes"]:
         con.print(f"note: {note}")
     con.print(f"signature: {doc['signature']}", style="dim")
+
+
+# ------------------------------------------------------------------ HTML
+
+
+def section(doc: Mapping[str, Any]) -> Markup:
+    """The annotator matrix: one row per evaluator, plus the embedded matrix plot."""
+    from ragmeter.reports.plots import reliability_matrix_png
+
+    ev: Mapping[str, Mapping[str, Any]] = doc["evaluators"]
+    rows, klass = [], []
+    for name, e in ev.items():
+        rows.append([name + (" ▲" if e.get("low_sample") else ""),
+                     with_ci(e.get("reliability"), e.get("reliability_ci95"), 3),
+                     e.get("cohen_kappa"), fixed(e.get("flag_mismatch_pct"), 1),
+                     e.get("matches"),
+                     e.get("applicable_items"), e.get("total_items"), e.get("skipped_items")])
+        klass.append("low" if e.get("low_sample") else "")
+    parts = [table(["evaluator", "reliability [Wilson 95%]", "Cohen's κ", "flag mismatch %",
+                    "matches", "applicable", "total items", "skipped"], rows,
+                   row_classes=klass, cls="matrix",
+                   caption=f"Annotators against QC ({', '.join(doc.get('qc') or [])}); ▲ fewer "
+                           f"than {doc.get('min_applicable')} applicable items"),
+             kv_table([("pooled reliability", doc.get("overall_reliability")),
+                       ("mean evaluator reliability", doc.get("mean_evaluator_reliability")),
+                       ("overall flag mismatch %",
+                        fixed(doc.get("overall_flag_mismatch_pct"), 2)),
+                       ("QC items", doc.get("qc_items")),
+                       ("QC flagged items", doc.get("qc_flagged_items"))]),
+             figure(lambda: reliability_matrix_png(doc), "annotator reliability matrix")]
+    return Markup("".join(parts) + notes_html(doc))
+
+
+def paired_units(items: Sequence[Mapping[str, Any]]) -> Units:
+    """Per evaluator, the match of each applicable item (the unit two runs pair on)."""
+    return collect_units(items, lambda it: str(it.get("evaluator")),
+                         lambda it: str(it.get("item_id")), ("match",),
+                         keep=lambda it: bool(it.get("applicable")))

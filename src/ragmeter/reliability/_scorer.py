@@ -30,7 +30,6 @@ __all__ = [
 ]
 
 COMPONENT = "reliability"
-METRIC_VERSION = "qc-1"
 DEFAULT_FLAG_YES = ("yes", "y", "true", "1", "flagged")
 DEFAULT_FLAG_NO = ("no", "n", "false", "0")
 _SKIP_YES = ("yes", "y", "true", "1")
@@ -59,7 +58,7 @@ class ReliabilityConfig:
             "interval": "wilson95",
             "min_applicable": self.min_applicable,
         }
-        return Signature.make(COMPONENT, METRIC_VERSION, settings)
+        return Signature.make(COMPONENT, rel.METRIC_VERSION, settings)
 
 
 @dataclass

@@ -63,11 +63,14 @@ def score(data: Any, *, qc: str | Sequence[str], min_applicable: int = 30,
         png = reliability_matrix_png(detail)
         if png is not None:
             write_bytes(plot, png)
+    from ragmeter.reliability._metrics import headline
+
     doc = detail.to_json()
     if by:
         doc["groups"] = _groups(data, by, config)
     return Result(COMPONENT, "score", doc, items=detail.iter_items, detail=detail,
-                  inputs=[input_record(data, doc["coverage"].get("rows"))])
+                  inputs=[input_record(data, doc["coverage"].get("rows"))],
+                  headline=headline(doc))
 
 
 def _groups(data: Any, by: str, config: Any) -> dict[str, Any]:

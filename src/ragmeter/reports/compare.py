@@ -67,10 +67,10 @@ def compare_runs(records: Sequence[RunRecord], *, n_resamples: int = 2000,
                  ) -> Comparison:
     """Paired per-item comparison of runs 2..k against run 1, plus headline aggregates."""
     from ragmeter import stats
-    from ragmeter.reports.html_families import PAIRED_UNITS
+    from ragmeter.reports.html_families import paired_units_of
 
     comp = Comparison()
-    extract = PAIRED_UNITS.get(records[0].family) if records else None
+    extract = paired_units_of(records[0].family) if records else None
     if extract is not None:
         units = [extract(r.items) for r in records]
         keys = list(dict.fromkeys(k for u in units for k in u))

@@ -252,9 +252,9 @@ def _items(record: RunRecord, index: int) -> Markup:
 
 def _family_body(record: RunRecord) -> Markup:
     from ragmeter.reports.html_extras import without_extras
-    from ragmeter.reports.html_families import SECTIONS
+    from ragmeter.reports.html_families import section_of
 
-    section = SECTIONS.get(record.family)
+    section = section_of(record.family)
     doc = without_extras(record.result)
     if section is not None:
         try:
@@ -301,7 +301,7 @@ def _run(record: RunRecord, index: int) -> Markup:
 
 def _comparison(records: Sequence[RunRecord], first_index: int) -> Markup:
     from ragmeter.reports.compare import compare_runs
-    from ragmeter.reports.html_families import COMPARISON_PLOTS
+    from ragmeter.reports.html_families import comparison_plot_of
 
     labels = [f"run {first_index + i}" for i in range(len(records))]
     legend = table(["run", "id", "models", "when", "signature"],
@@ -343,7 +343,7 @@ def _comparison(records: Sequence[RunRecord], first_index: int) -> Markup:
         parts.append(f"<details><summary>Aggregates side by side ({len(comp.headline)} "
                      "numbers that differ between the runs, from each run's result)</summary>"
                      + str(table(["number", *labels], comp.headline)) + "</details>")
-    plot = COMPARISON_PLOTS.get(records[0].family)
+    plot = comparison_plot_of(records[0].family)
     if plot is not None:
         parts.append(plot(records))
     return Markup("".join(parts))

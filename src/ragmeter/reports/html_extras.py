@@ -9,7 +9,7 @@ from typing import Any
 
 from ragmeter._verb._groups import flat_metrics
 from ragmeter.reports._html import Markup, kv_table, table
-from ragmeter.reports.html_families import _with_ci
+from ragmeter.reports.html_families import with_ci
 
 __all__ = ["extras", "without_extras"]
 
@@ -86,7 +86,7 @@ def _groups(groups: Any, by: Any = None) -> str:
         for k in keys:
             row.append(metrics.get(k))
             if k in cis:
-                row[-1] = _with_ci(metrics.get(k), cis.get(k))
+                row[-1] = with_ci(metrics.get(k), cis.get(k))
         row.append(f"{cov.get('scored', '?')}/{cov.get('rows', cov.get('total', '?'))}")
         if has_spend:
             sp = part.get("spend") or {}

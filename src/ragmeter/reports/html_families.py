@@ -19,24 +19,25 @@ from typing import Any
 
 from ragmeter.reports._html import Markup, cell, esc, figure, generic, kv_table, note, table
 
-__all__ = ["SECTIONS", "PAIRED_UNITS", "COMPARISON_PLOTS"]
+__all__ = ["SECTIONS", "PAIRED_UNITS", "COMPARISON_PLOTS", "section_of", "paired_units_of",
+           "comparison_plot_of", "collect_units"]
 
 
-def _with_ci(value: Any, interval: Any, digits: int = 4) -> Markup:
+def with_ci(value: Any, interval: Any, digits: int = 4) -> Markup:
     out = str(cell(value, digits))
     if interval:
         out += "<br>" + str(cell(interval, digits))
     return Markup(out)
 
 
-def _fixed(value: Any, digits: int) -> Any:
+def fixed(value: Any, digits: int) -> Any:
     """A float shown with ``digits`` decimals (None stays None: '—')."""
     if isinstance(value, float):
         return Markup(esc(f"{value:.{digits}f}"))
     return value
 
 
-def _notes(doc: Mapping[str, Any]) -> str:
+def notes_html(doc: Mapping[str, Any]) -> str:
     return "".join(note(f"note: {n}") for n in doc.get("notes") or [])
 
 
@@ -59,7 +60,7 @@ def multilingual(doc: Mapping[str, Any]) -> Markup:
         if mean is not None:
             head = table(["metric", "value (95% CI)", "n"],
                          [["mean semantic score",
-                           _with_ci(mean, (doc.get("ci95") or {}).get("semantic_score")),
+                           with_ci(mean, (doc.get("ci95") or {}).get("semantic_score")),
                            doc["metrics"].get("n")]], caption="Semantic judge")
         rest = {k: v for k, v in doc.items() if k not in ("metrics", "ci95")}
         return Markup(head + note("Semantic scores added to the answers (see the items); score "
@@ -74,7 +75,7 @@ def multilingual(doc: Mapping[str, Any]) -> Markup:
     rows = []
     for s in systems:
         label = f"{s} (baseline)" if s == baseline else s
-        rows.append([label, *[_with_ci(metrics[s].get(k), ci.get(s, {}).get(k),
+        rows.append([label, *[with_ci(metrics[s].get(k), ci.get(s, {}).get(k),
                                        _ML_DIGITS.get(k, 4)) for k, _ in cols],
                      metrics[s].get("n")])
     parts: list[str] = [table(["system", *[h for _, h in cols], "n"], rows,
@@ -110,44 +111,14 @@ def multilingual(doc: Mapping[str, Any]) -> Markup:
             ci={"CNBE": [ci.get(s, {}).get("cnbe") for s in systems]},
             ylabel="F1 gain per translated token"), "CNBE per system"))
     parts.append(f'<div class="plots">{"".join(plots)}</div>')
-    return Markup("".join(parts) + _notes(doc))
-
-
-# ------------------------------------------------------------------ reliability
-
-def reliability(doc: Mapping[str, Any]) -> Markup:
-    """The annotator matrix: one row per evaluator, plus the embedded matrix plot."""
-    from ragmeter.reports.plots import reliability_matrix_png
-
-    ev: Mapping[str, Mapping[str, Any]] = doc["evaluators"]
-    rows, klass = [], []
-    for name, e in ev.items():
-        rows.append([name + (" ▲" if e.get("low_sample") else ""),
-                     _with_ci(e.get("reliability"), e.get("reliability_ci95"), 3),
-                     e.get("cohen_kappa"), _fixed(e.get("flag_mismatch_pct"), 1),
-                     e.get("matches"),
-                     e.get("applicable_items"), e.get("total_items"), e.get("skipped_items")])
-        klass.append("low" if e.get("low_sample") else "")
-    parts = [table(["evaluator", "reliability [Wilson 95%]", "Cohen's κ", "flag mismatch %",
-                    "matches", "applicable", "total items", "skipped"], rows,
-                   row_classes=klass, cls="matrix",
-                   caption=f"Annotators against QC ({', '.join(doc.get('qc') or [])}); ▲ fewer "
-                           f"than {doc.get('min_applicable')} applicable items"),
-             kv_table([("pooled reliability", doc.get("overall_reliability")),
-                       ("mean evaluator reliability", doc.get("mean_evaluator_reliability")),
-                       ("overall flag mismatch %",
-                        _fixed(doc.get("overall_flag_mismatch_pct"), 2)),
-                       ("QC items", doc.get("qc_items")),
-                       ("QC flagged items", doc.get("qc_flagged_items"))]),
-             figure(lambda: reliability_matrix_png(doc), "annotator reliability matrix")]
-    return Markup("".join(parts) + _notes(doc))
+    return Markup("".join(parts) + notes_html(doc))
 
 
 # ------------------------------------------------------------------ RGB
 
 def _pct(v: Any) -> Any:
     """A rate as a percentage with one decimal, as the paper's tables."""
-    return None if v is None else _fixed(100.0 * v, 1)
+    return None if v is None else fixed(100.0 * v, 1)
 
 
 def _pct_cell(value: Any, stat: Any) -> Any:
@@ -259,7 +230,7 @@ def rgb(doc: Mapping[str, Any]) -> Markup:
     parts.append(figure(lambda: lines_png("RGB: accuracy vs noise rate", series,
                                           xlabel="noise rate", ylabel="accuracy (%)",
                                           ylim=(-2, 102)), "RGB accuracy vs noise rate"))
-    return Markup("".join(parts) + _notes(doc))
+    return Markup("".join(parts) + notes_html(doc))
 
 
 def rgb_comparison_plot(records: Sequence[Any]) -> Markup:
@@ -304,7 +275,7 @@ def trace(doc: Mapping[str, Any]) -> Markup:
     judges = doc.get("judges")
     if isinstance(judges, Mapping) and judges:
         stats = [s for s in _STATS if any(s in j for j in judges.values())]
-        rows = [[name, *[_with_ci((est.get(s) or {}).get("value"), (est.get(s) or {}).get("ci95"))
+        rows = [[name, *[with_ci((est.get(s) or {}).get("value"), (est.get(s) or {}).get("ci95"))
                          for s in stats], max((est.get(s) or {}).get("n") or 0 for s in stats)]
                 for name, est in judges.items()]
         parts.append(table(["judge", *stats, "rows"], rows,
@@ -320,7 +291,7 @@ def trace(doc: Mapping[str, Any]) -> Markup:
         parts.append(generic(rest))
     if not parts:
         return generic(doc)
-    return Markup("".join(parts) + _notes(doc))
+    return Markup("".join(parts) + notes_html(doc))
 
 
 # ------------------------------------------------------------------ rubric (RAGaliq)
@@ -339,10 +310,10 @@ def rubric(doc: Mapping[str, Any]) -> Markup:
     for label, g in zip(labels, groups, strict=True):
         ci = g.get("ci95") or {}
         cov = g.get("coverage") or {}
-        rows.append([label, g.get("n"), _with_ci(g.get("weighted_score"), ci.get("weighted_score")),
-                     _with_ci(g.get("mean_grade"), ci.get("mean_grade")), g.get("median_grade"),
+        rows.append([label, g.get("n"), with_ci(g.get("weighted_score"), ci.get("weighted_score")),
+                     with_ci(g.get("mean_grade"), ci.get("mean_grade")), g.get("median_grade"),
                      g.get("percentage"),
-                     _with_ci(g.get("percentage_with_zero"), ci.get("percentage_with_zero")),
+                     with_ci(g.get("percentage_with_zero"), ci.get("percentage_with_zero")),
                      f"{cov.get('scored')}/{cov.get('total')}",
                      *[(g.get("counts") or {}).get(k) for k in _GRADES]])
     parts: list[str] = [table([" / ".join(by) or "group", "n", "weighted score", "mean grade (≠0)",
@@ -357,12 +328,11 @@ def rubric(doc: Mapping[str, Any]) -> Markup:
     parts.append(figure(lambda: stacked_share_png("Grade distribution per group", labels,
                                                   list(_GRADES), counts),
                         "rubric grade distribution"))
-    return Markup("".join(parts) + _notes(doc))
+    return Markup("".join(parts) + notes_html(doc))
 
 
 SECTIONS: dict[str, Callable[[Mapping[str, Any]], Markup]] = {
-    "multilingual": multilingual, "reliability": reliability, "rgb": rgb, "trace": trace,
-    "rubric": rubric,
+    "multilingual": multilingual, "rgb": rgb, "trace": trace, "rubric": rubric,
 }
 
 COMPARISON_PLOTS: dict[str, Callable[[Sequence[Any]], Markup]] = {"rgb": rgb_comparison_plot}
@@ -379,7 +349,7 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and v == v else None
 
 
-def _collect(items: Sequence[Mapping[str, Any]], group: Callable[[Mapping[str, Any]], str],
+def collect_units(items: Sequence[Mapping[str, Any]], group: Callable[[Mapping[str, Any]], str],
              key: Callable[[Mapping[str, Any]], str], metrics: Sequence[str],
              keep: Callable[[Mapping[str, Any]], bool] = lambda it: True) -> Units:
     out: Units = {}
@@ -394,19 +364,41 @@ def _collect(items: Sequence[Mapping[str, Any]], group: Callable[[Mapping[str, A
 
 
 PAIRED_UNITS: dict[str, Callable[[Sequence[Mapping[str, Any]]], Units]] = {
-    "multilingual": lambda items: _collect(items, lambda it: str(it.get("system")),
+    "multilingual": lambda items: collect_units(items, lambda it: str(it.get("system")),
                                            lambda it: str(it.get("sample_id")), ("f1", "em")),
-    "reliability": lambda items: _collect(items, lambda it: str(it.get("evaluator")),
-                                          lambda it: str(it.get("item_id")), ("match",),
-                                          keep=lambda it: bool(it.get("applicable"))),
-    "rgb": lambda items: _collect(items, lambda it: str(it.get("setting", "all")),
+    "rgb": lambda items: collect_units(items, lambda it: str(it.get("setting", "all")),
                                   lambda it: f"{it.get('dataset', '')}/{it.get('id')}",
                                   ("correct",)),
-    "trace": lambda items: _collect(items, lambda it: "all", lambda it: str(it.get("id")),
+    "trace": lambda items: collect_units(items, lambda it: "all", lambda it: str(it.get("id")),
                                     _TRACE),
-    "rubric": lambda items: _collect(
+    "rubric": lambda items: collect_units(
         items, lambda it: " / ".join(str(v) for k, v in it.items()
                                      if k not in ("id", "repeat", "status", "grade", "reason",
                                                   "detail", "expected_grade")) or "all",
         lambda it: str(it.get("id")), ("grade",), keep=lambda it: not it.get("repeat")),
 }
+
+
+def section_of(family: str) -> Callable[[Mapping[str, Any]], Markup] | None:
+    """A family's HTML section: its ``_report.section`` (ragmeter._families), else the one
+    written here for a family not yet moved into its package."""
+    from ragmeter._families import family_part
+
+    found = family_part(family, "_report", "section")
+    return found if found is not None else SECTIONS.get(family)
+
+
+def paired_units_of(family: str) -> Callable[[Sequence[Mapping[str, Any]]], Units] | None:
+    """The per-item values a comparison of several runs of ``family`` pairs on."""
+    from ragmeter._families import family_part
+
+    found = family_part(family, "_report", "paired_units")
+    return found if found is not None else PAIRED_UNITS.get(family)
+
+
+def comparison_plot_of(family: str) -> Callable[[Sequence[Any]], Markup] | None:
+    """A family's plot over several runs (RGB's accuracy against noise rate), or None."""
+    from ragmeter._families import family_part
+
+    found = family_part(family, "_report", "comparison_plot")
+    return found if found is not None else COMPARISON_PLOTS.get(family)

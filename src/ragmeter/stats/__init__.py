@@ -22,6 +22,12 @@ from ragmeter.stats._core import (
     sample_std,
     wilson_interval,
 )
+from ragmeter.stats._metric import (
+    ALL_GROUP,
+    Headline,
+    Metric,
+    MetricTable,
+)
 from ragmeter.stats._stability import (
     fleiss_kappa,
     item_agreement,
@@ -29,6 +35,10 @@ from ragmeter.stats._stability import (
 )
 
 __all__ = [
+    "ALL_GROUP",
+    "Headline",
+    "Metric",
+    "MetricTable",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "PairedTest",

@@ -5,7 +5,8 @@ the CLI flag it stands for) and the public API function that runs it; :func:`val
 submitted form into a :class:`Launch` (every field checked, files only from the built-in
 samples the spec offers or from the configured data folders), :func:`estimate` asks the same
 function for its dry run, and :meth:`Launch.run` calls it for real.  The specs themselves
-live in :mod:`ragmeter.view.verbs`.
+live beside each family (``ragmeter/<family>/_form.py``, types in
+:mod:`ragmeter._verb._form`), collected by :mod:`ragmeter.view.verbs`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragmeter._verb._form import BACKEND_FIELDS, DATA_SUFFIXES, Field, VerbSpec
 from ragmeter.errors import ConfigError
 
 __all__ = ["Field", "VerbSpec", "Launch", "Estimate", "validate", "estimate", "form_defaults",
@@ -24,39 +26,6 @@ __all__ = ["Field", "VerbSpec", "Launch", "Estimate", "validate", "estimate", "f
 
 SAMPLE_PREFIX = "sample:"
 MAX_TEXT = 200
-DATA_SUFFIXES = (".json", ".jsonl")
-
-
-@dataclass(frozen=True)
-class Field:
-    """One input of a launch form.
-
-    ``kind``: ``backend`` (the dropdown of configured backends), ``choice``, ``int``,
-    ``float``, ``rates`` (comma-separated numbers in [0, 1]), ``text`` or ``file`` (a built-in
-    sample named in ``samples`` or a file with one of ``suffixes`` from the data folders).
-    An empty ``int``/``float``/``file`` is ``None`` unless ``required``.
-    ``flag``: the CLI flag it stands for (``None``: a positional argument; ``""``: none).
-    ``arg``: the API keyword (default: ``name``; ``""``: the function's first argument).
-    """
-
-    name: str
-    label: str
-    kind: str = "text"
-    default: str = ""
-    choices: tuple[str, ...] = ()
-    lo: float | None = None
-    hi: float | None = None
-    required: bool = False
-    samples: tuple[str, ...] = ()
-    suffixes: tuple[str, ...] = DATA_SUFFIXES
-    empty_label: str = "—"
-    help: str = ""
-    flag: str | None = ""
-    arg: str | None = None
-
-    @property
-    def api_name(self) -> str:
-        return self.name if self.arg is None else self.arg
 
 
 @dataclass(frozen=True)
@@ -75,43 +44,6 @@ def backend_choices() -> list[BackendChoice]:
     for ep in load_endpoints().values():
         out.append(BackendChoice(f"endpoint:{ep.name}", f"{ep.name}: {ep.model} at {ep.base_url}"))
     return out
-
-
-# The backend fields every model verb shares (the CLI's backend flags).
-BACKEND_FIELDS = (
-    Field("backend", "backend", "backend", "local", flag=""),
-    Field("concurrency", "concurrency", "int", "8", lo=1, hi=256, flag="--concurrency"),
-    Field("price_prompt", "USD / M prompt tokens", "float", lo=0, flag="--price-in"),
-    Field("price_completion", "USD / M completion tokens", "float", lo=0, flag="--price-out"),
-)
-
-
-@dataclass(frozen=True)
-class VerbSpec:
-    """A run verb the page can launch: its fields and the public function behind it.
-
-    ``call(args, common)`` runs the verb: ``args`` are the validated field values under their
-    API names (the positional data under ``""``), ``common`` the keywords every judged verb
-    takes (``backend``, ``store``, ``dry_run``, ``progress``, ``on_progress``).
-    ``check(values)`` validates across fields.  ``phases`` name the runner passes in order.
-    """
-
-    key: str
-    title: str
-    family: str
-    command: tuple[str, ...]
-    fields: tuple[Field, ...]
-    call: Callable[[dict[str, Any], dict[str, Any]], Any]
-    about: str = ""
-    phases: tuple[str, ...] = ()
-    check: Callable[[dict[str, Any]], None] | None = None
-    uses_backend: bool = True
-
-    def all_fields(self) -> tuple[Field, ...]:
-        return self.fields + (BACKEND_FIELDS if self.uses_backend else ())
-
-    def field(self, name: str) -> Field:
-        return next(f for f in self.all_fields() if f.name == name)
 
 
 @dataclass(frozen=True)

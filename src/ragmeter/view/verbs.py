@@ -1,4 +1,4 @@
-"""The run verbs the web app can launch, one :class:`~ragmeter.view.forms.VerbSpec` each.
+"""The run verbs the web app can launch, one :class:`~ragmeter._verb._form.VerbSpec` each.
 
 Each spec's ``call`` is the public function its CLI command calls (``ragmeter.rgb.run``,
 ``ragmeter.trace.run``, ...) with the same options, so a launch from the page and a command
@@ -68,7 +68,7 @@ def _check_rgb_run(values: dict[str, Any]) -> None:
         raise ConfigError("view: rgb run: passage count must be between 1 and 50.")
 
 
-SPECS: dict[str, VerbSpec] = {s.key: s for s in (
+_HERE: tuple[VerbSpec, ...] = (
     VerbSpec(
         "rgb-run", "rgb run", "rgb", ("ragmeter", "rgb", "run"), call=_rgb_run,
         about="Generate answers on RGB data at each noise rate and score them (the paper's "
@@ -161,7 +161,22 @@ SPECS: dict[str, VerbSpec] = {s.key: s for s in (
         fields=(
             Field("requests", "requests", "file", required=True, suffixes=TABLES, arg="",
                   flag=None, empty_label="pick a file"),)),
-)}
+)
+
+
+def _all_specs() -> dict[str, VerbSpec]:
+    """The forms each family writes beside its verbs (``<family>/_form.py``: ``FORMS``), then
+    the ones still written here (a family's own form replaces one here of the same key)."""
+    from ragmeter._families import FAMILIES, family_part
+
+    specs = {s.key: s for s in _HERE}
+    for name in FAMILIES:
+        for spec in family_part(name, "_form", "FORMS") or ():
+            specs[spec.key] = spec
+    return specs
+
+
+SPECS: dict[str, VerbSpec] = _all_specs()
 
 
 def spec_of(key: str) -> VerbSpec:
