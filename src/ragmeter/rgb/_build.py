@@ -8,6 +8,7 @@ from typing import Any
 
 from ragmeter.errors import ConfigError
 from ragmeter.rgb._data import RgbDataset
+from ragmeter.rgb._metrics import setting_label
 from ragmeter.rgb._prompts import RgbPrompts, build_messages
 from ragmeter.rgb._selection import DEFAULT_PASSAGE_NUM, DEFAULT_SEED, select_docs
 
@@ -32,12 +33,7 @@ class BuildConfig:
 
     def label(self) -> str:
         """A short name of the setting, e.g. ``noise0.4`` or ``noise0.0_correct0.2_p0``."""
-        text = f"noise{self.noise_rate}"
-        if self.correct_rate:
-            text += f"_correct{self.correct_rate}"
-        if self.passage_num != DEFAULT_PASSAGE_NUM:
-            text += f"_p{self.passage_num}"
-        return text
+        return setting_label(self.noise_rate, self.correct_rate, self.passage_num)
 
 
 def build_rows(dataset: RgbDataset, prompts: RgbPrompts, config: BuildConfig,

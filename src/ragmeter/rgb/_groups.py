@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ragmeter.rgb import _metrics as qa_rgb
-from ragmeter.rgb._judged import wilson
+from ragmeter.rgb._metrics import wilson
 
 __all__ = ["rgb_group_summary", "raw_rows_by_id"]
 
@@ -47,8 +47,7 @@ def rgb_group_summary(items: Sequence[Mapping[str, Any]], *,
             ci["reject_rate_judged"] = wilson(hits, len(flags))
         else:
             labels = [tuple(i["labels"]) for i in judged]
-            good = sum(1 for f, lab in zip(flags, labels, strict=True)
-                       if f and 0 not in lab and 1 in lab)
+            good = qa_rgb.judged_correct_count(flags, labels)
             metrics.update({"ed_judged": qa_rgb.judge_reject_rate(flags),
                             "cr_judged": qa_rgb.judged_correct_rate(flags, labels),
                             "n_judged_fact": len(flags)})

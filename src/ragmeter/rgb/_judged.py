@@ -38,7 +38,7 @@ from ragmeter.runner._store import Store
 
 __all__ = ["JUDGE_METHODS", "JudgeTask", "JudgedRates", "RgbJudgeResult", "resolve_method",
            "judge_requests", "judge_tasks", "judge_signature", "judge_predictions", "task_kind",
-           "wilson"]
+           "task_judge_info", "judge_result_signature"]
 
 JUDGE_METHODS = ("auto", "text", "choice", "detector")
 
@@ -75,14 +75,6 @@ def resolve_method(method: str, backend_name: str, kind: str) -> str:
     if method == "detector" and kind == "fact":
         return "choice"
     return method
-
-
-def wilson(successes: int, n: int) -> list[float] | None:
-    """Wilson 95% interval of a rate as ``[lo, hi]`` (None for no items)."""
-    from ragmeter.stats import wilson_interval
-
-    ci = wilson_interval(successes, n)
-    return None if ci is None else [ci[0], ci[1]]
 
 
 def _ok_items(task: JudgeTask) -> list[dict[str, Any]]:
@@ -189,20 +181,21 @@ def judge_tasks(tasks: Sequence[JudgeTask], prompts: JudgePrompts, backend: Back
         cov = {"total": total, "scored": len(flags), "unscored": total - len(flags),
                "reasons": dict(sorted(reasons.items()))}
         n, hits = len(flags), sum(flags)
-        what = "Rej*" if t.kind == "reject" else "ED*"
+        what = qa_rgb.METRICS.get("reject_rate_judged" if t.kind == "reject"
+                                  else "ed_judged").label
         judge_name = f"{'ragmeter' if m == 'detector' else backend.name}:" + (
             DETECTOR_VERSION if m == "detector" else f"{model}:{m}")
         if t.kind == "reject":
             row: dict[str, Any] = {"reject_rate_judged": qa_rgb.judge_reject_rate(flags),
                                    "rejected": hits, "n": n, "ci95": {
-                                       "reject_rate_judged": wilson(hits, n)}}
+                                       "reject_rate_judged": qa_rgb.wilson(hits, n)}}
         else:
-            ok = sum(1 for f, lab in zip(flags, labels, strict=True)
-                     if f and 0 not in lab and 1 in lab)
+            ok = qa_rgb.judged_correct_count(flags, labels)
             row = {"ed_judged": qa_rgb.judge_reject_rate(flags),
                    "cr_judged": qa_rgb.judged_correct_rate(flags, labels),
                    "detected": hits, "n": n, "cr_correct": ok,
-                   "ci95": {"ed_judged": wilson(hits, n), "cr_judged": wilson(ok, hits)}}
+                   "ci95": {"ed_judged": qa_rgb.wilson(hits, n),
+                            "cr_judged": qa_rgb.wilson(ok, hits)}}
         row.update({"coverage": cov, "method": m, "judge": judge_name,
                     "card": judge_card(judge_name, DETECTOR_VALIDATION if m == "detector"
                                        else None)})
@@ -270,6 +263,31 @@ def task_kind(dataset: RgbDataset) -> str:
     return "reject" if dataset.kind == "default" else "fact"
 
 
+def task_judge_info(backend: Backend, prompts: JudgePrompts, method: str) -> dict[str, Any]:
+    """The identity of the judge of one task (``method`` resolved): the detector's version,
+    or the backend, model and judge prompts."""
+    if method == "detector":
+        return {"backend": "ragmeter", "model": DETECTOR_VERSION, "method": method,
+                "prompts": "none"}
+    return {"backend": backend.name, "model": str(backend.identity().get("model", backend.name)),
+            "method": method, "prompts": prompts.version}
+
+
+def judge_result_signature(dataset: RgbDataset, noise_rate: float, judge_info: dict[str, Any],
+                           repeats: int = 1) -> str:
+    """``rgb judge``'s signature: the data, the predictions' noise rate, the judged rates and
+    the judge."""
+    from ragmeter.runs._schema import Signature
+
+    judged = qa_rgb.ROLE_METRICS["rejection" if task_kind(dataset) == "reject" else "fact_doc"]
+    rates = ",".join(qa_rgb.METRICS.get(n).label for n in judged if qa_rgb.METRICS.get(n).judged)
+    return Signature.make("rgb", qa_rgb.metric_version(), {
+        "data": dataset.name, "kind": dataset.kind, "lang": dataset.lang, "noise": noise_rate,
+        "rate": rates, "judge": judge_signature(judge_info),
+        "repeats": repeats if repeats > 1 else None,
+    }).render()
+
+
 def judge_predictions(dataset: RgbDataset, predictions: Any, prompts: JudgePrompts,
                       backend: Backend, store: Store | None, runner: RunnerConfig, *,
                       method: str = "auto", noise_rate: float | None = None,
@@ -282,8 +300,7 @@ def judge_predictions(dataset: RgbDataset, predictions: Any, prompts: JudgePromp
     the rejection setting; 0 for _fact data); it enters the strict labels' accuracy only.
     """
     from ragmeter.rgb._build import BuildConfig
-    from ragmeter.rgb._scoring import METRIC_VERSION, score_predictions, signature_for
-    from ragmeter.runs._schema import Signature
+    from ragmeter.rgb._scoring import score_predictions, signature_for
 
     kind = task_kind(dataset)
     rate = noise_rate if noise_rate is not None else (1.0 if kind == "reject" else 0.0)
@@ -293,16 +310,8 @@ def judge_predictions(dataset: RgbDataset, predictions: Any, prompts: JudgePromp
                               signature=signature_for(dataset, config))
     task = JudgeTask(f"{dataset.name}/{config.label()}", kind, dataset, score)
     rates = judge_tasks([task], prompts, backend, store, runner, method, repeats=repeats)
-    m = rates.methods[kind]
-    info = {"backend": "ragmeter" if m == "detector" else backend.name,
-            "model": DETECTOR_VERSION if m == "detector" else str(
-                backend.identity().get("model", backend.name)),
-            "method": m, "prompts": "none" if m == "detector" else prompts.version}
-    sig = Signature.make("rgb", METRIC_VERSION, {
-        "data": dataset.name, "kind": dataset.kind, "lang": dataset.lang, "noise": rate,
-        "rate": "Rej*" if kind == "reject" else "ED*,CR*", "judge": judge_signature(info),
-        "repeats": repeats if repeats > 1 else None,
-    }).render()
+    info = task_judge_info(backend, prompts, rates.methods[kind])
+    sig = judge_result_signature(dataset, rate, info, repeats)
     return RgbJudgeResult(dataset=dataset.name, kind=kind, lang=dataset.lang, score=score,
                           rates=rates.rates[task.name], items=rates.items[task.name],
                           signature=sig, judge_info=info, alarms=rates.alarms)

@@ -32,11 +32,18 @@ from ragmeter.rgb._judged import (
     judge_requests,
     judge_signature,
     judge_tasks,
-    wilson,
+    resolve_method,
+)
+from ragmeter.rgb._metrics import (
+    METRICS,
+    ROLE_METRICS,
+    TABLE_COLUMNS,
+    Rate,
+    metric_version,
+    setting_rates,
 )
 from ragmeter.rgb._prompts import JudgePrompts, RgbPrompts
 from ragmeter.rgb._scoring import (
-    METRIC_VERSION,
     Prediction,
     RgbScore,
     mode_label,
@@ -48,7 +55,8 @@ from ragmeter.runner._store import Store
 from ragmeter.runs._schema import Coverage, ItemResult, Signature
 
 __all__ = ["RgbRunConfig", "Setting", "RgbRunResult", "plan_settings", "generation_requests",
-           "run_rgb", "judge_tasks_for", "judge_info_for", "dry_run_judge_requests"]
+           "run_rgb", "run_signature", "judge_tasks_for", "judge_info_for",
+           "dry_run_judge_requests", "dry_run_judge_info"]
 
 PAPER_NOISE_RATES = (0.0, 0.2, 0.4, 0.6, 0.8)
 PAPER_INT_NOISE_RATES = (0.0, 0.2, 0.4)
@@ -257,17 +265,7 @@ def run_rgb(datasets: Sequence[RgbDataset], prompts: RgbPrompts, backend: Backen
         judge_info = judge_info_for(jb, jp, rates.methods)
         judged, judge_items, alarms = rates.rates, rates.items, rates.alarms
     tables = _tables(scores, judged, config)
-    settings_sig: dict[str, Any] = {
-        "model": f"{backend.name}:{model}", "prompts": prompts.version,
-        "temp": config.temperature, "max_tokens": config.max_tokens,
-        "passages": config.passage_num, "seed": config.seed,
-        "labels": mode_label(config.mode),
-        "limit": config.limit,
-        "repeats": config.repeats if config.judge and config.repeats > 1 else None,
-    }
-    if judge_info:
-        settings_sig["judge"] = judge_signature(judge_info)
-    signature = Signature.make(COMPONENT, METRIC_VERSION, settings_sig).render()
+    signature = run_signature(f"{backend.name}:{model}", prompts.version, config, judge_info)
     notes = []
     if config.mode != "strict":
         notes.append(f"{config.mode} labels are NOT the paper's metric and are not comparable "
@@ -278,6 +276,22 @@ def run_rgb(datasets: Sequence[RgbDataset], prompts: RgbPrompts, backend: Backen
                         model=identity, config=config, prompts_version=prompts.version,
                         judge_info=judge_info, notes=notes, judge_items=judge_items,
                         alarms=alarms, usage={k: usage_of([o]) for k, o in outcomes.items()})
+
+
+def run_signature(model: str, prompts_version: str, config: RgbRunConfig,
+                  judge_info: dict[str, Any] | None) -> str:
+    """The signature of a run: model, prompts, sampling, setting, labels and the judge."""
+    settings_sig: dict[str, Any] = {
+        "model": model, "prompts": prompts_version,
+        "temp": config.temperature, "max_tokens": config.max_tokens,
+        "passages": config.passage_num, "seed": config.seed,
+        "labels": mode_label(config.mode),
+        "limit": config.limit,
+        "repeats": config.repeats if config.judge and config.repeats > 1 else None,
+    }
+    if judge_info:
+        settings_sig["judge"] = judge_signature(judge_info)
+    return Signature.make(COMPONENT, metric_version(), settings_sig).render()
 
 
 def judge_tasks_for(scores: Sequence[tuple[Setting, RgbScore]]) -> list[JudgeTask]:
@@ -338,11 +352,25 @@ def dry_run_judge_requests(datasets: Sequence[RgbDataset], prompts: RgbPrompts,
     return requests, missing
 
 
-def _cell(hits: int | None, n: int | None) -> dict[str, Any]:
+def dry_run_judge_info(datasets: Sequence[RgbDataset], config: RgbRunConfig,
+                       judge_backend: Backend, judge_prompts: JudgePrompts) -> dict[str, Any]:
+    """The judge a run would use (for a dry run's signature): each planned task's method."""
+    kinds = {"rejection": "reject", "fact_doc": "fact"}
+    methods = {kinds[s.role]: resolve_method(config.judge_method, judge_backend.name,
+                                             kinds[s.role])
+               for s in plan_settings(datasets, config) if s.role in kinds}
+    return judge_info_for(judge_backend, judge_prompts, methods)
+
+
+def _cell(rate: Rate) -> dict[str, Any]:
     """n and the Wilson 95% interval of one table cell (issue 15: RGB tables)."""
-    if hits is None or n is None:
-        return {"n": n, "ci95": None}
-    return {"n": n, "ci95": wilson(hits, n)}
+    return {"n": rate.n, "ci95": rate.ci95}
+
+
+# the tables keyed by noise rate, and those keyed by column (TABLE_COLUMNS), per setting role
+_BY_RATE = {"noise": "noise_robustness", "integration": "integration"}
+_BY_COLUMN = {"rejection": "rejection", "fact_doc": "counterfactual",
+              "fact_nodoc": "counterfactual"}
 
 
 def _tables(scores: list[tuple[Setting, RgbScore]], judged: dict[str, dict[str, Any]],
@@ -352,56 +380,36 @@ def _tables(scores: list[tuple[Setting, RgbScore]], judged: dict[str, dict[str, 
     ``cells`` holds, for every value of every table, its n and Wilson 95% interval, in the
     same layout (``cells[table][data][column]``).
     """
-    noise: dict[str, dict[str, Any]] = {}
-    rejection: dict[str, dict[str, Any]] = {}
-    integration: dict[str, dict[str, Any]] = {}
-    fact: dict[str, dict[str, Any]] = {}
+    values: dict[str, dict[str, dict[str, Any]]] = {
+        "noise_robustness": {}, "rejection": {}, "integration": {}, "counterfactual": {}}
+    cells: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in values}
     lenient: dict[str, dict[str, Any]] = {}
     refactor: dict[str, dict[str, Any]] = {}
-    cells: dict[str, dict[str, dict[str, Any]]] = {
-        "noise_robustness": {}, "rejection": {}, "integration": {}, "counterfactual": {}}
-
-    def put(tab: str, ds: str, col: str, hits: int | None, n: int | None) -> None:
-        cells[tab].setdefault(ds, {})[col] = _cell(hits, n)
-
     for s, sc in scores:
         ds = s.dataset.name
-        acc = sc.metrics["accuracy"]
-        tt, n = sc.metrics["tt"], sc.metrics["n"]
-        j = judged.get(s.name, {})
-        if s.role == "noise":
-            noise.setdefault(ds, {})[str(s.build.noise_rate)] = acc
-            put("noise_robustness", ds, str(s.build.noise_rate), tt, n)
-        elif s.role == "rejection":
-            rejection[ds] = {"rej": acc, "rej_judged": j.get("reject_rate_judged")}
-            put("rejection", ds, "rej", tt, n)
-            if j:
-                put("rejection", ds, "rej_judged", j["rejected"], j["n"])
-        elif s.role == "integration":
-            integration.setdefault(ds, {})[str(s.build.noise_rate)] = acc
-            put("integration", ds, str(s.build.noise_rate), tt, n)
-        elif s.role == "fact_doc":
-            row = fact.setdefault(ds, {})
-            row.update({"acc_doc": acc, "ed": sc.metrics.get("fact_check_rate"),
-                        "cr": sc.metrics.get("correct_rate")})
-            row.update({"ed_judged": j.get("ed_judged"), "cr_judged": j.get("cr_judged")})
-            put("counterfactual", ds, "acc_doc", tt, n)
-            put("counterfactual", ds, "ed", sc.metrics.get("fact_tt"), n)
-            put("counterfactual", ds, "cr", sc.metrics.get("correct_tt"),
-                sc.metrics.get("fact_tt"))
-            if j:
-                put("counterfactual", ds, "ed_judged", j["detected"], j["n"])
-                put("counterfactual", ds, "cr_judged", j["cr_correct"], j["detected"])
-        elif s.role == "fact_nodoc":
-            fact.setdefault(ds, {})["acc"] = acc
-            put("counterfactual", ds, "acc", tt, n)
+        rates = {r.metric: r for r in setting_rates(s.role, sc.metrics, judged.get(s.name))}
+        if s.role in _BY_RATE:
+            tab, key = _BY_RATE[s.role], str(s.build.noise_rate)
+            rate = rates[ROLE_METRICS[s.role][0]]
+            values[tab].setdefault(ds, {})[key] = rate.value
+            cells[tab].setdefault(ds, {})[key] = _cell(rate)
+        else:
+            tab = _BY_COLUMN[s.role]
+            row = values[tab].setdefault(ds, {})
+            # the measured columns first, then the judged ones (None when not judged)
+            for key, metric in sorted(TABLE_COLUMNS[tab], key=lambda c: METRICS.get(c[1]).judged):
+                if metric in ROLE_METRICS[s.role]:
+                    found = rates.get(metric)
+                    row[key] = found.value if found is not None else None
+                    if found is not None:
+                        cells[tab].setdefault(ds, {})[key] = _cell(found)
         if sc.lenient is not None:
             lenient[s.name] = {"accuracy": sc.lenient["accuracy"],
-                               "strict_accuracy": acc, "flips": sc.lenient["flips"]}
+                               "strict_accuracy": sc.metrics["accuracy"],
+                               "flips": sc.lenient["flips"]}
         if sc.refactor is not None:
             refactor[s.name] = refactor_row(s.role, sc)
-    out: dict[str, Any] = {"noise_robustness": noise, "rejection": rejection,
-                           "integration": integration, "counterfactual": fact, "cells": cells}
+    out: dict[str, Any] = {**values, "cells": cells}
     if config.mode == "lenient":
         out["lenient"] = lenient
     if config.mode == "refactor":

@@ -18,13 +18,14 @@ from ragmeter.io import Row, as_text, iter_rows
 from ragmeter.rgb import _metrics as qa_rgb
 from ragmeter.rgb._build import BuildConfig
 from ragmeter.rgb._data import COMPONENT, RgbDataset
+from ragmeter.rgb._metrics import METRICS, metric_version
 from ragmeter.rgb._refactor import RefactorTally
 from ragmeter.runs._schema import Coverage, ItemResult, Signature
+from ragmeter.stats._metric import MetricTable
 
-__all__ = ["METRIC_VERSION", "Prediction", "RgbScore", "read_predictions", "score_predictions",
-           "signature_for"]
+__all__ = ["Prediction", "RgbScore", "read_predictions", "score_predictions", "signature_for",
+           "build_signature", "mode_label"]
 
-METRIC_VERSION = "rgb-evalue@65ec39e"
 MODES = ("strict", "lenient", "refactor")
 
 
@@ -80,18 +81,31 @@ def _require(row: Row, name: str, *, component: str) -> Any:
     return row.data[name]
 
 
+def _setting_fields(dataset: RgbDataset, config: BuildConfig) -> dict[str, Any]:
+    """The data and setting of a signature (the correct rate only where it applies: _fact)."""
+    out: dict[str, Any] = {"data": dataset.name, "kind": dataset.kind, "lang": dataset.lang,
+                           "noise": config.noise_rate, "passages": config.passage_num,
+                           "seed": config.seed}
+    if dataset.kind == "fact":
+        out["correct"] = config.correct_rate
+    return out
+
+
 def signature_for(dataset: RgbDataset, config: BuildConfig, *, mode: str = "strict",
                   prompts: str | None = None, model: str | None = None,
-                  judge: str | None = None) -> str:
-    settings: dict[str, Any] = {
-        "data": dataset.name, "kind": dataset.kind, "lang": dataset.lang,
-        "noise": config.noise_rate, "passages": config.passage_num, "seed": config.seed,
-        "labels": mode_label(mode),
-        "prompts": prompts, "model": model, "judge": judge,
-    }
-    if dataset.kind == "fact":
-        settings["correct"] = config.correct_rate
-    return Signature.make(COMPONENT, METRIC_VERSION, settings).render()
+                  judge: str | None = None, table: MetricTable = METRICS) -> str:
+    """The signature of one scored setting; ``metrics:`` is :func:`metric_version` of
+    ``table`` (its version, and a digest of its constants when they are not the released
+    ones)."""
+    settings = {**_setting_fields(dataset, config), "labels": mode_label(mode),
+                "prompts": prompts, "model": model, "judge": judge}
+    return Signature.make(COMPONENT, metric_version(table), settings).render()
+
+
+def build_signature(dataset: RgbDataset, config: BuildConfig, prompts: str) -> str:
+    """``rgb build``'s signature: what selected the documents and wrote the messages."""
+    return Signature.make(COMPONENT, metric_version(),
+                          {**_setting_fields(dataset, config), "prompts": prompts}).render()
 
 
 def mode_label(mode: str) -> str:

@@ -52,15 +52,20 @@ def build(data: Any, *, noise_rate: float, kind: str | None = None, lang: str | 
     the_prompts = load_prompts(prompts)
     config = BuildConfig(noise_rate=noise_rate, passage_num=passage_num,
                          correct_rate=correct_rate, seed=seed)
+    from ragmeter.rgb._metrics import headline
+    from ragmeter.rgb._scoring import build_signature
+
     rows = list(build_rows(dataset, the_prompts, config))
     summary = {"family": COMPONENT, "verb": "build", "dataset": dataset.name,
                "kind": dataset.kind, "lang": dataset.lang, "setting": config.label(),
                "prompts": the_prompts.version,
                "coverage": {"rows": len(rows), "scored": len(rows), "unscored": 0,
-                            "reasons": {}}}
+                            "reasons": {}},
+               "signature": build_signature(dataset, config, the_prompts.version)}
     return Result(COMPONENT, "build", summary, items=rows,
                   inputs=[input_record(data, len(rows))],
-                  prompt_versions={"instruction": the_prompts.version})
+                  prompt_versions={"instruction": the_prompts.version},
+                  headline=headline(summary))  # nothing measured: an empty headline
 
 
 def score(predictions: Any, *, data: Any, noise_rate: float, kind: str | None = None,
@@ -74,6 +79,7 @@ def score(predictions: Any, *, data: Any, noise_rate: float, kind: str | None = 
     this field (a column of the predictions or data rows, or ``lang``/``kind``/``dataset``):
     ``summary["groups"]``."""
     from ragmeter.rgb._build import BuildConfig
+    from ragmeter.rgb._metrics import headline
     from ragmeter.rgb._scoring import read_predictions, score_predictions
 
     dataset = _dataset(data, kind, lang, name)
@@ -86,7 +92,8 @@ def score(predictions: Any, *, data: Any, noise_rate: float, kind: str | None = 
                                     noise_rate=noise_rate, task=None, with_spend=False)
     return Result(COMPONENT, "score", summary, items=detail.items, detail=detail,
                   inputs=[input_record(predictions), input_record(data,
-                                                                  len(dataset.instances))])
+                                                                  len(dataset.instances))],
+                  headline=headline(summary))
 
 
 def _groups(by: str, items: Sequence[dict[str, Any]], datasets: Sequence[Any],
@@ -173,6 +180,7 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
     check_repeats(repeats, COMPONENT)
     from ragmeter.rgb._build import BuildConfig
     from ragmeter.rgb._judged import JudgeTask, judge_predictions, judge_requests, task_kind
+    from ragmeter.rgb._metrics import headline
     from ragmeter.rgb._scoring import read_predictions, score_predictions
     from ragmeter.runner._run import estimate_requests
 
@@ -188,10 +196,15 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
         cfg = BuildConfig(noise_rate=1.0 if tk == "reject" else 0.0)
         task = JudgeTask(dataset.name, tk, dataset, score_predictions(dataset, preds, cfg))
         from ragmeter.judges._repeats import repeat_requests
+        from ragmeter.rgb._judged import judge_result_signature, resolve_method, task_judge_info
 
+        info = task_judge_info(backend_obj, jprompts,
+                               resolve_method(judge_method, backend_obj.name, tk))
         return dry_run_result(COMPONENT, "judge", estimate_requests(repeat_requests(
             judge_requests([task], jprompts, judge_method, backend_obj.name), repeats),
-            backend_obj, the_store, runner))
+            backend_obj, the_store, runner), headline=[], signature=judge_result_signature(
+                dataset, noise_rate if noise_rate is not None else cfg.noise_rate, info,
+                repeats))
     detail = judge_predictions(dataset, preds, jprompts, backend_obj, the_store, runner,
                                method=judge_method, noise_rate=noise_rate,
                                passage_num=passage_num, correct_rate=correct_rate, seed=seed,
@@ -210,7 +223,7 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
                   backends=[identity], models=[str(identity.get("model", ""))],
                   prompt_versions={"judge": jprompts.version},
                   judges=[detail.rates["card"]], alarms=detail.alarms,
-                  engine=runner.engine_name)
+                  engine=runner.engine_name, headline=headline(summary))
 
 
 def _rates(value: str | Sequence[float], option: str) -> tuple[float, ...]:
@@ -263,14 +276,17 @@ def run(data: Any = None, *, lang: str | None = None,
     from ragmeter.io._samples import sample_path
     from ragmeter.rgb._data import load_dataset
     from ragmeter.rgb._demo import SAMPLE_FILES
+    from ragmeter.rgb._metrics import headline
     from ragmeter.rgb._prompts import load_prompts
     from ragmeter.rgb._run import (
         RgbRunConfig,
         _limited,
+        dry_run_judge_info,
         dry_run_judge_requests,
         generation_requests,
         plan_settings,
         run_rgb,
+        run_signature,
     )
     from ragmeter.runner._run import estimate_requests
 
@@ -309,7 +325,12 @@ def run(data: Any = None, *, lang: str | None = None,
                 text += (f"\n({placeholders} judged answer(s) not generated yet: their judge "
                          f"prompts are counted with a {max_tokens}-token answer, an upper "
                          "bound.)")
-        result = dry_run_result(COMPONENT, "run", answers, **extra)
+        model = f"{backend_obj.name}:{backend_obj.identity().get('model', backend_obj.name)}"
+        info = (dry_run_judge_info(limited, config, judge_obj, jprompts)
+                if jprompts is not None else None)
+        result = dry_run_result(COMPONENT, "run", answers, **extra, headline=[],
+                                signature=run_signature(model, the_prompts.version, config,
+                                                        info))
         result.dry_run_text = text  # type: ignore[attr-defined]
         return result
     detail = run_rgb(datasets, the_prompts, backend_obj, the_store, runner, config,
@@ -332,7 +353,8 @@ def run(data: Any = None, *, lang: str | None = None,
                   inputs=[input_record(f) for f in files], backends=[identity],
                   models=[str(identity.get("model", ""))],
                   prompt_versions={"instruction": str(the_prompts.version)},
-                  judges=judges, alarms=detail.alarms, engine=runner.engine_name)
+                  judges=judges, alarms=detail.alarms, engine=runner.engine_name,
+                  headline=headline(summary))
 
 
 ajudge = async_variant(judge)
