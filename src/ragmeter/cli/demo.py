@@ -40,7 +40,7 @@ def demo(out_dir: str, no_model: bool) -> None:
     result = run_demo(out_dir, model=not no_model, command=_command_line())
     if result.rgb is not None:
         from ragmeter.rgb._demo import outputs_text
-        from ragmeter.rgb._tables import print_run
+        from ragmeter.rgb._report import print_run
 
         print_run(result.rgb.detail, con)
         for note in result.rgb_outputs["notes"]:

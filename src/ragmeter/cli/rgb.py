@@ -105,7 +105,7 @@ def score(predictions: str, data: str, kind: str | None, lang: str | None, noise
     """
     import ragmeter.rgb
     from ragmeter.reports.console_extras import print_extras
-    from ragmeter.rgb._tables import print_score
+    from ragmeter.rgb._report import print_score
 
     result = ragmeter.rgb.score(predictions, data=data, noise_rate=noise_rate, kind=kind,
                                 lang=lang, correct_rate=correct_rate, passage_num=passage_num,
@@ -158,7 +158,7 @@ def judge(predictions: str, data: str, kind: str | None, lang: str | None,
     import ragmeter.rgb
     from ragmeter.backends import from_options
     from ragmeter.reports.console_extras import print_extras
-    from ragmeter.rgb._tables import print_judged
+    from ragmeter.rgb._report import print_judged
 
     result = ragmeter.rgb.judge(
         predictions, data=data, kind=kind, lang=lang, noise_rate=noise_rate,
@@ -234,7 +234,7 @@ def run(data: tuple[str, ...], lang: str | None, noise_rates: str, int_noise_rat
     from ragmeter.reports.console import console
     from ragmeter.reports.console_extras import print_extras
     from ragmeter.rgb._outputs import write_run_outputs
-    from ragmeter.rgb._tables import print_run
+    from ragmeter.rgb._report import print_run
 
     result = ragmeter.rgb.run(
         list(data) or None, lang=lang, noise_rates=noise_rates, int_noise_rates=int_noise_rates,

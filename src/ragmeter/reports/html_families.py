@@ -1,15 +1,14 @@
 """Per-family sections of the HTML report, in the layouts of the original projects.
 
 Each section reads a family's ``to_json()`` document (a run record's ``result``) and shows the
-tables and plots of the original: LBRAG's systems table (multilingual), the annotator matrix
-(reliability), RGB's tables by noise rate (RGB paper, AAAI 2024, Tables 1-6 and Figure 3),
-TRACe's four metrics and its validation statistics (RAGBench, Table 3), RAGaliq's results table
+tables and plots of the original: LBRAG's systems table (multilingual), TRACe's four metrics and its validation statistics (RAGBench, Table 3), RAGaliq's results table
 by group with grade distributions.  A section never computes a metric; it formats stored values.
+Families moved onto the one-spine layout (reliability, rgb) write theirs in
+``<family>/_report.py``, found through :mod:`ragmeter._families`.
 
 :data:`PAIRED_UNITS` extracts, per family, the per-item values that the comparison of several
 runs pairs on (same item key in both runs): multilingual F1 and EM per system (LBRAG's paired
-comparison unit), reliability match per evaluator, RGB correct per setting, TRACe metrics,
-rubric grades per group.
+comparison unit), TRACe metrics, rubric grades per group.
 """
 
 from __future__ import annotations
@@ -114,138 +113,6 @@ def multilingual(doc: Mapping[str, Any]) -> Markup:
     return Markup("".join(parts) + notes_html(doc))
 
 
-# ------------------------------------------------------------------ RGB
-
-def _pct(v: Any) -> Any:
-    """A rate as a percentage with one decimal, as the paper's tables."""
-    return None if v is None else fixed(100.0 * v, 1)
-
-
-def _pct_cell(value: Any, stat: Any) -> Any:
-    """A rate in %, and below it its Wilson 95% interval (%) and n when the run stored them."""
-    shown = _pct(value)
-    if not isinstance(stat, Mapping) or stat.get("n") is None:
-        return shown
-    out = str(cell(shown if shown is not None else None, 1))
-    ci = stat.get("ci95")
-    if ci:
-        out += "<br>" + str(cell([100.0 * ci[0], 100.0 * ci[1]], 1))
-    out += f'<br><span class="ci">n={esc(str(stat["n"]))}</span>'
-    return Markup(out)
-
-
-def _stat(cells: Any, tab: str, ds: str, col: str) -> Any:
-    return ((cells or {}).get(tab) or {}).get(ds, {}).get(col)
-
-
-def _rate_table(title: str, rows_by_ds: Mapping[str, Mapping[str, Any]],
-                cells: Any = None, tab: str = "") -> Markup:
-    rates = sorted({float(r) for row in rows_by_ds.values() for r in row})
-    rows = []
-    for ds, row in rows_by_ds.items():
-        by_rate = {float(k): (k, v) for k, v in row.items()}
-        out_row: list[Any] = [ds]
-        for r in rates:
-            key, value = by_rate.get(r, (None, None))
-            out_row.append(_pct_cell(value, _stat(cells, tab, ds, str(key))))
-        rows.append(out_row)
-    return table(["data", *[f"{r:g}" for r in rates]], rows, caption=title)
-
-
-def _rgb_series(doc: Mapping[str, Any], prefix: str = "") -> dict[str, list[tuple[float, float]]]:
-    series: dict[str, list[tuple[float, float]]] = {}
-    tables = doc.get("tables") or {}
-    for name, suffix in (("noise_robustness", ""), ("integration", " (integration)")):
-        for ds, row in (tables.get(name) or {}).items():
-            pts = [(float(r), 100.0 * v) for r, v in row.items() if v is not None]
-            if pts:
-                series[prefix + ds + suffix] = pts
-    return series
-
-
-def rgb(doc: Mapping[str, Any]) -> Markup:
-    """RGB's tables (values in %): noise robustness, rejection, integration, counterfactual;
-    the accuracy-vs-noise plot (paper Figure 3).  A single-setting ``rgb score`` document
-    (no ``tables``) is shown as its metrics."""
-    from ragmeter.reports.plots import lines_png
-
-    if "tables" not in doc:
-        return generic(doc)
-    t = doc["tables"]
-    parts: list[str] = []
-    if doc.get("model"):
-        parts.append(kv_table([("model", doc.get("model")), ("prompts", doc.get("prompts")),
-                               ("judge", doc.get("judge"))]))
-    cells = t.get("cells")
-    if cells:
-        parts.append(note("Each cell: the rate (%), its Wilson 95% interval (%) and n."))
-    if t.get("noise_robustness"):
-        parts.append(_rate_table("Noise robustness: accuracy (%) by noise rate",
-                                 t["noise_robustness"], cells, "noise_robustness"))
-    if t.get("rejection"):
-        parts.append(table(["data", "Rej", "Rej*"],
-                           [[ds, _pct_cell(r.get("rej"), _stat(cells, "rejection", ds, "rej")),
-                             _pct_cell(r.get("rej_judged"),
-                                       _stat(cells, "rejection", ds, "rej_judged"))]
-                            for ds, r in t["rejection"].items()],
-                           caption="Negative rejection (noise 1.0): rejection rate (%)"))
-    if t.get("integration"):
-        parts.append(_rate_table("Information integration: accuracy (%) by noise rate",
-                                 t["integration"], cells, "integration"))
-    if t.get("counterfactual"):
-        keys = (("acc", "Acc"), ("acc_doc", "Acc_doc"), ("ed", "ED"), ("ed_judged", "ED*"),
-                ("cr", "CR"), ("cr_judged", "CR*"))
-        parts.append(table(["data", *[h for _, h in keys]],
-                           [[ds, *[_pct_cell(r.get(k), _stat(cells, "counterfactual", ds, k))
-                                   for k, _ in keys]]
-                            for ds, r in t["counterfactual"].items()],
-                           caption="Counterfactual robustness (%)"))
-    if t.get("lenient"):
-        parts.append(table(["setting", "strict acc", "lenient acc", "wrong→right",
-                            "right→wrong"],
-                           [[n, _pct(r.get("strict_accuracy")), _pct(r.get("accuracy")),
-                             (r.get("flips") or {}).get("wrong_to_right"),
-                             (r.get("flips") or {}).get("right_to_wrong")]
-                            for n, r in t["lenient"].items()],
-                           caption="Lenient labels (NOT the paper's metric; not comparable)"))
-    if t.get("refactor"):
-        parts.append(table(["setting", "paper rate", "strict", "refactor rate", "refactor",
-                            "gained", "lost"],
-                           [[name, r["paper"], _pct(r["strict_value"]), r["refactor"],
-                             _pct(r["refactor_value"]), r["gained"], r["lost"]]
-                            for name, row in t["refactor"].items() for r in row["rates"]],
-                           caption="Refactor labels (write-up 000; NOT the paper's metric): "
-                                   "gained = counted by the refactor only, lost = by strict "
-                                   "only"))
-    for alarm in doc.get("alarms") or []:
-        parts.append(note(f"WARNING: {alarm.get('message', alarm)}"))
-    if doc.get("settings"):
-        keep = ("setting", "role", "accuracy", "n", "coverage")
-        parts.append("<details><summary>settings</summary>" + str(table(
-            list(keep), [[s.get(k) if k != "coverage" else
-                          f"{(s.get('coverage') or {}).get('scored')}/"
-                          f"{(s.get('coverage') or {}).get('total')}" for k in keep]
-                         for s in doc["settings"]])) + "</details>")
-    series = _rgb_series(doc)
-    parts.append(figure(lambda: lines_png("RGB: accuracy vs noise rate", series,
-                                          xlabel="noise rate", ylabel="accuracy (%)",
-                                          ylim=(-2, 102)), "RGB accuracy vs noise rate"))
-    return Markup("".join(parts) + notes_html(doc))
-
-
-def rgb_comparison_plot(records: Sequence[Any]) -> Markup:
-    """Accuracy vs noise rate with one line per model (and data file) over several runs."""
-    from ragmeter.reports.plots import lines_png
-
-    series: dict[str, list[tuple[float, float]]] = {}
-    for i, r in enumerate(records, 1):
-        label = str(r.result.get("model") or (r.models[0] if r.models else f"run {i}"))
-        series.update(_rgb_series(r.result, prefix=f"{label} · "))
-    return figure(lambda: lines_png("RGB: accuracy vs noise rate, by model", series,
-                                    xlabel="noise rate", ylabel="accuracy (%)",
-                                    ylim=(-2, 102)), "RGB accuracy vs noise rate by model")
-
-
 # ------------------------------------------------------------------ TRACe
 
 _TRACE = ("relevance", "utilization", "completeness", "adherence")
@@ -332,10 +199,10 @@ def rubric(doc: Mapping[str, Any]) -> Markup:
 
 
 SECTIONS: dict[str, Callable[[Mapping[str, Any]], Markup]] = {
-    "multilingual": multilingual, "rgb": rgb, "trace": trace, "rubric": rubric,
+    "multilingual": multilingual, "trace": trace, "rubric": rubric,
 }
 
-COMPARISON_PLOTS: dict[str, Callable[[Sequence[Any]], Markup]] = {"rgb": rgb_comparison_plot}
+COMPARISON_PLOTS: dict[str, Callable[[Sequence[Any]], Markup]] = {}
 
 
 # ------------------------------------------------------------------ paired units
@@ -366,9 +233,6 @@ def collect_units(items: Sequence[Mapping[str, Any]], group: Callable[[Mapping[s
 PAIRED_UNITS: dict[str, Callable[[Sequence[Mapping[str, Any]]], Units]] = {
     "multilingual": lambda items: collect_units(items, lambda it: str(it.get("system")),
                                            lambda it: str(it.get("sample_id")), ("f1", "em")),
-    "rgb": lambda items: collect_units(items, lambda it: str(it.get("setting", "all")),
-                                  lambda it: f"{it.get('dataset', '')}/{it.get('id')}",
-                                  ("correct",)),
     "trace": lambda items: collect_units(items, lambda it: "all", lambda it: str(it.get("id")),
                                     _TRACE),
     "rubric": lambda items: collect_units(

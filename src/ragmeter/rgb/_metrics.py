@@ -75,6 +75,7 @@ __all__ = [
     "setting_label",
     "setting_group",
     "setting_rates",
+    "judged_rates",
     "metric_version",
     "headline",
 ]
@@ -451,6 +452,19 @@ _MAIN = {"noise": "accuracy", "rejection": "reject_rate", "integration": "integr
          "fact_doc": "accuracy_doc", "fact_nodoc": "accuracy_no_doc"}
 
 
+def judged_rates(judged: Mapping[str, Any]) -> list[Rate]:
+    """The judged numbers of a setting's judged rates: Rej* (``reject_rate_judged`` of
+    ``rejected``/``n``), or ED* (``detected``/``n``) and CR* (``cr_correct``/``detected``)."""
+    if "reject_rate_judged" in judged:
+        return [Rate("reject_rate_judged", judged["reject_rate_judged"], judged.get("rejected"),
+                     judged.get("n"))]
+    if "ed_judged" in judged:
+        return [Rate("ed_judged", judged["ed_judged"], judged.get("detected"), judged.get("n")),
+                Rate("cr_judged", judged.get("cr_judged"), judged.get("cr_correct"),
+                     judged.get("detected"))]
+    return []
+
+
 def setting_rates(role: str, scored: Mapping[str, Any],
                   judged: Mapping[str, Any] | None = None) -> list[Rate]:
     """The numbers of one setting, in :data:`METRICS` order.
@@ -465,13 +479,7 @@ def setting_rates(role: str, scored: Mapping[str, Any],
         out += [Rate("ed", scored.get("fact_check_rate"), scored.get("fact_tt"), n),
                 Rate("cr", scored.get("correct_rate"), scored.get("correct_tt"),
                      scored.get("fact_tt"))]
-    if judged and "reject_rate_judged" in judged:
-        out.append(Rate("reject_rate_judged", judged["reject_rate_judged"],
-                        judged.get("rejected"), judged.get("n")))
-    if judged and "ed_judged" in judged:
-        out += [Rate("ed_judged", judged["ed_judged"], judged.get("detected"), judged.get("n")),
-                Rate("cr_judged", judged.get("cr_judged"), judged.get("cr_correct"),
-                     judged.get("detected"))]
+    out += judged_rates(judged or {})
     lenient = scored.get("lenient")
     if isinstance(lenient, Mapping):
         ln = lenient.get("n")

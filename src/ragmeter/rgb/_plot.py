@@ -8,18 +8,27 @@ from typing import Any
 
 from ragmeter.reports.plots import require_matplotlib
 
-__all__ = ["accuracy_vs_noise_png"]
+__all__ = ["accuracy_series", "accuracy_vs_noise_png"]
+
+
+def accuracy_series(tables: Mapping[str, Any], prefix: str = ""
+                    ) -> dict[str, list[tuple[float, float]]]:
+    """Accuracy (%) by noise rate, one series per data file of the noise robustness and
+    integration tables (``<prefix><data>`` and ``<prefix><data> (integration)``), in the
+    tables' order."""
+    series: dict[str, list[tuple[float, float]]] = {}
+    for table, suffix in (("noise_robustness", ""), ("integration", " (integration)")):
+        for ds, row in (tables.get(table) or {}).items():
+            pts = [(float(r), 100.0 * v) for r, v in row.items() if v is not None]
+            if pts:
+                series[prefix + ds + suffix] = pts
+    return series
 
 
 def accuracy_vs_noise_png(tables: Mapping[str, Any], *, dpi: int = 120) -> bytes | None:
     """PNG bytes of accuracy (%) against noise rate, one line per data file (noise robustness
     and integration); None when there is nothing to draw.  Needs matplotlib (``plots``)."""
-    series: dict[str, list[tuple[float, float]]] = {}
-    for table, suffix in (("noise_robustness", ""), ("integration", " (integration)")):
-        for ds, row in tables.get(table, {}).items():
-            pts = sorted((float(r), 100 * v) for r, v in row.items() if v is not None)
-            if pts:
-                series[ds + suffix] = pts
+    series = {name: sorted(pts) for name, pts in accuracy_series(tables).items()}
     if not series:
         return None
     require_matplotlib()

@@ -65,24 +65,31 @@ def _ci(v: Any) -> tuple[float, float] | None:
     return None
 
 
-def _rgb(doc: Mapping[str, Any]) -> list[Headline]:
-    tables = doc.get("tables")
+def _from_metrics_table(family: str, doc: Mapping[str, Any], per_metric: int = 2
+                        ) -> list[Headline]:
+    """A family's headline rows (stored with the result, else its ``_metrics.headline`` of the
+    stored result, for records written before the headline), labelled ``<group> <label>``
+    from its ``METRICS``; at most ``per_metric`` rows of one metric, so that the few shown
+    span its tables.  Flagged numbers (a degenerate judge) are left out: the flags column
+    says why."""
+    from ragmeter._families import family_part
+    from ragmeter.result import headline_of
+
+    table = family_part(family, "_metrics", "METRICS")
+    rows = headline_of(doc) if doc.get("headline") else \
+        family_part(family, "_metrics", "headline")(doc)
     out: list[Headline] = []
-    if isinstance(tables, Mapping):
-        for ds, rates in (tables.get("noise_robustness") or {}).items():
-            for rate, acc in list(rates.items())[:2]:
-                out.append(Headline(f"{ds} acc@{rate}", _num(acc)))
-        for ds, row in (tables.get("rejection") or {}).items():
-            out.append(Headline(f"{ds} Rej", _num(row.get("rej"))))
-        for ds, row in (tables.get("counterfactual") or {}).items():
-            out.append(Headline(f"{ds} Acc_doc", _num(row.get("acc_doc"))))
-    metrics = doc.get("metrics")
-    if not out and isinstance(metrics, Mapping):  # rgb score, rgb judge (rates with CIs)
-        found = doc.get("ci95")
-        ci: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-        out += [Headline(k, _num(v), _ci(ci.get(k))) for k, v in metrics.items()
-                if k.endswith(("accuracy", "_rate", "rate_judged", "_doc"))]
+    seen: dict[str, int] = {}
+    for h in rows:
+        seen[h.metric] = seen.get(h.metric, 0) + 1
+        if h.flag is None and seen[h.metric] <= per_metric:
+            label = table.get(h.metric).label if h.metric in table else h.metric
+            out.append(Headline(f"{h.group} {label}", _num(h.value), _ci(h.ci)))
     return out
+
+
+def _rgb(doc: Mapping[str, Any]) -> list[Headline]:
+    return _from_metrics_table("rgb", doc)
 
 
 def _multilingual(doc: Mapping[str, Any]) -> list[Headline]:

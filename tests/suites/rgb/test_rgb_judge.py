@@ -129,7 +129,7 @@ def test_refactor_run_tables_console_and_html(tmp_path: Path) -> None:
     from rich.console import Console
 
     from ragmeter.reports.html import render_report
-    from ragmeter.rgb._tables import print_run
+    from ragmeter.rgb._report import print_run
     from tests.reports import cases
 
     datasets = [load_dataset(sample_path(n)) for n in ("rgb_en.jsonl", "rgb_en_fact.jsonl")]

@@ -257,3 +257,43 @@ def test_dry_runs_have_a_signature_naming_the_judge(tmp_path: Path) -> None:
     assert run.summary["dry_run"] and run.headline == []
     assert "judge:openai:gpt-x|judge-method:text" in (run.signature or "")
     assert "model:openai:gpt-x" in (run.signature or "")
+
+
+# ------------------------------------------------------------------ doors that read the table
+
+
+def test_report_section_glossary_defines_the_papers_symbols() -> None:
+    from ragmeter.reports.html_families import (
+        COMPARISON_PLOTS,
+        PAIRED_UNITS,
+        SECTIONS,
+        section_of,
+    )
+    from ragmeter.rgb import _report
+    from tests.reports.cases import RGB_RUN
+
+    assert "rgb" not in SECTIONS and "rgb" not in PAIRED_UNITS and "rgb" not in COMPARISON_PLOTS
+    assert section_of("rgb") is _report.section
+    html = str(_report.section(RGB_RUN))
+    glossary = html[html.index("<summary>glossary</summary>"):]
+    for name in ("reject_rate_judged", "ed_judged", "cr_judged", "accuracy_doc"):
+        metric = m.METRICS.get(name)
+        assert f"<td>{metric.label}</td><td>{name}</td>" in glossary
+        assert metric.description.replace("'", "&#x27;") in glossary
+    assert "lenient" not in glossary  # the opt-in numbers only when the result holds them
+
+
+def test_run_list_shows_rgb_numbers_by_group_and_label() -> None:
+    from ragmeter.view.listing import _rgb
+    from tests.reports.cases import RGB_RUN
+
+    (row,) = _rgb(RGB_RUN)  # a record written before the headline: read from its settings
+    assert (row.label, row.value) == ("en@0.0 Acc", 0.9)
+    doc = {"headline": [
+        {"metric": "accuracy", "group": f"en@{r}", "value": 0.5, "ci": [0.4, 0.6]}
+        for r in ("0.0", "0.2", "0.4")] + [
+        {"metric": "reject_rate_judged", "group": "en@1.0", "value": 1.0,
+         "flag": "degenerate judge: treat as unmeasured"},
+        {"metric": "reject_rate", "group": "en@1.0", "value": 0.2}]}
+    assert [(h.label, h.ci) for h in _rgb(doc)] == [
+        ("en@0.0 Acc", (0.4, 0.6)), ("en@0.2 Acc", (0.4, 0.6)), ("en@1.0 Rej", None)]
