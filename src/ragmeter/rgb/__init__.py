@@ -1,10 +1,16 @@
 """RGB robustness (Chen et al., AAAI 2024): noise robustness, negative rejection, information
 integration, counterfactual robustness.
 
-The façade: the verbs (``ragmeter.rgb.<verb>(data, **options)``), nothing else."""
+The façade: the verbs (``ragmeter.rgb.<verb>(data, **options)``) and RGB's option groups
+(:class:`SettingOptions`, :class:`GenerationOptions`, :class:`JudgeOptions`), nothing else."""
 
 from __future__ import annotations
 
+from ragmeter.rgb._options import (
+    GenerationOptions,
+    JudgeOptions,
+    SettingOptions,
+)
 from ragmeter.rgb._verbs import (
     ajudge,
     arun,
@@ -15,6 +21,9 @@ from ragmeter.rgb._verbs import (
 )
 
 __all__ = [
+    "GenerationOptions",
+    "JudgeOptions",
+    "SettingOptions",
     "ajudge",
     "arun",
     "build",

@@ -24,7 +24,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragmeter._verb._context import async_variant, dry_run_result, input_record, model_context
+from ragmeter._verb._options import RunOptions, gather
 from ragmeter.result import Result
+from ragmeter.rgb._options import GenerationOptions, JudgeOptions, SettingOptions
 
 __all__ = ["build", "score", "judge", "run", "ajudge", "arun"]
 
@@ -39,19 +41,29 @@ def _dataset(data: Any, kind: str | None, lang: str | None, name: str | None) ->
     return load_dataset(data, kind=kind, lang=lang, name=name)
 
 
+def _setting(noise_rate: float, setting: SettingOptions) -> Any:
+    """evalue.py's setting: the noise rate and the :class:`SettingOptions`."""
+    from ragmeter.rgb._build import BuildConfig
+
+    return BuildConfig(noise_rate=noise_rate, passage_num=setting.passage_num,
+                       correct_rate=setting.correct_rate, seed=setting.seed)
+
+
 def build(data: Any, *, noise_rate: float, kind: str | None = None, lang: str | None = None,
-          correct_rate: float = 0.0, passage_num: int = 5, seed: int = 2333,
-          prompts: str | None = None, name: str | None = None) -> Result:
+          prompts: str | None = None, name: str | None = None,
+          setting: SettingOptions | None = None, **options: Any) -> Result:
     """The documents and messages evalue.py would send, one item per instance: ``{"id",
     "query", "answer", "docs", "messages"}``.  ``prompts``: RGB's config/instruction.yaml
-    [default: ragmeter's own prompts]."""
-    from ragmeter.rgb._build import BuildConfig, build_rows
+    [default: ragmeter's own prompts].  ``setting``: passages, correct rate and seed
+    (:class:`SettingOptions`; or their plain keywords ``passage_num=``...).  Nothing is
+    measured: the headline is empty; the signature names the data, setting and prompts."""
+    from ragmeter.rgb._build import build_rows
     from ragmeter.rgb._prompts import load_prompts
 
+    groups = gather("rgb.build", options, setting=(SettingOptions, setting))
     dataset = _dataset(data, kind, lang, name)
     the_prompts = load_prompts(prompts)
-    config = BuildConfig(noise_rate=noise_rate, passage_num=passage_num,
-                         correct_rate=correct_rate, seed=seed)
+    config = _setting(noise_rate, groups["setting"])
     from ragmeter.rgb._metrics import headline
     from ragmeter.rgb._scoring import build_signature
 
@@ -69,22 +81,23 @@ def build(data: Any, *, noise_rate: float, kind: str | None = None, lang: str | 
 
 
 def score(predictions: Any, *, data: Any, noise_rate: float, kind: str | None = None,
-          lang: str | None = None, correct_rate: float = 0.0, passage_num: int = 5,
-          seed: int = 2333, mode: str = "strict", name: str | None = None,
-          by: str | None = None) -> Result:
+          lang: str | None = None, mode: str = "strict", name: str | None = None,
+          by: str | None = None, setting: SettingOptions | None = None,
+          **options: Any) -> Result:
     """evalue.py's labels and rates for predictions ``{"id", "prediction"}`` made at
     ``noise_rate``.  ``mode``: ``strict`` (the paper), ``lenient`` (ragmeter's flexible labels)
     or ``refactor`` (the refactored RGB app's rules); the last two are reported beside strict
     with their flips, never instead of it.  ``by``: also the rates per group of items sharing
     this field (a column of the predictions or data rows, or ``lang``/``kind``/``dataset``):
-    ``summary["groups"]``."""
-    from ragmeter.rgb._build import BuildConfig
+    ``summary["groups"]``.  ``setting``: :class:`SettingOptions` (or ``passage_num=``...).
+    The headline names the setting's numbers (``accuracy``, ``reject_rate``,
+    ``integration_accuracy``, ``accuracy_doc``/``ed``/``cr`` ...) in group ``<data>@<noise>``."""
     from ragmeter.rgb._metrics import headline
     from ragmeter.rgb._scoring import read_predictions, score_predictions
 
+    groups = gather("rgb.score", options, setting=(SettingOptions, setting))
     dataset = _dataset(data, kind, lang, name)
-    config = BuildConfig(noise_rate=noise_rate, passage_num=passage_num,
-                         correct_rate=correct_rate, seed=seed)
+    config = _setting(noise_rate, groups["setting"])
     detail = score_predictions(dataset, read_predictions(predictions), config, mode=mode)
     summary = detail.to_json()
     if by:
@@ -157,26 +170,31 @@ def _judge_prompts(judge_prompts: str | None) -> Any:
 
 
 def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | None = None,
-          noise_rate: float | None = None, correct_rate: float = 0.0, passage_num: int = 5,
-          seed: int = 2333, judge_prompts: str | None = None, judge_method: str = "auto",
-          backend: Any = None, store: Any = None, replay: bool = False,
-          dry_run: bool = False, progress: bool | None = None,
-          name: str | None = None, repeats: int = 1, by: str | None = None,
-          on_progress: Any = None) -> Result:
+          noise_rate: float | None = None, name: str | None = None, by: str | None = None,
+          setting: SettingOptions | None = None, judge: JudgeOptions | None = None,
+          backend: Any = None, run: RunOptions | None = None, **options: Any) -> Result:
     """Rej* (default data; predictions at noise 1.0) or ED* and CR* (_fact data) of existing
     predictions, as ``rgb run`` judges them, without generating.
 
-    ``judge_method``: ``auto`` (text for remote backends; the refusal detector for Rej* and
-    choice scoring for ED* with the local model), ``text``, ``choice`` or ``detector``.
-    ``backend``: :func:`ragmeter.backends.local` (default) or ``.openai(...)``.  Each rate
-    carries n and a Wilson 95% interval; a degenerate judge raises an alarm in ``alarms``.
-    ``repeats``: judge every item N times with distinct calls; ``summary["stability"]`` has
-    the flip rate, mean per-item agreement and Fleiss' κ (the rates stay repeat 0's).
-    ``by``: the rates, coverage and spend per group (as :func:`score`).  ``summary["spend"]``:
-    the tokens and money of the judge calls, from the endpoint's usage.
+    ``judge``: :class:`JudgeOptions` (or its fields as keywords): ``judge_method`` ``auto``
+    (text for remote backends; the refusal detector for Rej* and choice scoring for ED* with
+    the local model), ``text``, ``choice`` or ``detector``; ``judge_prompts``; ``judge_model``
+    (another model of ``backend``); ``repeats`` (judge every item N times with distinct calls;
+    ``summary["stability"]`` has the flip rate, mean per-item agreement and Fleiss' κ; the
+    rates stay repeat 0's).  ``backend``: :func:`ragmeter.backends.local` (default) or
+    ``.openai(...)``.  ``run``: :class:`ragmeter.RunOptions` (store, replay, dry run,
+    progress; or their keywords).  ``setting``: :class:`SettingOptions`.  Each rate carries n
+    and a Wilson 95% interval; a degenerate judge raises an alarm in ``alarms`` and flags the
+    judged numbers of the headline.  ``by``: the rates, coverage and spend per group (as
+    :func:`score`).  ``summary["spend"]``: the tokens and money of the judge calls, from the
+    endpoint's usage.
     """
     from ragmeter.judges._repeats import check_repeats
 
+    groups = gather("rgb.judge", options, setting=(SettingOptions, setting),
+                    judge=(JudgeOptions, judge), run=(RunOptions, run))
+    setting, jopts, run_opts = groups["setting"], groups["judge"], groups["run"]
+    repeats, judge_method = jopts.repeats, jopts.judge_method
     check_repeats(repeats, COMPONENT)
     from ragmeter.rgb._build import BuildConfig
     from ragmeter.rgb._judged import JudgeTask, judge_predictions, judge_requests, task_kind
@@ -186,12 +204,17 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
 
     dataset = _dataset(data, kind, lang, name)
     preds = read_predictions(predictions)
-    jprompts = _judge_prompts(judge_prompts)
-    backend_obj, the_store, runner = model_context(backend, store, replay=replay,
-                                                   progress=progress,
+    jprompts = _judge_prompts(jopts.judge_prompts)
+    if jopts.judge_model:
+        from ragmeter.backends import resolve
+
+        backend = _with_model(resolve(backend), jopts.judge_model)
+    backend_obj, the_store, runner = model_context(backend, run_opts.store,
+                                                   replay=run_opts.replay,
+                                                   progress=run_opts.progress,
                                                    description="rgb judge calls",
-                                                   on_progress=on_progress)
-    if dry_run:
+                                                   on_progress=run_opts.on_progress)
+    if run_opts.dry_run:
         tk = task_kind(dataset)
         cfg = BuildConfig(noise_rate=1.0 if tk == "reject" else 0.0)
         task = JudgeTask(dataset.name, tk, dataset, score_predictions(dataset, preds, cfg))
@@ -207,7 +230,8 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
                 repeats))
     detail = judge_predictions(dataset, preds, jprompts, backend_obj, the_store, runner,
                                method=judge_method, noise_rate=noise_rate,
-                               passage_num=passage_num, correct_rate=correct_rate, seed=seed,
+                               passage_num=setting.passage_num,
+                               correct_rate=setting.correct_rate, seed=setting.seed,
                                repeats=repeats)
     identity = backend_obj.identity()
     items = detail.iter_items()
@@ -252,26 +276,35 @@ def _with_model(backend: Any, model: str) -> Any:
 def run(data: Any = None, *, lang: str | None = None,
         noise_rates: str | Sequence[float] = PAPER_NOISE_RATES,
         int_noise_rates: str | Sequence[float] = PAPER_INT_NOISE_RATES,
-        no_rejection: bool = False, passage_num: int = 5, correct_rate: float = 0.0,
-        seed: int = 2333, temperature: float = 0.7, max_tokens: int = 256,
-        limit: int | None = None, prompts: str | None = None, judge: bool = False,
-        judge_prompts: str | None = None, judge_model: str | None = None,
-        judge_method: str = "auto", mode: str = "strict", backend: Any = None,
-        store: Any = None, replay: bool = False, dry_run: bool = False,
-        progress: bool | None = None, on_progress: Any = None, repeats: int = 1,
-        by: str | None = None) -> Result:
+        no_rejection: bool = False, mode: str = "strict", by: str | None = None,
+        judge: bool | JudgeOptions = False, setting: SettingOptions | None = None,
+        generation: GenerationOptions | None = None, backend: Any = None,
+        run: RunOptions | None = None, **options: Any) -> Result:
     """Build every setting of the paper's tables, generate through the runner (cached,
-    resumable), score and (``judge=True``) judge.  ``on_progress(stats, done, todo)``: called
-    as calls finish (``ragmeter view`` pushes it to the page; raising in it stops the run).  ``data``: one RGB data file (path) or a
-    list of paths [default: the built-in sample].  The Result's ``detail`` is the run (tables,
-    per-setting scores) that ``rgb run`` prints and writes.  ``repeats``: judge every judged
-    item N times (as :func:`judge`; the answers are generated once).  ``by``: rates, coverage
-    and spend per group (``noise_rate``, ``lang``, ``dataset``, ``role``, ``setting`` or a
-    column of the data).  ``summary["spend"]``: tokens and money of every call, from the
-    endpoint's usage."""
+    resumable), score and (``judge=True``, or a :class:`JudgeOptions`) judge.
+
+    ``data``: one RGB data file (path) or a list of paths [default: the built-in sample].
+    ``generation``: :class:`GenerationOptions` (prompts, temperature, max tokens, limit);
+    ``setting``: :class:`SettingOptions`; ``judge``: as :func:`judge` (``repeats``: judge
+    every judged item N times; the answers are generated once); ``run``:
+    :class:`ragmeter.RunOptions` (``on_progress(stats, done, todo)`` is called as calls
+    finish: ``ragmeter view`` pushes it to the page; raising in it stops the run).  The fields
+    of every group are also accepted as plain keywords (``temperature=0``).  The Result's
+    ``detail`` is the run (tables, per-setting scores) that ``rgb run`` prints and writes; its
+    headline has every number of the paper's tables by ``<data>@<setting>``.  ``by``: rates,
+    coverage and spend per group (``noise_rate``, ``lang``, ``dataset``, ``role``,
+    ``setting`` or a column of the data).  ``summary["spend"]``: tokens and money of every
+    call, from the endpoint's usage."""
     from ragmeter.judges._repeats import check_repeats
 
-    check_repeats(repeats, COMPONENT)
+    groups = gather("rgb.run", options, setting=(SettingOptions, setting),
+                    generation=(GenerationOptions, generation),
+                    judge=(JudgeOptions, judge if isinstance(judge, JudgeOptions) else None),
+                    run=(RunOptions, run))
+    setting, gen, jopts, run_opts = (groups["setting"], groups["generation"], groups["judge"],
+                                     groups["run"])
+    judging = isinstance(judge, JudgeOptions) or bool(judge)
+    check_repeats(jopts.repeats, COMPONENT)
     from ragmeter.backends import resolve
     from ragmeter.io._samples import sample_path
     from ragmeter.rgb._data import load_dataset
@@ -293,21 +326,25 @@ def run(data: Any = None, *, lang: str | None = None,
     files = ([data] if isinstance(data, str) or hasattr(data, "__fspath__") else list(data)
              ) if data else [str(sample_path(n)) for n in SAMPLE_FILES]
     datasets = [load_dataset(f, lang=lang) for f in files]
-    the_prompts = load_prompts(prompts)
-    jprompts = _judge_prompts(judge_prompts) if judge else None
+    the_prompts = load_prompts(gen.prompts)
+    jprompts = _judge_prompts(jopts.judge_prompts) if judging else None
     config = RgbRunConfig(
         noise_rates=_rates(noise_rates, "--noise-rates"),
         int_noise_rates=_rates(int_noise_rates, "--int-noise-rates"),
-        rejection=not no_rejection, passage_num=passage_num, correct_rate=correct_rate,
-        seed=seed, temperature=temperature, max_tokens=max_tokens, mode=mode, judge=judge,
-        judge_method=judge_method, limit=limit, repeats=repeats)
+        rejection=not no_rejection, passage_num=setting.passage_num,
+        correct_rate=setting.correct_rate, seed=setting.seed, temperature=gen.temperature,
+        max_tokens=gen.max_tokens, mode=mode, judge=judging, judge_method=jopts.judge_method,
+        limit=gen.limit, repeats=jopts.repeats)
     backend_value = resolve(backend)
-    backend_obj, the_store, runner = model_context(backend_value, store, replay=replay,
-                                                   progress=progress, description="rgb answers",
-                                                   on_progress=on_progress)
-    judge_value = _with_model(backend_value, judge_model) if judge and judge_model else None
+    backend_obj, the_store, runner = model_context(backend_value, run_opts.store,
+                                                   replay=run_opts.replay,
+                                                   progress=run_opts.progress,
+                                                   description="rgb answers",
+                                                   on_progress=run_opts.on_progress)
+    judge_value = (_with_model(backend_value, jopts.judge_model)
+                   if judging and jopts.judge_model else None)
     judge_obj = judge_value.instance() if judge_value is not None else backend_obj
-    if dry_run:
+    if run_opts.dry_run:
         limited = [_limited(d, config) for d in datasets]
         answers = estimate_requests(generation_requests(plan_settings(limited, config),
                                                         the_prompts, config),
@@ -323,7 +360,7 @@ def run(data: Any = None, *, lang: str | None = None,
             text += "\njudge: " + jest.render()
             if placeholders:
                 text += (f"\n({placeholders} judged answer(s) not generated yet: their judge "
-                         f"prompts are counted with a {max_tokens}-token answer, an upper "
+                         f"prompts are counted with a {gen.max_tokens}-token answer, an upper "
                          "bound.)")
         model = f"{backend_obj.name}:{backend_obj.identity().get('model', backend_obj.name)}"
         info = (dry_run_judge_info(limited, config, judge_obj, jprompts)

@@ -297,3 +297,51 @@ def test_run_list_shows_rgb_numbers_by_group_and_label() -> None:
         {"metric": "reject_rate", "group": "en@1.0", "value": 0.2}]}
     assert [(h.label, h.ci) for h in _rgb(doc)] == [
         ("en@0.0 Acc", (0.4, 0.6)), ("en@0.2 Acc", (0.4, 0.6)), ("en@1.0 Rej", None)]
+
+
+# ------------------------------------------------------------------ typed option groups
+
+
+def test_every_verb_takes_at_most_twelve_parameters() -> None:
+    import inspect
+
+    for verb in (ragmeter.rgb.build, ragmeter.rgb.score, ragmeter.rgb.judge, ragmeter.rgb.run):
+        params = [p for p in inspect.signature(verb).parameters.values()
+                  if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        assert len(params) <= 12, verb.__name__
+
+
+def test_option_groups_equal_their_plain_keywords() -> None:
+    path = sample_path("rgb_en_fact.jsonl")
+    preds = [{"id": i, "prediction": "There are factual errors in the provided documents."}
+             for i in range(4)]
+    plain = ragmeter.rgb.score(preds, data=path, noise_rate=0.0, passage_num=3, seed=7)
+    grouped = ragmeter.rgb.score(preds, data=path, noise_rate=0.0,
+                                 setting=ragmeter.rgb.SettingOptions(passage_num=3, seed=7))
+    assert plain.summary == grouped.summary and "passages:3" in (plain.signature or "")
+    # a keyword overrides its field of the given group
+    mixed = ragmeter.rgb.build(path, noise_rate=0.0, seed=7,
+                               setting=ragmeter.rgb.SettingOptions(passage_num=3, seed=1))
+    assert "passages:3" in (mixed.signature or "") and "seed:7" in (mixed.signature or "")
+    with pytest.raises(TypeError, match="rgb.score\\(\\) got an unexpected keyword argument "
+                                        "'pasage_num'. Did you mean 'passage_num'"):
+        ragmeter.rgb.score(preds, data=path, noise_rate=0.0, pasage_num=3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ragmeter.rgb.JudgeOptions().repeats = 2  # type: ignore[misc]
+
+
+def test_judge_and_run_take_their_groups(tmp_path: Path) -> None:
+    backend = ragmeter.backends.openai("gpt-x", base_url="http://127.0.0.1:9/v1", api_key="k")
+    preds = [{"id": i, "prediction": "x"} for i in range(3)]
+    judged = ragmeter.rgb.judge(
+        preds, data=sample_path("rgb_en.jsonl"), backend=backend,
+        judge=ragmeter.rgb.JudgeOptions(judge_model="gpt-judge", repeats=2),
+        run=ragmeter.RunOptions(dry_run=True, store=tmp_path / "s.sqlite"))
+    assert judged.summary["requests"] == 6  # 3 items, 2 repeats, none in the store
+    assert "judge:openai:gpt-judge|judge-method:text" in (judged.signature or "")
+    run = ragmeter.rgb.run(
+        None, judge=ragmeter.rgb.JudgeOptions(judge_method="text"), backend=backend,
+        generation=ragmeter.rgb.GenerationOptions(limit=1, max_tokens=16),
+        run=ragmeter.RunOptions(dry_run=True, store=tmp_path / "s.sqlite"))
+    assert "judge:openai:gpt-x|judge-method:text" in (run.signature or "")
+    assert "limit:1" in (run.signature or "") and "max_tokens:16" in (run.signature or "")
