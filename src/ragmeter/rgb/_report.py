@@ -87,6 +87,20 @@ def _setting_coverage(result: Any) -> dict[str, str]:
     return {s.name: f"{sc.coverage.scored}/{sc.coverage.total}" for s, sc in result.scores}
 
 
+def _by_rate_table(title: str, min_width: int, tab: str, tables: Mapping[str, Any]) -> Table:
+    """A table of accuracy (%) by noise rate (noise robustness, integration), one row per
+    data file."""
+    rates = sorted({float(r) for row in tables[tab].values() for r in row})
+    table = Table(title=title, min_width=min_width, title_justify="left")
+    table.add_column("data")
+    for r in rates:
+        table.add_column(f"{r:g}", justify="right")
+    for ds, row in tables[tab].items():
+        table.add_row(ds, *[_rate_cell(row.get(str(r)), _stat(tables, tab, ds, str(r)))
+                            for r in rates])
+    return table
+
+
 def print_run(result: Any, con: Console | None = None) -> None:
     """The paper's tables (values in %), then coverage, notes and the signature."""
     con = con or make_console()
@@ -96,17 +110,8 @@ def print_run(result: Any, con: Console | None = None) -> None:
     for s, _ in result.scores:
         by_role.setdefault(s.role, []).append(s)
     if t["noise_robustness"]:
-        rates = sorted({float(r) for row in t["noise_robustness"].values() for r in row})
-        table = Table(title="Noise robustness: accuracy (%) by noise rate", min_width=48,
-                      title_justify="left")
-        table.add_column("data")
-        for r in rates:
-            table.add_column(f"{r:g}", justify="right")
-        for ds, row in t["noise_robustness"].items():
-            table.add_row(ds, *[_rate_cell(row.get(str(r)),
-                                           _stat(t, "noise_robustness", ds, str(r)))
-                                for r in rates])
-        con.print(table)
+        con.print(_by_rate_table("Noise robustness: accuracy (%) by noise rate", 48,
+                                 "noise_robustness", t))
     if t["rejection"]:
         table = Table(title="Negative rejection (noise 1.0): rejection rate (%)", min_width=54,
                       title_justify="left")
@@ -120,16 +125,8 @@ def print_run(result: Any, con: Console | None = None) -> None:
                                 for k, _ in cols], cov[s.name])
         con.print(table)
     if t["integration"]:
-        rates = sorted({float(r) for row in t["integration"].values() for r in row})
-        table = Table(title="Information integration: accuracy (%) by noise rate", min_width=55,
-                      title_justify="left")
-        table.add_column("data")
-        for r in rates:
-            table.add_column(f"{r:g}", justify="right")
-        for ds, row in t["integration"].items():
-            table.add_row(ds, *[_rate_cell(row.get(str(r)), _stat(t, "integration", ds, str(r)))
-                                for r in rates])
-        con.print(table)
+        con.print(_by_rate_table("Information integration: accuracy (%) by noise rate", 55,
+                                 "integration", t))
     if t["counterfactual"]:
         table = Table(title="Counterfactual robustness (%)", min_width=33, title_justify="left")
         cols = _columns("counterfactual")

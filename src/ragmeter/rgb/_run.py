@@ -421,12 +421,14 @@ def refactor_row(role: str, sc: RgbScore) -> dict[str, Any]:
     """One setting of the refactor table: the paper's rate, the refactor's, and the flips."""
     rf = sc.refactor or {}
     m = sc.metrics
+    label = {name: METRICS.get(name).label for name in ("reject_rate", "ed", "cr")}
     if role == "rejection":
-        pairs = [("Rej", "rejection_rate", m.get("accuracy"), rf.get("rejection_rate"))]
+        pairs = [(label["reject_rate"], "rejection_rate", m.get("accuracy"),
+                  rf.get("rejection_rate"))]
     elif role == "fact_doc":
-        pairs = [("ED", "error_detection_rate", m.get("fact_check_rate"),
+        pairs = [(label["ed"], "error_detection_rate", m.get("fact_check_rate"),
                   rf.get("error_detection_rate")),
-                 ("CR", "error_correction_rate", m.get("correct_rate"),
+                 (label["cr"], "error_correction_rate", m.get("correct_rate"),
                   rf.get("error_correction_rate"))]
     else:
         pairs = [("accuracy", "accuracy", m.get("accuracy"), rf.get("accuracy"))]
