@@ -191,11 +191,14 @@ def parse_label_row(row: Row) -> LabelRow:
                                 field="sentence_support_information",
                                 fix="give objects with response_sentence_key and "
                                     "fully_supported.")
-            full: Any = item.get("fully_supported")
-            if full is not None and hasattr(full, "item"):  # numpy bool from Parquet/pandas
-                full = full.item()
-            pairs.append((str(item["response_sentence_key"]),
-                          full if isinstance(full, bool) else None))
+            from ragmeter.trace._parse import ParseFailure, read_verdict
+
+            full = read_verdict(item.get("fully_supported"))
+            if isinstance(full, ParseFailure):  # "maybe", 2 ...: never read as false (24.6)
+                return LabelRow(rid, row.number, 0, None, None, None, unscored=(
+                    full.reason, f"sentence_support_information item {k}: fully_supported "
+                                 f"{full.detail} at {row.unit} {row.number}"))
+            pairs.append((str(item["response_sentence_key"]), full))
     if raw_unsup is not None:
         unsupported = _keys(row, "unsupported_response_sentence_keys", raw_unsup)
     elif pairs is not None:
