@@ -1,15 +1,15 @@
 """Per-family sections of the HTML report, in the layouts of the original projects.
 
 Each section reads a family's ``to_json()`` document (a run record's ``result``) and shows the
-tables and plots of the original: LBRAG's systems table (multilingual), the annotator matrix
-(reliability), RGB's tables by noise rate (RGB paper, AAAI 2024, Tables 1-6 and Figure 3),
-TRACe's four metrics and its validation statistics (RAGBench, Table 3), RAGaliq's results table
-by group with grade distributions.  A section never computes a metric; it formats stored values.
+tables and plots of the original: LBRAG's systems table (multilingual), RGB's tables by noise
+rate (RGB paper, AAAI 2024, Tables 1-6 and Figure 3), RAGaliq's results table by group with
+grade distributions.  A section never computes a metric; it formats stored values.  Families
+on the one-spine shape keep theirs in ``<family>/_report.py`` (reliability's annotator matrix,
+TRACe's metrics and validation statistics), found through :mod:`ragmeter._families`.
 
 :data:`PAIRED_UNITS` extracts, per family, the per-item values that the comparison of several
 runs pairs on (same item key in both runs): multilingual F1 and EM per system (LBRAG's paired
-comparison unit), reliability match per evaluator, RGB correct per setting, TRACe metrics,
-rubric grades per group.
+comparison unit), RGB correct per setting, rubric grades per group.
 """
 
 from __future__ import annotations
@@ -246,54 +246,6 @@ def rgb_comparison_plot(records: Sequence[Any]) -> Markup:
                                     ylim=(-2, 102)), "RGB accuracy vs noise rate by model")
 
 
-# ------------------------------------------------------------------ TRACe
-
-_TRACE = ("relevance", "utilization", "completeness", "adherence")
-_STATS = ("hallucination_auroc", "relevance_rmse", "utilization_rmse", "completeness_rmse")
-
-
-def trace(doc: Mapping[str, Any]) -> Markup:
-    """TRACe's four metrics (score/label) or the validation statistics of judges against
-    annotations (validate: hallucination AUROC and RMSEs, RAGBench Table 3)."""
-    from ragmeter.reports.plots import bars_png
-
-    parts: list[str] = []
-    if "source" in doc:
-        parts.append(kv_table([("source", doc.get("source"))]))
-    metrics = doc.get("metrics")
-    if isinstance(metrics, Mapping):
-        names = [m for m in _TRACE if m in metrics] + [m for m in metrics if m not in _TRACE]
-        parts.append(table(["metric", "mean", "95% CI", "std", "n", "not labelled"],
-                           [[m, metrics[m].get("mean"), metrics[m].get("ci95"),
-                             metrics[m].get("std"), metrics[m].get("n"),
-                             metrics[m].get("not_labelled")] for m in names],
-                           caption="TRACe metrics (RAGBench)"))
-        parts.append(figure(lambda: bars_png(
-            "TRACe metrics", names, {"mean": [metrics[m].get("mean") for m in names]},
-            ci={"mean": [metrics[m].get("ci95") for m in names]}, ylim=(0, 1.05)),
-            "TRACe metrics"))
-    judges = doc.get("judges")
-    if isinstance(judges, Mapping) and judges:
-        stats = [s for s in _STATS if any(s in j for j in judges.values())]
-        rows = [[name, *[with_ci((est.get(s) or {}).get("value"), (est.get(s) or {}).get("ci95"))
-                         for s in stats], max((est.get(s) or {}).get("n") or 0 for s in stats)]
-                for name, est in judges.items()]
-        parts.append(table(["judge", *stats, "rows"], rows,
-                           caption="Validation against annotated labels (AUROC higher is "
-                                   "better; RMSE lower is better)"))
-        labels = list(judges)
-        parts.append(figure(lambda: bars_png(
-            "Predicted vs annotated: validation statistics per judge", labels,
-            {s: [(judges[j].get(s) or {}).get("value") for j in labels] for s in stats},
-            ci={s: [(judges[j].get(s) or {}).get("ci95") for j in labels] for s in stats}),
-            "TRACe validation per judge"))
-        rest = {k: v for k, v in doc.items() if k not in ("judges", "metrics", "source")}
-        parts.append(generic(rest))
-    if not parts:
-        return generic(doc)
-    return Markup("".join(parts) + notes_html(doc))
-
-
 # ------------------------------------------------------------------ rubric (RAGaliq)
 
 _GRADES = ("5", "4", "3", "2", "1", "0")
@@ -332,7 +284,7 @@ def rubric(doc: Mapping[str, Any]) -> Markup:
 
 
 SECTIONS: dict[str, Callable[[Mapping[str, Any]], Markup]] = {
-    "multilingual": multilingual, "rgb": rgb, "trace": trace, "rubric": rubric,
+    "multilingual": multilingual, "rgb": rgb, "rubric": rubric,
 }
 
 COMPARISON_PLOTS: dict[str, Callable[[Sequence[Any]], Markup]] = {"rgb": rgb_comparison_plot}
@@ -369,8 +321,6 @@ PAIRED_UNITS: dict[str, Callable[[Sequence[Mapping[str, Any]]], Units]] = {
     "rgb": lambda items: collect_units(items, lambda it: str(it.get("setting", "all")),
                                   lambda it: f"{it.get('dataset', '')}/{it.get('id')}",
                                   ("correct",)),
-    "trace": lambda items: collect_units(items, lambda it: "all", lambda it: str(it.get("id")),
-                                    _TRACE),
     "rubric": lambda items: collect_units(
         items, lambda it: " / ".join(str(v) for k, v in it.items()
                                      if k not in ("id", "repeat", "status", "grade", "reason",

@@ -27,12 +27,16 @@ __all__ = [
     "parse_label_row",
     "parse_source_row",
     "row_id",
+    "JUDGE_FIELDS",
+    "judge_descriptor",
 ]
 
 COMPONENT = "trace"
 LABEL_FIELDS = ("documents_sentences", "all_relevant_sentence_keys",
                 "all_utilized_sentence_keys", "unsupported_response_sentence_keys",
                 "sentence_support_information")
+# What a labels row of `trace label` says about the judge that wrote it.
+JUDGE_FIELDS = ("judge", "prompt_version", "strategy", "threshold")
 # Released baseline predictions in RAGBench's files: column -> (judge, TRACe metric).
 BASELINE_COLUMNS: dict[str, tuple[str, str]] = {
     "gpt3_adherence": ("gpt-3.5 (released)", "adherence"),
@@ -76,6 +80,21 @@ def iter_trace_rows(path: Any, columns: Sequence[str] | None = None, *,
                              fix="give a file with at least one row.")
         return
     yield from iter_rows(p, component=COMPONENT, field_map=fm)
+
+
+def judge_descriptor(data: Any) -> str | None:
+    """The judge of a labels row as a signature names it: ``judge@prompt_version`` (for the
+    detector, its version and coefficients fingerprint), with the threshold of the choice
+    strategy; None for rows no judge of ragmeter wrote (e.g. RAGBench's annotations)."""
+    judge = data.get("judge")
+    if is_blank(judge) or not isinstance(judge, str):
+        return None
+    version = data.get("prompt_version")
+    text = f"{judge}@{version}" if isinstance(version, str) and version.strip() else judge
+    threshold = data.get("threshold")
+    if data.get("strategy") == "choice" and isinstance(threshold, (int, float)):
+        text += f",threshold={threshold}"
+    return text
 
 
 def row_id(row: Row) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter._util._json import extract_json
-from ragmeter.trace._metrics import unsupported_keys
+from ragmeter.trace._metrics import adherence, unsupported_keys
 
 __all__ = ["ParsedLabels", "ParseFailure", "extract_json", "normalize_key", "parse_labels",
            "read_verdict", "SPECIAL_SUPPORT_KEYS"]
@@ -59,7 +59,7 @@ class ParsedLabels:
             "sentence_support_information": [dict(s) for s in self.support],
             "unsupported_response_sentence_keys": list(self.unsupported_keys),
             "all_utilized_sentence_keys": list(self.utilized_keys),
-            "adherence_score": not self.unsupported_keys,
+            "adherence_score": adherence(self.unsupported_keys),
             "dropped_keys": self.dropped_keys,
             "duplicate_keys": self.duplicate_keys,
             "json_repaired": self.repaired,
