@@ -9,9 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Field", "VerbSpec", "BACKEND_FIELDS", "DATA_SUFFIXES"]
+__all__ = ["Field", "VerbSpec", "BACKEND_FIELDS", "DATA_SUFFIXES", "TABLE_SUFFIXES", "LIMIT"]
 
 DATA_SUFFIXES = (".json", ".jsonl")
+TABLE_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")  # files of rows (predictions ...)
 
 
 @dataclass(frozen=True)
@@ -81,3 +82,8 @@ class VerbSpec:
 
     def field(self, name: str) -> Field:
         return next(f for f in self.all_fields() if f.name == name)
+
+
+# The --limit field of the verbs that can run on the first N items.
+LIMIT = Field("limit", "sample size", "int", lo=1, hi=100_000, flag="--limit",
+              empty_label="all")

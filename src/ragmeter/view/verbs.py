@@ -1,15 +1,17 @@
 """The run verbs the web app can launch, one :class:`~ragmeter._verb._form.VerbSpec` each.
 
 Each spec's ``call`` is the public function its CLI command calls (``ragmeter.rgb.run``,
-``ragmeter.trace.run``, ...) with the same options, so a launch from the page and a command
-in a shell cannot differ.  Defaults are the CLI's, except where a form needs a smaller first
-run (``rgb run``'s noise rates); the docs say which.
+...) with the same options, so a launch from the page and a command in a shell cannot differ.
+Defaults are the CLI's, except where a form needs a smaller first run (``rgb run``'s noise
+rates); the docs say which.  Families on the one-spine layout write their forms in
+``<family>/_form.py`` (``FORMS``; TRACe's ``trace run``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ragmeter._verb._form import LIMIT, TABLE_SUFFIXES
 from ragmeter.errors import ConfigError
 from ragmeter.view.forms import Field, VerbSpec
 
@@ -17,9 +19,7 @@ __all__ = ["SPECS", "spec_of", "RGB_LANGUAGES"]
 
 RGB_LANGUAGES = {"en": ("rgb_en.jsonl", "rgb_en_int.jsonl", "rgb_en_fact.jsonl"),
                  "zh": ("rgb_zh.jsonl",)}
-TABLES = (".jsonl", ".json", ".csv", ".parquet")
-LIMIT = Field("limit", "sample size", "int", lo=1, hi=100_000, flag="--limit",
-              empty_label="all")
+TABLES = TABLE_SUFFIXES
 
 
 def _rgb_run(args: dict[str, Any], common: dict[str, Any]) -> Any:
@@ -35,12 +35,6 @@ def _rgb_judge(args: dict[str, Any], common: dict[str, Any]) -> Any:
     import ragmeter.rgb
 
     return ragmeter.rgb.judge(args.pop(""), **args, **common)
-
-
-def _trace_run(args: dict[str, Any], common: dict[str, Any]) -> Any:
-    import ragmeter.trace
-
-    return ragmeter.trace.run(args.pop(""), **args, **common)
 
 
 def _rubric_run(args: dict[str, Any], common: dict[str, Any]) -> Any:
@@ -103,22 +97,6 @@ _HERE: tuple[VerbSpec, ...] = (
                   flag="--noise-rate", empty_label="1.0 default data, 0 _fact data"),
             Field("passage_num", "passages", "int", "5", lo=1, hi=50,
                   flag="--passage-num"))),
-    VerbSpec(
-        "trace-run", "trace run", "trace", ("ragmeter", "trace", "run"), call=_trace_run,
-        about="Label an annotated RAGBench split with a judge (or the offline detector, no "
-              "model) and validate the labels against its annotations.",
-        phases=("labels",),
-        fields=(
-            Field("data", "annotated rows", "file", required=True, suffixes=TABLES, arg="",
-                  flag=None, samples=("trace_labelled.jsonl",), empty_label="pick a file"),
-            Field("strategy", "strategy", "choice", "auto",
-                  choices=("auto", "detector", "json", "choice"), flag="--strategy",
-                  help="detector: offline fitted detector, no model call; auto: detector for "
-                       "the local backend, json for endpoints"),
-            LIMIT,
-            Field("language", "language of the documents", "text", "en", flag="--language"),
-            Field("max_tokens", "max tokens (json)", "int", "2048", lo=16, hi=32768,
-                  flag="--max-tokens"))),
     VerbSpec(
         "rubric-run", "rubric run", "rubric", ("ragmeter", "rubric", "run"), call=_rubric_run,
         about="RAGaliq's pipeline on one language: embed the knowledge base offline, "

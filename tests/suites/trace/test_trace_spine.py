@@ -354,3 +354,25 @@ def test_judge_options_are_named_as_the_cli_flags() -> None:
     flags = {p.name for p in label_command.params}
     fields = {f.name for f in dataclasses.fields(ragmeter.trace.JudgeOptions)}
     assert fields <= flags
+
+
+def test_the_launch_form_lives_with_the_family() -> None:
+    from ragmeter._families import family_part
+    from ragmeter.view import verbs
+
+    (form,) = family_part("trace", "_form", "FORMS")
+    assert form.key == "trace-run" and verbs.SPECS["trace-run"] is form
+    assert all(spec.family != "trace" for spec in verbs._HERE)
+    from ragmeter.cli.trace import run as run_command
+
+    flags = {o for p in run_command.params for o in p.opts}
+    assert {f.flag for f in form.fields if f.flag} <= flags  # fields are the CLI's flags
+
+
+def test_report_parts_are_found_through_the_family_table() -> None:
+    from ragmeter.reports import html_families
+    from ragmeter.trace import _report
+
+    assert "trace" not in html_families.SECTIONS and "trace" not in html_families.PAIRED_UNITS
+    assert html_families.section_of("trace") is _report.section
+    assert html_families.paired_units_of("trace") is _report.paired_units
