@@ -30,6 +30,7 @@ from ragmeter.trace._data import (
     parse_label_row,
 )
 from ragmeter.trace._metrics import (
+    SCORE_METRICS,
     TraceLabels,
     adherence,
     completeness,
@@ -109,8 +110,7 @@ class ScoredRow:
             return {"id": self.id, "row": self.row, "status": "unscored",
                     "reason": self.reason, "detail": self.detail}
         item: dict[str, Any] = {"id": self.id, "row": self.row, "status": "ok",
-                                "relevance": self.relevance, "utilization": self.utilization,
-                                "completeness": self.completeness, "adherence": self.adherence}
+                                **{m: getattr(self, m) for m in SCORE_METRICS}}
         if self.average is not None:
             item["average"] = self.average
         if self.adherence_probability is not None:
