@@ -12,6 +12,7 @@ from ragmeter.errors import ConfigError
 from ragmeter.rubric._build_prompts import CRITERIA, BuildPrompts
 from ragmeter.rubric._chunking import Chunking
 from ragmeter.rubric._metrics import BUILD_VERSION
+from ragmeter.rubric._options import DEFAULT_AUDIENCE
 from ragmeter.runs._schema import Signature
 
 __all__ = ["BuildConfig", "BuildOutcome", "DEFAULT_THRESHOLDS", "DEFAULT_AUDIENCE"]
@@ -20,7 +21,6 @@ COMPONENT = "rubric"
 CritiqueScoring = Literal["generate", "choices"]
 RATING_CHOICES = ("1", "2", "3", "4", "5")
 DEFAULT_THRESHOLDS: Mapping[str, int] = {"groundedness": 4, "relevance": 4, "standalone": 4}
-DEFAULT_AUDIENCE = "a reader of this knowledge base"
 
 
 @dataclass(frozen=True)
