@@ -250,3 +250,20 @@ def test_report_sections_of_validate_and_build(tmp_path) -> None:
     page = render_report([cases.family_record(tmp_path / "b", "rubric", build)])
     assert "Critique ratings" in page and ">relevance<" in page and ">mean rating<" in page
     assert "could not read this result" not in page
+
+
+def test_the_doors_find_the_family_parts() -> None:
+    """The report and the web app reach rubric's section, paired units and launch form through
+    the family table; nothing of rubric is left in their central tables."""
+    from ragmeter._families import family_part
+    from ragmeter.reports import html_families
+    from ragmeter.view.verbs import SPECS
+
+    assert html_families.section_of("rubric") is family_part("rubric", "_report", "section")
+    assert "rubric" not in html_families.SECTIONS and "rubric" not in html_families.PAIRED_UNITS
+    (form,) = family_part("rubric", "_form", "FORMS")
+    assert SPECS["rubric-run"] is form and form.command == ("ragmeter", "rubric", "run")
+    units = html_families.paired_units_of("rubric")([
+        {"id": "a", "lang": "en", "repeat": 0, "status": "ok", "grade": 4},
+        {"id": "a", "lang": "en", "repeat": 1, "status": "ok", "grade": 2}])
+    assert units == {("en", "grade"): {"a": 4.0}}
