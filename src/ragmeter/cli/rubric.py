@@ -1,4 +1,6 @@
-"""``ragmeter rubric ...``: score, judge, run, validate (RAGaliq's 0–5 rubric)."""
+"""``ragmeter rubric ...``: score, judge, run, validate, build (RAGaliq's 0–5 rubric).
+
+A door: flags become the verbs' option groups; the tables are ``ragmeter.rubric._report``'s."""
 
 from __future__ import annotations
 
@@ -22,70 +24,6 @@ from ragmeter.cli.report import record_options, save_result
 @click.group(name="rubric")
 def group() -> None:
     """Rubric judging (RAGaliq): 0-5 grades, weighted score, judge stability, RAG pipeline."""
-
-
-def print_table(result: Any, title: str) -> None:
-    from rich.table import Table
-
-    from ragmeter.reports.console import console, fmt
-
-    con = console()
-    con.width = max(con.width, 120)
-    table = Table(title=title, title_justify="left")
-    for col in result.by:
-        table.add_column(col)
-    cols = ["weighted_score", "mean_grade", "median_grade", "percentage", "percentage_with_zero"]
-    heads = ["weighted", "mean", "median", "%", "%0"]
-    for h in heads:
-        table.add_column(h, justify="right")
-    for g in ("5", "4", "3", "2", "1", "0"):
-        table.add_column(g, justify="right")
-    has_exp = any("expected_grade_mean" in r for r in result.groups)
-    if has_exp:
-        table.add_column("E[grade]", justify="right")
-    has_lcs = any("language_consistency_mean" in r for r in result.groups)
-    if has_lcs:
-        table.add_column("lang.cons.", justify="right")
-    table.add_column("n", justify="right")
-    for r in result.groups:
-        cells = [str(r[c]) for c in result.by]
-        for c in cols:
-            cells.append(fmt(r[c], 6 if c == "weighted_score" else 4))
-        cells += [str(r["counts"][g]) for g in ("5", "4", "3", "2", "1", "0")]
-        if has_exp:
-            cells.append(fmt(r.get("expected_grade_mean")))
-        if has_lcs:
-            cells.append(fmt(r.get("language_consistency_mean"), 3))
-        cells.append(f"{r['coverage']['scored']}/{r['coverage']['total']}")
-        table.add_row(*cells)
-    con.print(table)
-    cov = result.coverage
-    line = f"coverage: {cov['scored']}/{cov['total']} items graded"
-    if cov["unscored"]:
-        line += " (unscored: " + ", ".join(f"{k} {v}" for k, v in cov["reasons"].items()) + ")"
-    con.print(line)
-    for r in result.groups:
-        ci = (r.get("ci95") or {}).get("weighted_score")
-        if ci:
-            label = " ".join(str(r[c]) for c in result.by) or "all"
-            con.print(f"95% CI [{label}]: weighted_score [{ci[0]:.4f}, {ci[1]:.4f}]")
-        st = r.get("stability")
-        if st:
-            label = " ".join(str(r[c]) for c in result.by) or "all"
-            rng = st["weighted_score_range"]
-            sci = st["weighted_score_all_repeats_ci95"]
-            con.print(
-                f"stability [{label}]: K={st['repeats']}, {st['items']} items; grade changed on "
-                f"{fmt(st['changed_share'], 3)} of items; mean spread {fmt(st['mean_spread'], 3)}"
-                f"; weighted_score per repeat {fmt(rng[0] if rng else None)}.."
-                f"{fmt(rng[1] if rng else None)}; over all repeats "
-                f"{fmt(st['weighted_score_all_repeats'])}"
-                + (f" [{sci[0]:.4f}, {sci[1]:.4f}]" if sci else "")
-                + f"; per-item agreement {fmt(st.get('mean_agreement'), 3)}, Fleiss' kappa "
-                  f"{fmt(st.get('fleiss_kappa'), 3)} over {st.get('fleiss_items')} items")
-    for note in result.notes:
-        con.print(f"note: {note}")
-    con.print(f"signature: {result.signature}", style="dim")
 
 
 @group.command(name="score")
@@ -112,6 +50,7 @@ def score(paths: tuple[str, ...], by: tuple[str, ...], json_out: str | None,
     Example: ragmeter rubric score eval_res_*.json --by lang --json results.json
     """
     import ragmeter.rubric
+    from ragmeter.rubric._report import print_table
 
     result = ragmeter.rubric.score(list(paths), by=by, ci=not no_ci, resamples=resamples,
                                    seed=seed, fields=fields)
@@ -176,12 +115,13 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
     import ragmeter.rubric
     from ragmeter.backends import from_options
     from ragmeter.io import write_jsonl
+    from ragmeter.rubric._report import print_table
 
     result = ragmeter.rubric.judge(
-        path, strategy=strategy, prompt_file=prompt_file, scoring=scoring, repeats=repeats,
-        temperature=temperature, seed=seed, grader=grader_file, by=by,
-        backend=from_options(**kwargs), store=kwargs.get("store"),
-        replay=bool(kwargs.get("replay")), dry_run=bool(kwargs.get("dry_run")), fields=fields)
+        path, judge=ragmeter.rubric.JudgeOptions(
+            strategy=strategy, prompt_file=prompt_file, scoring=scoring, repeats=repeats,
+            temperature=temperature, seed=seed, grader=grader_file),
+        by=by, fields=fields, backend=from_options(**kwargs), run=_run_options(kwargs))
     if result.summary.get("dry_run"):
         click.echo(result.dry_run_text)  # type: ignore[attr-defined]
         return
@@ -249,17 +189,21 @@ def run(kb: str, questions: str, lang: str | None, embedder: str, top_k: int, re
     import ragmeter.rubric
     from ragmeter.backends import from_options
     from ragmeter.io import write_json, write_jsonl
+    from ragmeter.rubric._report import print_table
     from ragmeter.runner._store import Store
 
     store = Store(kwargs.get("store"))
     result = ragmeter.rubric.run(
-        questions, kb=kb, lang=lang, embedder=embedder, top_k=top_k, reranker=reranker,
-        reranker_url=reranker_url, reranker_model=reranker_model, reranker_api=reranker_api,
-        rerank_threshold=rerank_threshold, max_context=max_context, limit=limit,
-        reader_max_tokens=reader_max_tokens, strategy=strategy, prompt_file=prompt_file,
-        scoring=scoring, repeats=repeats, temperature=temperature, seed=seed,
-        grader=grader_file, backend=from_options(**kwargs), store=store,
-        replay=bool(kwargs.get("replay")), dry_run=bool(kwargs.get("dry_run")))
+        questions, kb=kb, lang=lang, limit=limit,
+        pipeline=ragmeter.rubric.PipelineOptions(
+            embedder=embedder, top_k=top_k, reranker=reranker, reranker_url=reranker_url,
+            reranker_model=reranker_model, reranker_api=reranker_api,
+            rerank_threshold=rerank_threshold, max_context=max_context,
+            reader_max_tokens=reader_max_tokens),
+        judge=ragmeter.rubric.JudgeOptions(
+            strategy=strategy, prompt_file=prompt_file, scoring=scoring, repeats=repeats,
+            temperature=temperature, seed=seed, grader=grader_file),
+        backend=from_options(**kwargs), run=_run_options({**kwargs, "store": store}))
     if result.summary.get("dry_run"):
         click.echo(result.dry_run_text)  # type: ignore[attr-defined]
         return
@@ -289,6 +233,14 @@ def run(kb: str, questions: str, lang: str | None, embedder: str, top_k: int, re
     save_result(result, no_record=no_record, runs_dir=runs_dir)
 
 
+def _run_options(kwargs: dict[str, Any]) -> Any:
+    """The run flags (--store, --replay, --dry-run) as a :class:`ragmeter.RunOptions`."""
+    from ragmeter import RunOptions
+
+    return RunOptions(store=kwargs.get("store"), replay=bool(kwargs.get("replay")),
+                      dry_run=bool(kwargs.get("dry_run")))
+
+
 def print_judging(result: Any) -> None:
     """The judge's card and any degenerate-judge alarm (on stderr, so it is not missed)."""
     from ragmeter.judges._card import alarm_lines, card_line
@@ -298,46 +250,6 @@ def print_judging(result: Any) -> None:
     for line in alarm_lines(result.alarms):
         click.echo(line, err=True)
 
-def print_agreement(result: Any, title: str) -> None:
-    """Console table of ``rubric validate``: one row per group and one overall."""
-    from rich.table import Table
-
-    from ragmeter.reports.console import console, fmt
-
-    con = console()
-    con.width = max(con.width, 140)
-    table = Table(title=title, title_justify="left")
-    for col in result.by:
-        table.add_column(col)
-    stats = ("exact", "within_one", "qwk", "mae", "spearman")
-    for s in stats:
-        table.add_column(s, justify="right")
-    table.add_column("mean judge/ref", justify="right")
-    table.add_column("n", justify="right")
-
-    def cells(row: dict[str, Any]) -> list[str]:
-        out = []
-        for s in stats:
-            ci = (row.get("ci95") or {}).get(s)
-            out.append(fmt(row[s], 3) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""))
-        out.append(f"{fmt(row['judge_mean'], 2)}/{fmt(row['reference_mean'], 2)}")
-        out.append(str(row["n"]))
-        return out
-
-    if len(result.groups) > 1 or result.by:
-        for r in result.groups:
-            table.add_row(*[str(r[c]) for c in result.by], *cells(r))
-    table.add_row(*(["all"] + [""] * (len(result.by) - 1) if result.by else []),
-                  *cells(result.overall))
-    con.print(table)
-    cov = result.coverage
-    line = f"coverage: {cov['scored']}/{cov['total']} items paired with a grade on both sides"
-    if cov["unscored"]:
-        line += " (" + ", ".join(f"{k} {v}" for k, v in cov["reasons"].items()) + ")"
-    con.print(line, markup=False)
-    con.print(f"paired on {result.paired_on}; 95% bootstrap CIs in brackets; qwk: "
-              "quadratic-weighted kappa over grades 0..5", markup=False)
-    con.print(f"signature: {result.signature}", style="dim", markup=False)
 
 
 @group.command(name="validate")
@@ -372,6 +284,7 @@ def validate(paths: tuple[str, ...], references: tuple[str, ...], by: tuple[str,
     --reference eval_res_ru.json --by lang
     """
     import ragmeter.rubric
+    from ragmeter.rubric._report import print_agreement
 
     result = ragmeter.rubric.validate(list(paths), reference=list(references), by=by, on=on,
                                       ci=not no_ci, resamples=resamples, seed=seed,
@@ -466,20 +379,41 @@ def build(knowledge_base: tuple[str, ...], out: str, chunking: str, chunk_size: 
     """
     import ragmeter.rubric
     from ragmeter.backends import from_options
-    from ragmeter.cli.options import write_outputs
-    from ragmeter.cli.rubric_build import print_build
+    from ragmeter.rubric import (
+        BuildFailedError,
+        ChunkOptions,
+        CritiqueOptions,
+        TranslationOptions,
+    )
+    from ragmeter.rubric._build import build_failure
+    from ragmeter.rubric._report import print_build
 
-    result = ragmeter.rubric.build(
-        list(knowledge_base), out=out, critique_only=critique_path, chunking=chunking,
-        chunk_size=chunk_size, min_chunk_chars=min_chunk_chars, sample=sample, seed=seed,
-        min_groundedness=min_groundedness, min_relevance=min_relevance,
-        min_standalone=min_standalone, audience=audience, dedupe=not no_dedupe,
-        languages=languages, source_language=source_language,
-        translate_knowledge_base=translate_knowledge_base,
-        generation_prompt_file=generation_prompt_file,
-        critique_prompt_files=critique_prompt_files, resamples=resamples,
-        critique_scoring=critique_scoring, backend=from_options(**kwargs), store=kwargs.get("store"),
-        replay=bool(kwargs.get("replay")), dry_run=bool(kwargs.get("dry_run")))
+    try:
+        result = ragmeter.rubric.build(
+            list(knowledge_base), out=out, critique_only=critique_path,
+            chunks=ChunkOptions(chunking=chunking, chunk_size=chunk_size,
+                                min_chunk_chars=min_chunk_chars, sample=sample, seed=seed),
+            critique=CritiqueOptions(
+                min_groundedness=min_groundedness, min_relevance=min_relevance,
+                min_standalone=min_standalone, audience=audience, dedupe=not no_dedupe,
+                critique_scoring=critique_scoring,
+                generation_prompt_file=generation_prompt_file,
+                critique_prompt_files=critique_prompt_files, resamples=resamples),
+            translation=TranslationOptions(languages=languages,
+                                           source_language=source_language,
+                                           translate_knowledge_base=translate_knowledge_base),
+            backend=from_options(**kwargs), run=_run_options(kwargs))
+    except BuildFailedError as err:
+        # A build that wrote no question: show what happened to every chunk, keep the items,
+        # the JSON and the run record, then one line with the cause in flags (exit 1).
+        if err.result is None:
+            raise
+        print_build(err.result.summary)
+        print_judging(err.result)
+        write_outputs(err.result, json_out, items_out)
+        save_result(err.result, no_record=no_record, runs_dir=runs_dir)
+        cause, _, fix = build_failure(err.result.summary) or (err.cause, "", err.fix)
+        raise BuildFailedError(cause, fix, err.result) from None
     if result.summary.get("dry_run"):
         click.echo(result.dry_run_text)  # type: ignore[attr-defined]
         return

@@ -26,69 +26,6 @@ def group() -> None:
     """TRACe (RAGBench): relevance, utilization, completeness, adherence; judge validation."""
 
 
-def _ci(entry: dict[str, Any] | None, digits: int = 4) -> str:
-    from ragmeter.reports.console import fmt
-
-    if not entry:
-        return "—"
-    value = entry.get("value", entry.get("mean"))
-    text = fmt(value, digits)
-    ci = entry.get("ci95")
-    if ci:
-        text += f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
-    return text
-
-
-def print_score(result: Any) -> None:
-    from rich.table import Table
-
-    from ragmeter.reports.console import console, coverage_line, fmt
-
-    con = console()
-    writeup = "definitions:writeup" in (result.signature or "")
-    table = Table(title="TRACe (write-up variant)" if writeup else "TRACe (RAGBench metrics)",
-                  title_justify="left")
-    for col in ("metric", "mean [95% CI]", "std", "n"):
-        table.add_column(col, justify="left" if col == "metric" else "right")
-    for metric, entry in result.summary.items():
-        label = "adherence (share adherent)" if metric == "adherence" else metric
-        table.add_row(label, _ci(entry), fmt(entry["std"]), fmt(entry["n"]))
-    con.print(table)
-    con.print(coverage_line(result.coverage))
-    for note in result.notes:
-        con.print(f"note: {note}")
-    con.print(f"signature: {result.signature}", style="dim")
-
-
-def print_validation(result: Any) -> None:
-    from rich.table import Table
-
-    from ragmeter.reports.console import console
-    from ragmeter.trace._validate import STATISTICS
-
-    con = console()
-    table = Table(title=f"TRACe judge validation ({result.scored_reference} annotated rows)",
-                  title_justify="left")
-    table.add_column("judge")
-    heads = {"hallucination_auroc": "halluc. AUROC↑", "relevance_rmse": "relevance RMSE↓",
-             "utilization_rmse": "utilization RMSE↓", "completeness_rmse": "complete. RMSE↓"}
-    for stat in STATISTICS:
-        table.add_column(heads[stat], justify="right")
-    for judge, est in result.judges.items():
-        cells = []
-        for stat in STATISTICS:
-            e = est.get(stat)
-            cells.append("—" if e is None else f"{_ci(e.to_dict(), 3)}\n(n={e.n})")
-        table.add_row(judge, *cells)
-    con.print(table)
-    con.print("cells: value [95% bootstrap CI] (rows used)")
-    for judge, cov in result.coverage.items():
-        con.print(f"coverage {judge}: " + ", ".join(f"{k} {v}" for k, v in cov.items()))
-    for note in result.notes:
-        con.print(f"note: {note}")
-    con.print(f"signature: {result.signature}", style="dim")
-
-
 def _parse_pred_columns(values: tuple[str, ...]) -> dict[str, str]:
     from ragmeter.errors import InputError
 
@@ -136,6 +73,7 @@ def score(path: str, json_out: str | None, items_out: str | None, fields: tuple[
     """
     import ragmeter.trace
     from ragmeter.reports.console_extras import print_extras
+    from ragmeter.trace._report import print_score
 
     result = ragmeter.trace.score(path, resamples=resamples, seed=seed, fields=fields,
                                   definitions=definitions, by=by)
@@ -181,6 +119,7 @@ def validate(path: str, pred_path: str | None, pred_columns: tuple[str, ...], ju
     """
     import ragmeter.trace
     from ragmeter.reports.console_extras import print_extras
+    from ragmeter.trace._report import print_validation
 
     result = ragmeter.trace.validate(
         path, pred=pred_path, pred_columns=_parse_pred_columns(pred_columns),
@@ -330,6 +269,7 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
     """
     import ragmeter.trace
     from ragmeter.reports.console_extras import print_extras
+    from ragmeter.trace._report import print_validation
 
     result = ragmeter.trace.run(path, **_label_kwargs(kw))
     if not _after_label(result, out, kw.get("engine")):

@@ -1,14 +1,15 @@
 """Per-family sections of the HTML report, in the layouts of the original projects.
 
 Each section reads a family's ``to_json()`` document (a run record's ``result``) and shows the
-tables and plots of the original: LBRAG's systems table (multilingual), TRACe's four metrics and its validation statistics (RAGBench, Table 3), RAGaliq's results table
-by group with grade distributions.  A section never computes a metric; it formats stored values.
-Families moved onto the one-spine layout (reliability, rgb) write theirs in
-``<family>/_report.py``, found through :mod:`ragmeter._families`.
+tables and plots of the original: LBRAG's systems table (multilingual).  A section never
+computes a metric; it formats stored values.  Families on the one-spine shape keep theirs in
+``<family>/_report.py`` (reliability's annotator matrix, RGB's tables by noise rate, TRACe's
+metrics and validation statistics, rubric's RAGaliq results table), found through
+:mod:`ragmeter._families`.
 
 :data:`PAIRED_UNITS` extracts, per family, the per-item values that the comparison of several
 runs pairs on (same item key in both runs): multilingual F1 and EM per system (LBRAG's paired
-comparison unit), TRACe metrics, rubric grades per group.
+comparison unit).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ragmeter.reports._html import Markup, cell, esc, figure, generic, kv_table, note, table
+from ragmeter.reports._html import Markup, cell, esc, figure, generic, note, table
 
 __all__ = ["SECTIONS", "PAIRED_UNITS", "COMPARISON_PLOTS", "section_of", "paired_units_of",
            "comparison_plot_of", "collect_units"]
@@ -113,93 +114,8 @@ def multilingual(doc: Mapping[str, Any]) -> Markup:
     return Markup("".join(parts) + notes_html(doc))
 
 
-# ------------------------------------------------------------------ TRACe
-
-_TRACE = ("relevance", "utilization", "completeness", "adherence")
-_STATS = ("hallucination_auroc", "relevance_rmse", "utilization_rmse", "completeness_rmse")
-
-
-def trace(doc: Mapping[str, Any]) -> Markup:
-    """TRACe's four metrics (score/label) or the validation statistics of judges against
-    annotations (validate: hallucination AUROC and RMSEs, RAGBench Table 3)."""
-    from ragmeter.reports.plots import bars_png
-
-    parts: list[str] = []
-    if "source" in doc:
-        parts.append(kv_table([("source", doc.get("source"))]))
-    metrics = doc.get("metrics")
-    if isinstance(metrics, Mapping):
-        names = [m for m in _TRACE if m in metrics] + [m for m in metrics if m not in _TRACE]
-        parts.append(table(["metric", "mean", "95% CI", "std", "n", "not labelled"],
-                           [[m, metrics[m].get("mean"), metrics[m].get("ci95"),
-                             metrics[m].get("std"), metrics[m].get("n"),
-                             metrics[m].get("not_labelled")] for m in names],
-                           caption="TRACe metrics (RAGBench)"))
-        parts.append(figure(lambda: bars_png(
-            "TRACe metrics", names, {"mean": [metrics[m].get("mean") for m in names]},
-            ci={"mean": [metrics[m].get("ci95") for m in names]}, ylim=(0, 1.05)),
-            "TRACe metrics"))
-    judges = doc.get("judges")
-    if isinstance(judges, Mapping) and judges:
-        stats = [s for s in _STATS if any(s in j for j in judges.values())]
-        rows = [[name, *[with_ci((est.get(s) or {}).get("value"), (est.get(s) or {}).get("ci95"))
-                         for s in stats], max((est.get(s) or {}).get("n") or 0 for s in stats)]
-                for name, est in judges.items()]
-        parts.append(table(["judge", *stats, "rows"], rows,
-                           caption="Validation against annotated labels (AUROC higher is "
-                                   "better; RMSE lower is better)"))
-        labels = list(judges)
-        parts.append(figure(lambda: bars_png(
-            "Predicted vs annotated: validation statistics per judge", labels,
-            {s: [(judges[j].get(s) or {}).get("value") for j in labels] for s in stats},
-            ci={s: [(judges[j].get(s) or {}).get("ci95") for j in labels] for s in stats}),
-            "TRACe validation per judge"))
-        rest = {k: v for k, v in doc.items() if k not in ("judges", "metrics", "source")}
-        parts.append(generic(rest))
-    if not parts:
-        return generic(doc)
-    return Markup("".join(parts) + notes_html(doc))
-
-
-# ------------------------------------------------------------------ rubric (RAGaliq)
-
-_GRADES = ("5", "4", "3", "2", "1", "0")
-
-
-def rubric(doc: Mapping[str, Any]) -> Markup:
-    """RAGaliq's results table, one row per group (e.g. language), and grade distributions."""
-    from ragmeter.reports.plots import stacked_share_png
-
-    by: list[str] = list(doc.get("by") or [])
-    groups: list[Mapping[str, Any]] = doc["groups"]
-    labels = [" / ".join(str(g.get(b)) for b in by) or "all" for g in groups]
-    rows = []
-    for label, g in zip(labels, groups, strict=True):
-        ci = g.get("ci95") or {}
-        cov = g.get("coverage") or {}
-        rows.append([label, g.get("n"), with_ci(g.get("weighted_score"), ci.get("weighted_score")),
-                     with_ci(g.get("mean_grade"), ci.get("mean_grade")), g.get("median_grade"),
-                     g.get("percentage"),
-                     with_ci(g.get("percentage_with_zero"), ci.get("percentage_with_zero")),
-                     f"{cov.get('scored')}/{cov.get('total')}",
-                     *[(g.get("counts") or {}).get(k) for k in _GRADES]])
-    parts: list[str] = [table([" / ".join(by) or "group", "n", "weighted score", "mean grade (≠0)",
-                    "median (≠0)", "%", "% with 0", "scored", *[f"#{k}" for k in _GRADES]],
-                   rows, caption="Rubric grades (RAGaliq results.md layout)")]
-    stab = [(label, g["stability"]) for label, g in zip(labels, groups, strict=True)
-            if g.get("stability")]
-    if stab:
-        parts.append("<h4>judge stability over repeats</h4>" + str(generic(dict(stab), 1)))
-    counts = {label: {k: int((g.get("counts") or {}).get(k) or 0) for k in _GRADES}
-              for label, g in zip(labels, groups, strict=True)}
-    parts.append(figure(lambda: stacked_share_png("Grade distribution per group", labels,
-                                                  list(_GRADES), counts),
-                        "rubric grade distribution"))
-    return Markup("".join(parts) + notes_html(doc))
-
-
 SECTIONS: dict[str, Callable[[Mapping[str, Any]], Markup]] = {
-    "multilingual": multilingual, "trace": trace, "rubric": rubric,
+    "multilingual": multilingual,
 }
 
 COMPARISON_PLOTS: dict[str, Callable[[Sequence[Any]], Markup]] = {}
@@ -233,13 +149,6 @@ def collect_units(items: Sequence[Mapping[str, Any]], group: Callable[[Mapping[s
 PAIRED_UNITS: dict[str, Callable[[Sequence[Mapping[str, Any]]], Units]] = {
     "multilingual": lambda items: collect_units(items, lambda it: str(it.get("system")),
                                            lambda it: str(it.get("sample_id")), ("f1", "em")),
-    "trace": lambda items: collect_units(items, lambda it: "all", lambda it: str(it.get("id")),
-                                    _TRACE),
-    "rubric": lambda items: collect_units(
-        items, lambda it: " / ".join(str(v) for k, v in it.items()
-                                     if k not in ("id", "repeat", "status", "grade", "reason",
-                                                  "detail", "expected_grade")) or "all",
-        lambda it: str(it.get("id")), ("grade",), keep=lambda it: not it.get("repeat")),
 }
 
 

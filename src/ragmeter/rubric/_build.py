@@ -54,7 +54,7 @@ from ragmeter.runner._store import Store
 
 __all__ = ["BuildConfig", "BuildOutcome", "build_questions", "critique_only",
            "estimate_build", "read_rated_questions", "normalize_question", "DEFAULT_THRESHOLDS",
-           "degenerate_critic", "critic_agreement"]
+           "degenerate_critic", "critic_agreement", "build_failure"]
 
 # ------------------------------------------------------------------ pure steps
 
@@ -193,6 +193,37 @@ def critique_summary(rows: Sequence[Mapping[str, Any]], critic: str = "critic"
 def alarms(crit: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The degenerate-critic alarms of a critique summary, one per criterion that trips."""
     return [c["degenerate"] for c in crit.values() if c.get("degenerate")]
+
+
+def _counts(reasons: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) or "no reason recorded"
+
+
+def build_failure(summary: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """Why a build has no question to write: ``(cause, fix in Python words, fix in CLI
+    flags)``, or None when at least one question was generated (its critiques may still drop
+    it: that is the critics' finding, shown in the tables, and a later run resumes the calls
+    that failed) or the build re-rated an existing set (``critique_only``).  Pure: reads the
+    build's summary."""
+    if summary.get("mode") == "critique_only" or summary.get("generated"):
+        return None
+    reasons: Mapping[str, int] = summary.get("reasons") or {}
+    if not summary.get("chunks_sampled"):
+        return ("the knowledge base gave no chunk to write a question from",
+                "give a longer knowledge base, or lower ChunkOptions.min_chunk_chars",
+                "give a longer knowledge base, or lower --min-chunk-chars")
+    if reasons and all(k.startswith("generation_failed:") for k in reasons):
+        return (f"every generation call failed ({_counts(reasons)})",
+                "check the backend (its base_url, model and key) and call again: the calls "
+                "that succeeded are stored and not paid twice",
+                "check the backend (--base-url, --model, the key) and run again: the calls "
+                "that succeeded are stored and not paid twice")
+    unusable = f"{summary.get('chunks_sampled')} generation(s): {_counts(reasons)}"
+    return (f"the model {summary.get('critic_model')} wrote no usable question ({unusable})",
+            "small models such as the default offline one cannot write questions; use a "
+            "larger one, e.g. backend=ragmeter.backends.openai(\"gpt-4o-mini\")",
+            "small models such as the default offline one cannot write questions; use a "
+            "larger one, e.g. --backend openai --model gpt-4o-mini (or --endpoint NAME)")
 
 
 def _notes(crit: Mapping[str, Any]) -> list[str]:

@@ -13,12 +13,13 @@ from ragmeter.rubric._build import (
     BuildConfig,
     BuildEstimate,
     BuildOutcome,
+    build_failure,
     build_questions,
     critique_only,
     estimate_build,
 )
 from ragmeter.rubric._build_prompts import CRITERIA, BuildPrompts
-from ragmeter.rubric._build_types import DEFAULT_AUDIENCE
+from ragmeter.rubric._options import ChunkOptions, CritiqueOptions, TranslationOptions
 from ragmeter.runner._run import RunnerConfig
 from ragmeter.runner._store import Store
 
@@ -51,30 +52,32 @@ def _languages(languages: str | Sequence[str] | None) -> tuple[str, ...]:
             out.append(code)
     return tuple(out)
 
-def make_config(*, chunking: str = "sections", chunk_size: int = 4000,
-                min_chunk_chars: int = 50, sample: int | None = None, seed: int = 0,
-                min_groundedness: int = 4, min_relevance: int = 4, min_standalone: int = 4,
-                audience: str = DEFAULT_AUDIENCE, dedupe: bool = True,
-                languages: str | Sequence[str] | None = None, source_language: str = "en",
-                translate_knowledge_base: bool = False, resamples: int = 1000,
-                critique_scoring: str = "generate") -> BuildConfig:
-    if translate_knowledge_base and not languages:
+def make_config(chunks: ChunkOptions, critique: CritiqueOptions,
+                translation: TranslationOptions) -> BuildConfig:
+    """The builder's configuration from the verb's option groups (checked here, so a wrong
+    value is a one-line error before anything is read or called)."""
+    if translation.translate_knowledge_base and not translation.languages:
         raise ConfigError("rubric: --translate-knowledge-base needs --languages (the target "
                           "languages), e.g. --languages de,fr.")
-    if critique_scoring not in ("generate", "choices"):
+    if critique.critique_scoring not in ("generate", "choices"):
         raise ConfigError(f"rubric: --critique-scoring must be generate or choices, got "
-                          f"{critique_scoring!r}.")
-    if chunking not in ("sections", "lines"):
-        raise ConfigError(f"rubric: --chunking must be sections or lines, got {chunking!r}.")
+                          f"{critique.critique_scoring!r}.")
+    if chunks.chunking not in ("sections", "lines"):
+        raise ConfigError(f"rubric: --chunking must be sections or lines, got "
+                          f"{chunks.chunking!r}.")
     return BuildConfig(
-        chunking=chunking,  # type: ignore[arg-type]
-        chunk_size=chunk_size, min_chunk_chars=min_chunk_chars, sample=sample, seed=seed,
-        thresholds={"groundedness": min_groundedness, "relevance": min_relevance,
-                    "standalone": min_standalone},
-        audience=audience, dedupe=dedupe, languages=_languages(languages),
-        source_language=source_language, translate_knowledge_base=translate_knowledge_base,
-        n_resamples=resamples,
-        critique_scoring=critique_scoring)  # type: ignore[arg-type]
+        chunking=chunks.chunking,  # type: ignore[arg-type]
+        chunk_size=chunks.chunk_size, min_chunk_chars=chunks.min_chunk_chars,
+        sample=chunks.sample, seed=chunks.seed,
+        thresholds={"groundedness": critique.min_groundedness,
+                    "relevance": critique.min_relevance,
+                    "standalone": critique.min_standalone},
+        audience=critique.audience, dedupe=critique.dedupe,
+        languages=_languages(translation.languages),
+        source_language=translation.source_language,
+        translate_knowledge_base=translation.translate_knowledge_base,
+        n_resamples=critique.resamples,
+        critique_scoring=critique.critique_scoring)  # type: ignore[arg-type]
 
 def make_prompts(generation_prompt_file: str | Path | None = None,
                  critique_prompt_files: Mapping[str, str | Path] | Sequence[str] | None = None,
@@ -112,13 +115,14 @@ def _paths_or_error(knowledge_base: Paths, critique_path: str | Path | None,
 def run_build(knowledge_base: Paths, *, critique_path: str | Path | None, config: BuildConfig,
               prompts: BuildPrompts, backend: Backend, store: Store | None,
               runner: RunnerConfig, out: str | Path | None = None) -> BuildOutcome:
-    """Build (or, with ``critique_path``, re-rate) and write ``out`` and the language files."""
+    """Build (or, with ``critique_path``, re-rate) and write ``out`` and the language files
+    (not when the build produced no question: :func:`~ragmeter.rubric._build.build_failure`)."""
     paths = _paths_or_error(knowledge_base, critique_path, config)
     if critique_path is not None:
         outcome = critique_only(critique_path, config, backend, store, runner, prompts)
     else:
         outcome = build_questions(paths, config, backend, store, runner, prompts)
-    if out is not None:
+    if out is not None and build_failure(outcome.summary) is None:  # never write an empty set
         from ragmeter.rubric._build_translate import write_build_outputs
 
         outcome.summary["written"] = [str(p) for p in write_build_outputs(

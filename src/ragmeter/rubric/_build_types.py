@@ -11,6 +11,8 @@ from typing import Any, Literal
 from ragmeter.errors import ConfigError
 from ragmeter.rubric._build_prompts import CRITERIA, BuildPrompts
 from ragmeter.rubric._chunking import Chunking
+from ragmeter.rubric._metrics import BUILD_VERSION
+from ragmeter.rubric._options import DEFAULT_AUDIENCE
 from ragmeter.runs._schema import Signature
 
 __all__ = ["BuildConfig", "BuildOutcome", "DEFAULT_THRESHOLDS", "DEFAULT_AUDIENCE"]
@@ -18,9 +20,7 @@ __all__ = ["BuildConfig", "BuildOutcome", "DEFAULT_THRESHOLDS", "DEFAULT_AUDIENC
 COMPONENT = "rubric"
 CritiqueScoring = Literal["generate", "choices"]
 RATING_CHOICES = ("1", "2", "3", "4", "5")
-METRIC_VERSION = "ragaliq-build-1"
 DEFAULT_THRESHOLDS: Mapping[str, int] = {"groundedness": 4, "relevance": 4, "standalone": 4}
-DEFAULT_AUDIENCE = "a reader of this knowledge base"
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class BuildConfig:
             settings["chunk_size"] = self.chunk_size
         if self.sample is not None:
             settings["sample"] = f"{self.sample}@seed{self.seed}"
-        return Signature.make(COMPONENT, METRIC_VERSION, settings).render()
+        return Signature.make(COMPONENT, BUILD_VERSION, settings).render()
 
 
 @dataclass

@@ -24,14 +24,29 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
+
+from ragmeter.stats._metric import ALL_GROUP, Headline, Metric, MetricTable
 
 __all__ = [
     "GRADES",
     "WEIGHTS",
+    "WEIGHT_EXPONENT",
     "RESULT_MARKER",
+    "METRIC_VERSION",
+    "AGREEMENT_VERSION",
+    "BUILD_VERSION",
+    "METRICS",
+    "RESULTS_COLUMNS",
+    "AGREEMENT_COLUMNS",
+    "headline",
+    "grade_weight",
+    "expected_weight",
+    "weighted_from_mean",
+    "weights_setting",
     "RubricSummary",
     "GradeParse",
     "weighted_score",
@@ -47,13 +62,36 @@ __all__ = [
     "quadratic_weighted_kappa",
 ]
 
+# The versions of the family's definitions, each part of the signatures it makes.
+METRIC_VERSION = "ragaliq-1"  # RAGaliq's table: rubric score, judge, run
+AGREEMENT_VERSION = "rubric-agreement-1"  # rubric validate (and build --critique-only)
+BUILD_VERSION = "ragaliq-build-1"  # rubric build
+
 GRADES = (0, 1, 2, 3, 4, 5)
 # calculate_results.py::calculate_score
 WEIGHTS: Mapping[int, float] = {5: 1.0, 4: 0.8, 3: 0.6, 0: 0.4, 2: 0.2, 1: 0.0}
+# calculate_results.py::calculate_score: "Square the result to penalize low scores more heavily"
+WEIGHT_EXPONENT = 2
 RESULT_MARKER = "[RESULT]"
 
 
 # ------------------------------------------------------------------ aggregation
+
+
+def grade_weight(grade: int) -> float:
+    """The weight of one grade in RAGaliq's score (:data:`WEIGHTS`)."""
+    return WEIGHTS[grade]
+
+
+def weighted_from_mean(mean_weight: float) -> float:
+    """RAGaliq's score from a mean weight: ``mean ** 2`` (monotone on [0, 1], so an interval
+    of the mean weight maps to an interval of the score)."""
+    return mean_weight ** WEIGHT_EXPONENT
+
+
+def expected_weight(distribution: Mapping[int, float]) -> float:
+    """The expected weight ``sum_g WEIGHTS[g] * P(g)`` of a grade distribution."""
+    return math.fsum(WEIGHTS[g] * p for g, p in distribution.items())
 
 
 def weighted_score(grades: Sequence[int]) -> float | None:
@@ -64,7 +102,18 @@ def weighted_score(grades: Sequence[int]) -> float | None:
     """
     if not grades:
         return None
-    return (math.fsum(WEIGHTS[g] for g in grades) / len(grades)) ** 2
+    return weighted_from_mean(math.fsum(WEIGHTS[g] for g in grades) / len(grades))
+
+
+def _short(value: float) -> str:
+    """``1.0`` -> ``1``, ``0.8`` -> ``.8``, ``0.0`` -> ``0`` (the signature's spelling)."""
+    text = f"{value:g}"
+    return text[1:] if text.startswith("0.") else text
+
+
+def weights_setting(weights: Mapping[int, float]) -> str:
+    """The weights as the signature writes them: ``5:1,4:.8,3:.6,0:.4,2:.2,1:0``."""
+    return ",".join(f"{g}:{_short(w)}" for g, w in weights.items())
 
 
 def _median(values: Sequence[int]) -> float | None:
@@ -412,3 +461,209 @@ def agreement(judge: Sequence[int], reference: Sequence[int], *, n_resamples: in
     return Agreement(n=n, exact=point["exact"], within_one=point["within_one"],
                      qwk=point["qwk"], mae=point["mae"], spearman=point["spearman"],
                      ci95=intervals, confusion=conf.astype(int).tolist())
+
+
+# ------------------------------------------------------------------ the table
+
+_RAGALIQ = "RAGaliq calculate_results.py / eval.py (chameleon-lizard/Ragaliq @ 1c0006d7)"
+_STABILITY = "ragmeter: judge stability over --repeats (issue 15)"
+_BUILD = "ragmeter rubric build (RAGaliq's question generation and critique)"
+
+METRICS = MetricTable("rubric", METRIC_VERSION, [
+    # RAGaliq's results.md columns, per group of graded answers (score, judge, run)
+    Metric("weighted_score", "weighted score",
+           "square of the mean grade weight (5→1, 4→0.8, 3→0.6, 0→0.4, 2→0.2, 1→0): a 0, "
+           "\"nothing found in the documents\", is worth more than a wrong answer; the 95% CI "
+           "is the bootstrap interval of the mean weight, squared",
+           f"{_RAGALIQ}: calculate_score", aggregation="mean_squared", ci="bootstrap",
+           version=METRIC_VERSION, fn=grade_weight,
+           constants={"weights": WEIGHTS, "exponent": WEIGHT_EXPONENT}, digits=6, judged=True),
+    Metric("mean_grade", "mean grade (≠0)", "mean of the non-zero grades 1..5",
+           _RAGALIQ, aggregation="mean", ci="bootstrap", version=METRIC_VERSION, judged=True),
+    Metric("median_grade", "median (≠0)", "median of the non-zero grades 1..5", _RAGALIQ,
+           aggregation="median", ci="none", version=METRIC_VERSION, judged=True),
+    Metric("percentage", "%", "mean non-zero grade / 5 × 100", _RAGALIQ, aggregation="mean",
+           ci="none", version=METRIC_VERSION, judged=True),
+    Metric("percentage_with_zero", "% with 0", "mean of all grades (0 included) / 5 × 100",
+           _RAGALIQ, aggregation="mean", ci="bootstrap", version=METRIC_VERSION, judged=True),
+    # beside RAGaliq's columns
+    Metric("expected_grade_mean", "E[grade]",
+           "mean over the graded answers of the expected grade Σ g·P(g), P the judge's "
+           "probabilities of \"0\"..\"5\" (choice scoring)",
+           "ragmeter: choice-scored rubric judge", aggregation="mean", ci="none",
+           version=METRIC_VERSION, fn=expected_grade, judged=True),
+    Metric("expected_weighted_score", "E[weighted score]",
+           "the weighted score with each answer's expected weight Σ w(g)·P(g) in place of the "
+           "weight of its most probable grade", "ragmeter: choice-scored rubric judge",
+           aggregation="mean_squared", ci="none", version=METRIC_VERSION, fn=expected_weight,
+           digits=6, judged=True),
+    Metric("language_consistency_mean", "lang.cons.",
+           "mean language_consistency_score over the answers that have one: RAGaliq's logged "
+           "value, or (rubric run) lingua's confidence that the answer is in the question's "
+           "language", "RAGaliq eval logs; ragmeter rubric run", aggregation="mean", ci="none",
+           version=METRIC_VERSION, digits=3),
+    # judge stability over repeats (rubric judge --repeats K; stored under "stability")
+    Metric("changed_share", "grade changed",
+           "share of the answers judged at least twice whose grade is not the same on every "
+           "repeat", _STABILITY, higher_is_better=False, aggregation="rate", ci="none",
+           version=METRIC_VERSION, digits=3, judged=True),
+    Metric("mean_spread", "mean spread",
+           "mean over answers of the largest minus the smallest grade across repeats",
+           _STABILITY, higher_is_better=False, aggregation="mean", ci="none",
+           version=METRIC_VERSION, digits=3, judged=True),
+    Metric("flip_rate", "flip rate",
+           "share of the answers judged at least twice whose verdicts are not all equal",
+           _STABILITY, higher_is_better=False, aggregation="rate", ci="none",
+           version=METRIC_VERSION, digits=3, judged=True),
+    Metric("mean_agreement", "per-item agreement",
+           "mean over answers of the share of repeat pairs that give the same grade",
+           _STABILITY, aggregation="mean", ci="none", version=METRIC_VERSION, digits=3,
+           judged=True),
+    Metric("fleiss_kappa", "Fleiss' κ",
+           "chance-corrected agreement of the repeats as raters, over the answers with every "
+           "repeat graded", "Fleiss 1971", aggregation="kappa", ci="none",
+           version=METRIC_VERSION, digits=3, judged=True),
+    Metric("weighted_score_all_repeats", "weighted score (all repeats)",
+           "the weighted score with each answer's weight averaged over its repeats; bootstrap "
+           "CI over answers", _STABILITY, aggregation="mean_squared", ci="bootstrap",
+           version=METRIC_VERSION, fn=grade_weight, digits=6, judged=True),
+    # agreement of a judge with reference grades (rubric validate; build --critique-only)
+    Metric("exact", "exact", "share of the paired items with the same grade on both sides",
+           "ragmeter rubric validate", aggregation="rate", ci="bootstrap",
+           version=AGREEMENT_VERSION, digits=3),
+    Metric("within_one", "within one",
+           "share of the paired items whose grades differ by at most 1",
+           "ragmeter rubric validate", aggregation="rate", ci="bootstrap",
+           version=AGREEMENT_VERSION, digits=3),
+    Metric("qwk", "QWK",
+           "quadratic-weighted Cohen's kappa over grades 0..5, weights (i − j)² / 25",
+           "Cohen 1968", aggregation="kappa", ci="bootstrap", version=AGREEMENT_VERSION,
+           constants={"weighting": "quadratic"}, digits=3),
+    Metric("mae", "MAE", "mean absolute difference of the grades",
+           "ragmeter rubric validate", higher_is_better=False, aggregation="mean",
+           ci="bootstrap", version=AGREEMENT_VERSION, digits=3),
+    Metric("spearman", "Spearman ρ",
+           "rank correlation of the two sides' grades (average ranks for ties); none when a "
+           "side is constant", "Spearman 1904", aggregation="correlation", ci="bootstrap",
+           version=AGREEMENT_VERSION, digits=3),
+    # rubric build
+    Metric("questions_kept", "kept", "questions that passed every critique threshold and "
+           "were written to the output", _BUILD, aggregation="count", ci="none",
+           version=BUILD_VERSION, digits=0),
+    Metric("critique_mean", "mean rating",
+           "mean 1..5 rating the critic gave one criterion (groundedness, relevance, "
+           "standalone) over the questions it rated", _BUILD, aggregation="mean", ci="none",
+           version=BUILD_VERSION, digits=2, judged=True),
+])
+
+# RAGaliq's results.md columns, in its order (the tables of rubric score/judge/run)
+RESULTS_COLUMNS = ("weighted_score", "mean_grade", "median_grade", "percentage",
+                   "percentage_with_zero")
+# judge stability (a group's "stability" block)
+STABILITY_COLUMNS = ("changed_share", "mean_spread", "flip_rate", "mean_agreement",
+                     "fleiss_kappa", "weighted_score_all_repeats")
+# rubric validate's statistics, in its order
+AGREEMENT_COLUMNS = ("exact", "within_one", "qwk", "mae", "spearman")
+for _name in (*RESULTS_COLUMNS, *STABILITY_COLUMNS, *AGREEMENT_COLUMNS):
+    METRICS.get(_name)  # a typo here fails at import, naming the valid metrics
+
+
+def _share(part: Any, whole: Any) -> float | None:
+    return part / whole if isinstance(part, int) and isinstance(whole, int) and whole else None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _degenerate(summary: Mapping[str, Any]) -> str | None:
+    """The flag of judged numbers when the judge tripped the degenerate-judge alarm."""
+    alarms = [a for a in summary.get("alarms") or []
+              if isinstance(a, Mapping) and a.get("kind") == "degenerate_judge"]
+    if not alarms:
+        return None
+    return "degenerate judge: " + "; ".join(str(a.get("what") or "grades") for a in alarms)
+
+
+def _graded_headline(summary: Mapping[str, Any]) -> list[Headline]:
+    """rubric score, judge and run: each group's RAGaliq row, its extras and its stability."""
+    by = list(summary.get("by") or [])
+    values: dict[str, dict[str, Any]] = {}
+    ci: dict[str, dict[str, Any]] = {}
+    n: dict[str, dict[str, Any]] = {}
+    coverage: dict[str, Any] = {}
+    for g in summary.get("groups") or []:
+        label = " ".join(str(g[c]) for c in by) or ALL_GROUP
+        graded = _count(g.get("n"))
+        nonzero = None if graded is None else graded - int((g.get("counts") or {}).get("0", 0))
+        st: Mapping[str, Any] = g.get("stability") or {}
+        values[label] = {name: g[name] for name in METRICS.names if name in g}
+        values[label].update({name: st[name] for name in STABILITY_COLUMNS if name in st})
+        ci[label] = {**(g.get("ci95") or {}),
+                     "weighted_score_all_repeats": st.get("weighted_score_all_repeats_ci95")}
+        n[label] = {name: graded for name in values[label]}
+        n[label].update({name: nonzero for name in ("mean_grade", "median_grade", "percentage")})
+        n[label].update({name: st.get("items") for name in STABILITY_COLUMNS})
+        n[label].update(language_consistency_mean=g.get("language_consistency_n"),
+                        fleiss_kappa=st.get("fleiss_items"))
+        cov = g.get("coverage") or {}
+        coverage[label] = _share(cov.get("scored"), cov.get("total"))
+    flag = _degenerate(summary)
+    return METRICS.headline(values, ci=ci, n=n, coverage=coverage,
+                            flags={m.name: flag for m in METRICS if m.judged and flag})
+
+
+def _agreement_headline(summary: Mapping[str, Any]) -> list[Headline]:
+    """rubric validate: agreement per ``by`` group, then overall as group ``all``."""
+    by = list(summary.get("by") or [])
+    rows = [(" ".join(str(g[c]) for c in by), g) for g in summary.get("groups") or []] \
+        if by else []
+    rows.append((ALL_GROUP, summary.get("overall") or {}))
+    cov = summary.get("coverage") or {}
+    return METRICS.headline(
+        {label: {k: g.get(k) for k in AGREEMENT_COLUMNS} for label, g in rows},
+        ci={label: g.get("ci95") or {} for label, g in rows},
+        n={label: _count(g.get("n")) for label, g in rows},
+        coverage={ALL_GROUP: _share(cov.get("scored"), cov.get("total"))})
+
+
+def _build_headline(summary: Mapping[str, Any]) -> list[Headline]:
+    """rubric build: the questions kept, then per criterion the critic's mean rating and (with
+    ``critique_only``) its agreement with the original critic."""
+    cov = summary.get("coverage") or {}
+    values: dict[str, dict[str, Any]] = {ALL_GROUP: {"questions_kept": summary.get("kept")}}
+    ci: dict[str, dict[str, Any]] = {}
+    n: dict[str, Any] = {ALL_GROUP: _count(cov.get("total"))}
+    coverage: dict[str, Any] = {ALL_GROUP: _share(cov.get("scored"), cov.get("total"))}
+    criteria: Mapping[str, Any] = summary.get("criteria") or {}
+    agreement: Mapping[str, Any] = summary.get("agreement") or {}
+    degenerate = set()
+    for name, c in criteria.items():
+        ccov = c.get("coverage") or {}
+        values[name] = {"critique_mean": c.get("mean")}
+        n[name] = {"critique_mean": _count(ccov.get("scored"))}
+        coverage[name] = _share(ccov.get("scored"), ccov.get("total"))
+        a = agreement.get(name)
+        if a:
+            values[name].update({k: a.get(k) for k in AGREEMENT_COLUMNS})
+            ci[name] = {k: a.get(f"{k}_ci") for k in AGREEMENT_COLUMNS}
+            n[name].update({k: _count(a.get("n")) for k in AGREEMENT_COLUMNS})
+        if c.get("degenerate"):
+            degenerate.add(name)
+    rows = METRICS.headline(values, ci=ci, n=n, coverage=coverage)
+    return [replace(h, flag=f"degenerate critic: {h.group} critique") if h.group in degenerate
+            else h for h in rows]
+
+
+def headline(summary: Mapping[str, Any]) -> list[Headline]:
+    """The headline of any rubric result (its summary): RAGaliq's numbers per group for
+    score/judge/run (judged numbers flagged when the judge tripped the degenerate-judge alarm),
+    the agreement statistics per group and overall for validate, the questions kept and each
+    criterion's critique for build; none for a dry run."""
+    if summary.get("dry_run"):
+        return []
+    if summary.get("verb") == "build":
+        return _build_headline(summary)
+    if summary.get("command") == "validate":
+        return _agreement_headline(summary)
+    return _graded_headline(summary)

@@ -15,6 +15,7 @@ from typing import Any
 
 from ragmeter.errors import ConfigError, MissingDependencyError
 from ragmeter.rubric._judge import Answer
+from ragmeter.rubric._options import JudgeOptions
 from ragmeter.rubric._rerank import RetrievalShape
 
 __all__ = ["JudgeOptions", "JudgeOutput", "judge_answers", "run_pipeline", "PipelineOutput",
@@ -23,24 +24,6 @@ __all__ = ["JudgeOptions", "JudgeOutput", "judge_answers", "run_pipeline", "Pipe
 # The languages of RAGaliq's knowledge base (data/orientation_<lang>.md).
 RAGALIQ_LANGUAGES = ("en", "de", "fr", "es", "ru", "zh")
 ENGLISH_ONLY_EMBEDDERS = frozenset({"minilm"})
-
-
-@dataclass(frozen=True)
-class JudgeOptions:
-    """How answers are graded (the judge flags of ``rubric judge`` and ``rubric run``)."""
-
-    strategy: str = "llm"  # llm | overlap
-    prompt_file: str | None = None
-    scoring: str = "auto"  # auto | choices | generate
-    repeats: int = 1
-    temperature: float | None = None
-    seed: int = 0
-    grader_file: str | None = None
-
-    def mode(self) -> str:
-        if self.scoring != "auto":
-            return self.scoring
-        return "generate" if self.prompt_file else "choices"
 
 
 @dataclass
@@ -59,7 +42,7 @@ def judge_answers(answers: Sequence[Answer], options: JudgeOptions, backend: Any
     if options.strategy == "overlap":
         from ragmeter.rubric._offline import OverlapGrader, overlap_rows
 
-        grader = (OverlapGrader.from_file(options.grader_file) if options.grader_file
+        grader = (OverlapGrader.from_file(options.grader) if options.grader
                   else OverlapGrader.shipped())
         return JudgeOutput(overlap_rows(answers, grader), f"overlap:{grader.name}",
                            time.perf_counter() - start, judge_model=f"overlap:{grader.name}")

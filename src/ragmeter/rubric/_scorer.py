@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,10 +30,9 @@ from ragmeter.rubric import _metrics as rubric
 from ragmeter.signature import Signature
 
 __all__ = ["RubricConfig", "RubricResult", "GradedItem", "score_files", "grade_from_row",
-           "ragaliq_file_meta", "METRIC_VERSION"]
+           "ragaliq_file_meta"]
 
 COMPONENT = "rubric"
-METRIC_VERSION = "ragaliq-1"
 _RAGALIQ_NAME = re.compile(
     r"eval_res_questions_(?P<lang>[a-z]{2})_(?P<model_name>[^_]+)_(?P<embedder_name>[^_]+)_"
     r"(?P<reranker_name>[^_]+)_(?P=lang)\.json$")
@@ -49,14 +48,23 @@ class RubricConfig:
     seed: int = stats.DEFAULT_SEED
     field_map: FieldMap = field(default_factory=FieldMap)
 
-    def signature(self, judges: Sequence[str]) -> Signature:
-        settings: dict[str, Any] = {"weights": "5:1,4:.8,3:.6,0:.4,2:.2,1:0", "ws": "mean^2",
+    def signature(self, judges: Sequence[str],
+                  extra: Mapping[str, Any] | None = None) -> Signature:
+        """The signature of the table; ``extra``: what else shaped the grades (a judged
+        verb's scoring and prompt, ``rubric run``'s reader and retrieval)."""
+        # The weights and the exponent come from the table (one definition): a changed weight
+        # is a changed signature.  Spelled as before the table existed, so the signature of
+        # RAGaliq's own weights is unchanged: weights:5:1,4:.8,...|ws:mean^2.
+        weighted = rubric.METRICS.get("weighted_score").constants
+        settings: dict[str, Any] = {"weights": rubric.weights_setting(weighted["weights"]),
+                                    "ws": f"mean^{weighted['exponent']}",
                                     "unparsed": "unscored"}
         if judges:
             settings["judge"] = ",".join(sorted(set(judges)))
         if self.ci:
             settings["bootstrap"] = f"{self.n_resamples}@seed{self.seed}"
-        return Signature.make(COMPONENT, METRIC_VERSION, settings)
+        settings.update(extra or {})
+        return Signature.make(COMPONENT, rubric.METRIC_VERSION, settings)
 
 
 @dataclass(frozen=True)
@@ -205,8 +213,8 @@ def _iter_items(sources: Sequence[Any], config: RubricConfig) -> Iterable[Graded
                              else None)
 
 
-_HEADLINE = ("weighted_score", "mean_grade", "median_grade", "percentage",
-             "percentage_with_zero", "expected_grade_mean", "language_consistency_mean")
+# The numbers of a group that summary["metrics"] carries (as before the table existed).
+_HEADLINE = (*rubric.RESULTS_COLUMNS, "expected_grade_mean", "language_consistency_mean")
 
 
 @dataclass
@@ -251,6 +259,12 @@ def _ci(values: Sequence[float], config: RubricConfig) -> list[float] | None:
     return list(interval) if interval else None
 
 
+def _squared(interval: list[float] | None) -> list[float] | None:
+    """An interval of the mean weight as an interval of the weighted score (the map is
+    monotone on [0, 1])."""
+    return [rubric.weighted_from_mean(b) for b in interval] if interval else None
+
+
 def summarize_group(items: Sequence[GradedItem], config: RubricConfig) -> dict[str, Any]:
     """RAGaliq's row for one group, plus coverage, CIs, expected-grade and stability figures."""
     first = [i for i in items if i.repeat == 0] or list(items)
@@ -264,12 +278,12 @@ def summarize_group(items: Sequence[GradedItem], config: RubricConfig) -> dict[s
     out["coverage"] = {"total": len(first), "scored": len(grades),
                        "unscored": len(first) - len(grades), "reasons": dict(sorted(reasons.items()))}
     if config.ci and grades:
-        weights = [rubric.WEIGHTS[g] for g in grades]
+        weights = [rubric.grade_weight(g) for g in grades]
         w_ci = _ci(weights, config)
         nonzero = [float(g) for g in grades if g != 0]
         out["ci95"] = {
             # (mean weight)^2 is monotone on [0, 1]: square the interval of the mean weight.
-            "weighted_score": [w_ci[0] ** 2, w_ci[1] ** 2] if w_ci else None,
+            "weighted_score": _squared(w_ci),
             "mean_grade": _ci(nonzero, config) if nonzero else None,
             "percentage_with_zero": _ci([g * 20.0 for g in grades], config),
         }
@@ -278,8 +292,8 @@ def summarize_group(items: Sequence[GradedItem], config: RubricConfig) -> dict[s
         out["expected_grade_mean"] = stats.mean(exp)
         dists = [i.grade_probs for i in first if i.grade is not None and i.grade_probs]
         if dists:
-            ew = [math.fsum(rubric.WEIGHTS[g] * p for g, p in d.items()) for d in dists]
-            out["expected_weighted_score"] = (math.fsum(ew) / len(ew)) ** 2
+            ew = [rubric.expected_weight(d) for d in dists]
+            out["expected_weighted_score"] = rubric.weighted_from_mean(math.fsum(ew) / len(ew))
     lcs = [i.language_consistency for i in first if i.language_consistency is not None]
     if lcs:
         # RAGaliq logs a language_consistency_score per answer; ragmeter's rubric run computes
@@ -313,11 +327,13 @@ def _stability(items: Sequence[GradedItem], repeats: list[int],
     out["weighted_score_by_repeat"] = ws
     out["weighted_score_range"] = [min(present), max(present)] if present else None
     # CI of the aggregate over items, each item's grades averaged over its repeats.
-    item_weights = [math.fsum(rubric.WEIGHTS[g] for g in gs) / len(gs) for gs in by_item.values()]
+    item_weights = [math.fsum(rubric.grade_weight(g) for g in gs) / len(gs)
+                    for gs in by_item.values()]
     ci = _ci(item_weights, config) if item_weights else None
     out["weighted_score_all_repeats"] = (
-        (math.fsum(item_weights) / len(item_weights)) ** 2 if item_weights else None)
-    out["weighted_score_all_repeats_ci95"] = [ci[0] ** 2, ci[1] ** 2] if ci else None
+        rubric.weighted_from_mean(math.fsum(item_weights) / len(item_weights))
+        if item_weights else None)
+    out["weighted_score_all_repeats_ci95"] = _squared(ci)
     return out
 
 

@@ -28,10 +28,9 @@ from ragmeter.rubric._scorer import grade_from_row, ragaliq_file_meta
 from ragmeter.runs._schema import Signature
 
 __all__ = ["ValidateConfig", "ValidateResult", "GradeRow", "read_grades", "validate_files",
-           "validate_grades", "METRIC_VERSION"]
+           "validate_grades"]
 
 COMPONENT = "rubric"
-METRIC_VERSION = "rubric-agreement-1"
 
 
 @dataclass(frozen=True)
@@ -46,13 +45,14 @@ class ValidateConfig:
     field_map: FieldMap = field(default_factory=FieldMap)
 
     def signature(self, judges: Sequence[str]) -> Signature:
-        settings: dict[str, Any] = {"kappa": "quadratic", "grades": "0..5",
-                                    "unscored": "excluded"}
+        settings: dict[str, Any] = {
+            "kappa": rubric.METRICS.get("qwk").constants["weighting"],
+            "grades": f"{rubric.GRADES[0]}..{rubric.GRADES[-1]}", "unscored": "excluded"}
         if judges:
             settings["judge"] = ",".join(sorted(set(judges)))
         if self.ci:
             settings["bootstrap"] = f"{self.n_resamples}@seed{self.seed}"
-        return Signature.make(COMPONENT, METRIC_VERSION, settings)
+        return Signature.make(COMPONENT, rubric.AGREEMENT_VERSION, settings)
 
 
 @dataclass(frozen=True)
@@ -140,8 +140,7 @@ class ValidateResult:
         cis: dict[str, Any] = {}
         for g in [*self.groups, {**self.overall, "_label": "all"}]:
             label = g.get("_label") or " ".join(str(g[c]) for c in self.by) or "all"
-            metrics[label] = {k: g[k] for k in ("exact", "within_one", "qwk", "mae",
-                                                "spearman", "n")}
+            metrics[label] = {k: g[k] for k in (*rubric.AGREEMENT_COLUMNS, "n")}
             cis[label] = g.get("ci95") or {}
         return {"schema_version": 1, "family": COMPONENT, "command": "validate",
                 "signature": self.signature, "paired_on": self.paired_on,

@@ -1,17 +1,22 @@
 """Rubric judging (RAGaliq's 0–5 grades) from Python: ``score``, ``judge``, ``run``,
-``validate``.
+``validate``, ``build``.
 
 ::
 
     import ragmeter
-    graded = ragmeter.rubric.judge(rows, strategy="overlap")      # no model at all
-    ragmeter.rubric.score(graded.items, by=["lang"]).summary["metrics"]
+    from ragmeter.rubric import JudgeOptions
+    graded = ragmeter.rubric.judge(rows, judge=JudgeOptions(strategy="overlap"))  # no model
+    ragmeter.rubric.score(graded.items, by=["lang"]).headline
     ragmeter.rubric.validate(graded.items, reference="eval_res_en.json").summary["metrics"]
 
 ``data`` is a path (JSONL, JSON, CSV/TSV, Parquet; RAGaliq's ``eval_res_*.json`` logs as they
 are), a list of dicts, a pandas DataFrame or a pyarrow Table; ``score`` and ``validate`` also
-take a list of paths.  Options are the CLI flags in snake_case with the same defaults;
-``ragmeter rubric ...`` calls exactly these functions.
+take a list of paths.  Options are the CLI flags in snake_case with the same defaults,
+grouped in typed option groups (:class:`JudgeOptions`, :class:`PipelineOptions`,
+:class:`ChunkOptions`, :class:`CritiqueOptions`, :class:`TranslationOptions`,
+:class:`ragmeter.RunOptions`) whose fields are also accepted as plain keywords;
+``ragmeter rubric ...`` calls exactly these functions.  Every result carries a ``headline``
+(:func:`ragmeter.rubric._metrics.headline`) and a signature.
 """
 
 from __future__ import annotations
@@ -27,7 +32,15 @@ from ragmeter._verb._context import (
     input_record,
     model_context,
 )
+from ragmeter._verb._options import RunOptions, gather
 from ragmeter.result import Result
+from ragmeter.rubric._options import (
+    ChunkOptions,
+    CritiqueOptions,
+    JudgeOptions,
+    PipelineOptions,
+    TranslationOptions,
+)
 
 __all__ = ["score", "judge", "run", "validate", "build", "ajudge", "arun", "abuild"]
 
@@ -49,11 +62,13 @@ def _with_rows(coverage: Mapping[str, Any]) -> dict[str, Any]:
     return {**coverage, "rows": coverage.get("total")}
 
 
-def _score_result(verb: str, detail: Any, inputs: list[Any], **extra: Any) -> Result:
+def _score_result(verb: str, detail: Any, inputs: list[Any]) -> Result:
+    from ragmeter.rubric._metrics import headline
+
     summary = detail.to_json()
     summary["coverage"] = _with_rows(summary["coverage"])
     return Result(COMPONENT, verb, summary, items=detail.iter_items, detail=detail,
-                  inputs=inputs, **extra)
+                  inputs=inputs, headline=headline(summary))
 
 
 def score(data: Any, *, by: Sequence[str] = (), ci: bool = True, resamples: int = 1000,
@@ -112,11 +127,17 @@ def _alarm(rows: Sequence[Mapping[str, Any]], judge_name: str) -> dict[str, Any]
 def _judged_result(verb: str, rows: list[dict[str, Any]], mode: str, judge_model: str | None,
                    by: Sequence[str], inputs: list[Any], backend_obj: Any,
                    prompt_version: str | None, extra: Mapping[str, Any] | None = None,
-                   prices: tuple[Any, Any] | None = None) -> Result:
+                   prices: tuple[Any, Any] | None = None,
+                   settings: Mapping[str, Any] | None = None,
+                   engine: str | None = None) -> Result:
+    from ragmeter.rubric._metrics import headline
     from ragmeter.rubric._scorer import RubricConfig, score_files
 
     detail = score_files([rows], RubricConfig(by=tuple(by)))
     summary = detail.to_json()
+    summary["signature"] = _signature(by, rows, judge_model, scoring=mode,
+                                      judge_prompt=prompt_version, **(settings or {}))
+    detail.signature = summary["signature"]  # the console prints the detail's
     if prices is not None:
         _add_spend(summary, rows, by, prices)
     summary["coverage"] = _with_rows(summary["coverage"])
@@ -124,11 +145,13 @@ def _judged_result(verb: str, rows: list[dict[str, Any]], mode: str, judge_model
     summary.update(extra or {})
     card = _judge_card(mode, judge_model, prompt_version)
     alarm = _alarm(rows, card["judge"])
+    alarms = [alarm] if alarm else []
     identity = [backend_obj.identity()] if backend_obj is not None else []
     return Result(COMPONENT, verb, summary, items=rows, detail=detail, inputs=inputs,
                   backends=identity, models=[judge_model] if judge_model else [],
                   prompt_versions={"judge": prompt_version} if prompt_version else None,
-                  judges=[card], alarms=[alarm] if alarm else [])
+                  judges=[card], alarms=alarms, engine=engine,
+                  headline=headline({**summary, "alarms": alarms}))
 
 
 def _add_spend(summary: dict[str, Any], rows: list[dict[str, Any]], by: Sequence[str],
@@ -151,90 +174,113 @@ def _spend_by_step(rows: list[dict[str, Any]], prices: tuple[Any, Any]) -> dict[
                         *prices) for step in STEPS}
 
 
-def judge(data: Any, *, strategy: str = "llm", prompt_file: str | None = None,
-          scoring: str = "auto", repeats: int = 1, temperature: float | None = None,
-          seed: int = 0, grader: str | None = None, by: Sequence[str] = (),
-          backend: Any = None, store: Any = None, replay: bool = False,
-          dry_run: bool = False, progress: bool | None = None, fields: Fields = None,
-          on_progress: Any = None) -> Result:
+def _signature(by: Sequence[str], rows: Sequence[Mapping[str, Any]], judge_model: str | None,
+               **settings: Any) -> str:
+    """The signature of a judged result: RAGaliq's table (its weights from the table), the
+    judge (the rows' ``judge_model``, else the verb's judge) and what else shaped the grades."""
+    from ragmeter.rubric._scorer import RubricConfig
+
+    judges = [str(r["judge_model"]) for r in rows if r.get("judge_model")]
+    if not judges and judge_model:
+        judges = [judge_model]
+    return RubricConfig(by=tuple(by)).signature(judges, settings).render()
+
+
+def _model_name(backend_obj: Any) -> str:
+    return str(backend_obj.identity().get("model", backend_obj.name))
+
+
+def judge(data: Any, *, judge: JudgeOptions | None = None, by: Sequence[str] = (),
+          fields: Fields = None, backend: Any = None, run: RunOptions | None = None,
+          **options: Any) -> Result:
     """Grade answers 0–5 against their reference answers.
 
-    ``strategy``: ``llm`` (a judge model: ``backend`` is :func:`ragmeter.backends.local`
-    by default; ``scoring`` ``choices`` reads the probabilities of "0".."5", ``generate``
-    parses the judge's text; ``prompt_file`` RAGaliq's ``judge_prompt.txt`` reproduces it) or
-    ``overlap`` (ragmeter's offline grader, no model; ``grader`` a cut-point file).
+    ``judge``: :class:`JudgeOptions` (strategy, scoring, prompt, repeats ...).  Strategy
+    ``llm`` grades with a judge model (``backend``, :func:`ragmeter.backends.local` by
+    default; scoring ``choices`` reads the probabilities of "0".."5", ``generate`` parses the
+    judge's text; ``prompt_file`` RAGaliq's ``judge_prompt.txt`` reproduces it); ``overlap``
+    is ragmeter's offline grader, no model.  ``run``: :class:`ragmeter.RunOptions` (store,
+    replay, dry run, progress).  Every field of both groups is also accepted as a keyword
+    (``judge(rows, scoring="generate", store="s.sqlite")``).
     The result's ``items`` are the graded rows (what ``--out`` writes; feed them to
     :func:`score` or :func:`validate`); its summary is ``score``'s table over them, with the
     judge's card and the degenerate-judge alarm when it trips.
     """
     from ragmeter.rubric._judge import read_answers
-    from ragmeter.rubric._orchestrate import JudgeOptions, judge_answers
+    from ragmeter.rubric._orchestrate import judge_answers
 
+    groups = gather("rubric.judge", options, judge=(JudgeOptions, judge), run=(RunOptions, run))
+    how, calls = groups["judge"], groups["run"]
     answers = read_answers(data, field_map(fields, COMPONENT))
-    options = JudgeOptions(strategy=strategy, prompt_file=prompt_file, scoring=scoring,
-                           repeats=repeats, temperature=temperature, seed=seed,
-                           grader_file=grader)
     inputs = [input_record(data, len(answers))]
-    if strategy == "overlap":
-        out = judge_answers(answers, options)
+    if how.strategy == "overlap":
+        out = judge_answers(answers, how)
         return _judged_result("judge", out.rows, out.mode, out.judge_model, by, inputs, None,
                               None)
-    backend_obj, the_store, config = model_context(backend, store, replay=replay,
-                                                   progress=progress, description="judge",
-                                                   on_progress=on_progress)
-    out = judge_answers(answers, options, backend_obj, the_store, config, dry_run)
+    backend_obj, the_store, config = model_context(backend, calls.store, replay=calls.replay,
+                                                   progress=calls.progress, description="judge",
+                                                   on_progress=calls.on_progress)
+    out = judge_answers(answers, how, backend_obj, the_store, config, calls.dry_run)
     if out.estimate is not None:
-        return dry_run_result(COMPONENT, "judge", out.estimate)
+        return dry_run_result(COMPONENT, "judge", out.estimate, signature=_signature(
+            by, [], _model_name(backend_obj), scoring=out.mode))
     version = out.rows[0].get("prompt_version") if out.rows else None
     return _judged_result("judge", out.rows, out.mode, out.judge_model, by, inputs,
                           backend_obj, version, prices=(config.price_prompt_per_mtok,
-                                                        config.price_completion_per_mtok))
+                                                        config.price_completion_per_mtok),
+                          engine=config.engine_name)
 
 
-def run(data: Any, *, kb: str | Path, lang: str | None = None, embedder: str = "auto",
-        top_k: int = 10, reranker: str = "yesno", reranker_url: str | None = None,
-        reranker_model: str | None = None, reranker_api: str = "vllm",
-        rerank_threshold: float = 0.1, max_context: int = 6, limit: int | None = None,
-        reader_max_tokens: int = 128, strategy: str = "llm", prompt_file: str | None = None,
-        scoring: str = "auto", repeats: int = 1, temperature: float | None = None,
-        seed: int = 0, grader: str | None = None, backend: Any = None, store: Any = None,
-        replay: bool = False, dry_run: bool = False, progress: bool | None = None,
-        on_progress: Any = None) -> Result:
+def run(data: Any, *, kb: str | Path, lang: str | None = None, limit: int | None = None,
+        pipeline: PipelineOptions | None = None, judge: JudgeOptions | None = None,
+        backend: Any = None, run: RunOptions | None = None, **options: Any) -> Result:
     """RAGaliq's RAG pipeline on one language: embed ``kb`` (one chunk per line) offline,
-    retrieve ``top_k``, rerank, keep reranker score > ``rerank_threshold``, pass at most
-    ``max_context`` chunks to the reader (``backend``), judge, and RAGaliq's table.
+    retrieve, rerank, keep the chunks above the threshold, pass the best to the reader
+    (``backend``), judge, and RAGaliq's table.
 
     ``data``: the questions with reference answers (RAGaliq's ``questions_<lang>.json``, or
-    rows with ``question`` and ``answer``).  ``reranker``: ``yesno`` (the reader backend's
-    P(yes) that a chunk is relevant), ``endpoint`` (an HTTP /rerank endpoint at
-    ``reranker_url``), or ``none``.  Each answer gets a ``language_consistency_score``.
-    The summary names the embedder, reranker, reader and judge under ``pipeline``.
+    rows with ``question`` and ``answer``); ``lang``: their language (default: from the file
+    name, else en); ``limit``: the first N questions only.  ``pipeline``:
+    :class:`PipelineOptions` (embedder, ``top_k``, reranker, ``rerank_threshold``,
+    ``max_context``, ``reader_max_tokens``; defaults RAGaliq's); ``judge``:
+    :class:`JudgeOptions`; ``run``: :class:`ragmeter.RunOptions`.  Every field of the groups
+    is also accepted as a keyword (``run(q, kb=..., top_k=5, scoring="generate")``).
+    Each answer gets a ``language_consistency_score``.  The summary names the embedder,
+    reranker, reader and judge under ``pipeline``.
     """
     from ragmeter.errors import InputError
     from ragmeter.io import is_path
-    from ragmeter.rubric._orchestrate import JudgeOptions, run_pipeline
+    from ragmeter.rubric._orchestrate import run_pipeline
     from ragmeter.rubric._pipeline import detect_lang
     from ragmeter.rubric._rerank import RetrievalShape
 
+    groups = gather("rubric.run", options, pipeline=(PipelineOptions, pipeline),
+                    judge=(JudgeOptions, judge), run=(RunOptions, run))
+    steps, how, calls = groups["pipeline"], groups["judge"], groups["run"]
     if not is_path(kb):
         raise InputError("kb must be the path of the knowledge base (one chunk per line).",
                          component=COMPONENT, field="kb")
-    shape = RetrievalShape(top_k=top_k, reranker=reranker, rerank_threshold=rerank_threshold,
-                           max_context=max_context, reranker_url=reranker_url,
-                           reranker_model=reranker_model, reranker_api=reranker_api)
-    options = JudgeOptions(strategy=strategy, prompt_file=prompt_file, scoring=scoring,
-                           repeats=repeats, temperature=temperature, seed=seed,
-                           grader_file=grader)
-    backend_obj, the_store, config = model_context(backend, store, replay=replay,
-                                                   progress=progress,
+    shape = RetrievalShape(top_k=steps.top_k, reranker=steps.reranker,
+                           rerank_threshold=steps.rerank_threshold,
+                           max_context=steps.max_context, reranker_url=steps.reranker_url,
+                           reranker_model=steps.reranker_model,
+                           reranker_api=steps.reranker_api)
+    backend_obj, the_store, config = model_context(backend, calls.store, replay=calls.replay,
+                                                   progress=calls.progress,
                                                    description="rubric run",
-                                                   on_progress=on_progress)
+                                                   on_progress=calls.on_progress)
     lang = lang or detect_lang(data) or "en"
-    out = run_pipeline(kb, data, lang=lang, embedder=embedder, shape=shape, limit=limit,
-                       reader_max_tokens=reader_max_tokens, judge=options,
-                       backend=backend_obj, store=the_store, config=config, dry_run=dry_run)
+    out = run_pipeline(kb, data, lang=lang, embedder=steps.embedder, shape=shape, limit=limit,
+                       reader_max_tokens=steps.reader_max_tokens, judge=how,
+                       backend=backend_obj, store=the_store, config=config,
+                       dry_run=calls.dry_run)
     if out.estimate is not None:
-        result = dry_run_result(COMPONENT, "run", out.estimate, step=out.estimate_step)
+        judge_name = out.reader_model if how.strategy == "llm" else how.strategy
+        result = dry_run_result(COMPONENT, "run", out.estimate, step=out.estimate_step,
+                                signature=_signature(("lang",), [], judge_name,
+                                                     scoring=out.mode, **_pipeline_settings(
+                                                         {**out.pipeline,
+                                                          "reader": out.reader_model})))
         result.dry_run_text = f"{out.estimate_step} {result.dry_run_text}"  # type: ignore[attr-defined]
         return result
     version = out.rows[0].get("prompt_version") if out.rows else None
@@ -245,11 +291,17 @@ def run(data: Any, *, kb: str | Path, lang: str | None = None, embedder: str = "
         [input_record(data, len(out.rows)), input_record(str(kb))], backend_obj, version,
         extra={"pipeline": out.pipeline, "timing": out.timing,
                **({"run_notes": out.notes} if out.notes else {})},
-        prices=prices)
+        prices=prices, settings=_pipeline_settings(out.pipeline), engine=config.engine_name)
     result.summary["spend_by_step"] = _spend_by_step(out.rows, prices)
     if out.reader_model and out.reader_model not in result.models:
         result.models.insert(0, out.reader_model)
     return result
+
+
+def _pipeline_settings(pipeline: Mapping[str, Any]) -> dict[str, Any]:
+    """What in ``rubric run``'s pipeline shapes the answers, for its signature."""
+    keys = ("reader", "embedder", "reranker", "top_k", "rerank_threshold", "max_context")
+    return {k: pipeline[k] for k in keys if pipeline.get(k) is not None}
 
 
 def validate(data: Any, *, reference: Any, by: Sequence[str] = (), on: str = "auto",
@@ -275,17 +327,10 @@ arun = async_variant(run)
 
 
 def build(knowledge_base: Any = None, *, out: str | Path | None = None,
-          critique_only: str | Path | None = None, chunking: str = "sections",
-          chunk_size: int = 4000, min_chunk_chars: int = 50, sample: int | None = None,
-          seed: int = 0, min_groundedness: int = 4, min_relevance: int = 4,
-          min_standalone: int = 4, audience: str = "a reader of this knowledge base",
-          dedupe: bool = True, languages: str | Sequence[str] | None = None,
-          source_language: str = "en", translate_knowledge_base: bool = False,
-          generation_prompt_file: str | Path | None = None,
-          critique_prompt_files: Mapping[str, str | Path] | Sequence[str] | None = None,
-          resamples: int = 1000, critique_scoring: str = "generate", backend: Any = None,
-          store: Any = None, replay: bool = False, dry_run: bool = False,
-          progress: bool | None = None) -> Result:
+          critique_only: str | Path | None = None, chunks: ChunkOptions | None = None,
+          critique: CritiqueOptions | None = None,
+          translation: TranslationOptions | None = None, backend: Any = None,
+          run: RunOptions | None = None, **options: Any) -> Result:
     """Build a question set from a knowledge base (RAGaliq's question generation): chunk,
     sample, generate one question and answer per chunk, critique each 1-5 for groundedness,
     relevance and standalone-ness, drop duplicates and questions below the thresholds,
@@ -295,31 +340,46 @@ def build(knowledge_base: Any = None, *, out: str | Path | None = None,
 
     ``knowledge_base``: a path or a list of paths (Markdown or text).  ``out``: where the kept
     questions go in RAGaliq's format (``.json`` list, else JSONL), with ``<out>_<lang>`` files
-    beside it.  The result's ``items`` are every candidate (kept, dropped or unscored, with the
-    reason); ``summary`` has the counts, per-criterion ratings, ``agreement`` (critique only),
-    ``translation`` and the degenerate-critic alarms.  ``detail`` is the
-    :class:`~ragmeter.rubric._build.BuildOutcome` (``questions``, ``translations``).
-    """
-    from ragmeter.rubric._build_api import estimate, make_config, make_prompts, run_build
+    beside it.  ``chunks``: :class:`ChunkOptions`; ``critique``: :class:`CritiqueOptions`
+    (thresholds, audience, prompts, scoring); ``translation``: :class:`TranslationOptions`;
+    ``run``: :class:`ragmeter.RunOptions`.  Every field of the groups is also accepted as a
+    keyword (``build("kb.md", sample=20, dry_run=True)``).  The result's ``items`` are every
+    candidate (kept, dropped or unscored, with the reason); ``summary`` has the counts,
+    per-criterion ratings, ``agreement`` (critique only), ``translation`` and the
+    degenerate-critic alarms.  ``detail`` is the :class:`~ragmeter.rubric._build.BuildOutcome`
+    (``questions``, ``translations``).
 
-    config = make_config(
-        chunking=chunking, chunk_size=chunk_size, min_chunk_chars=min_chunk_chars,
-        sample=sample, seed=seed, min_groundedness=min_groundedness,
-        min_relevance=min_relevance, min_standalone=min_standalone, audience=audience,
-        dedupe=dedupe, languages=languages, source_language=source_language,
-        translate_knowledge_base=translate_knowledge_base, resamples=resamples,
-        critique_scoring=critique_scoring)
-    prompts = make_prompts(generation_prompt_file, critique_prompt_files)
-    backend_obj, the_store, runner = model_context(backend, store, replay=replay,
-                                                   progress=progress, description="build")
+    Raises :class:`BuildFailedError` (``.result`` holds the result) when the build generated
+    no question (the model wrote none that could be read, every generation call failed, or no
+    chunk was long enough); then ``out`` is not written.  A build whose questions were all
+    dropped by the critics returns normally (``summary["kept"] == 0``).
+    """
+    from ragmeter.judges._card import judge_card
+    from ragmeter.rubric._build import alarms, build_failure
+    from ragmeter.rubric._build_api import estimate, make_config, make_prompts, run_build
+    from ragmeter.rubric._errors import BuildFailedError
+    from ragmeter.rubric._metrics import headline
+
+    groups = gather("rubric.build", options, chunks=(ChunkOptions, chunks),
+                    critique=(CritiqueOptions, critique),
+                    translation=(TranslationOptions, translation), run=(RunOptions, run))
+    calls = groups["run"]
+    config = make_config(groups["chunks"], groups["critique"], groups["translation"])
+    prompts = make_prompts(groups["critique"].generation_prompt_file,
+                           groups["critique"].critique_prompt_files)
+    backend_obj, the_store, runner = model_context(backend, calls.store, replay=calls.replay,
+                                                   progress=calls.progress, description="build",
+                                                   on_progress=calls.on_progress)
     kb = knowledge_base
-    if dry_run:
+    if calls.dry_run:
         est = estimate(kb, critique_path=critique_only, config=config, prompts=prompts,
                        backend=backend_obj, store=the_store, runner=runner)
-        summary = {"family": COMPONENT, "verb": "build", "dry_run": True, **est.to_dict(),
+        summary = {"family": COMPONENT, "verb": "build", "dry_run": True,
+                   "signature": config.signature(prompts, _model_name(backend_obj)),
+                   **est.to_dict(),
                    "coverage": {"rows": est.requests, "scored": 0, "unscored": est.requests,
                                 "reasons": {"dry_run": 1}}}
-        result = Result(COMPONENT, "build", summary, items=[])
+        result = Result(COMPONENT, "build", summary, items=[], headline=[])
         result.dry_run_text = est.render()  # type: ignore[attr-defined]
         return result
     outcome = run_build(kb, critique_path=critique_only, config=config, prompts=prompts,
@@ -328,8 +388,6 @@ def build(knowledge_base: Any = None, *, out: str | Path | None = None,
     summary["coverage"] = _with_rows(summary["coverage"])
     sources = [critique_only] if critique_only is not None else (
         [knowledge_base] if isinstance(knowledge_base, (str, Path)) else list(knowledge_base))
-    from ragmeter.judges._card import judge_card
-
     model = str(summary.get("critic_model"))
     validation = None
     agree = summary.get("agreement") or {}
@@ -342,13 +400,16 @@ def build(knowledge_base: Any = None, *, out: str | Path | None = None,
                           "data": f"{Path(str(critique_only)).name}, n={a['n']}"}
     card = judge_card({"backend": backend_obj.identity().get("backend"), "model": model,
                        "prompt": summary.get("prompt_version")}, validation)
-    from ragmeter.rubric._build import alarms
-
-    return Result(COMPONENT, "build", summary, items=outcome.items, detail=outcome,
-                  inputs=[input_record(s) for s in sources],
-                  backends=[backend_obj.identity()], models=[model],
-                  prompt_versions={"build": str(summary.get("prompt_version"))},
-                  judges=[card], alarms=alarms(summary["criteria"]))
+    result = Result(COMPONENT, "build", summary, items=outcome.items, detail=outcome,
+                    inputs=[input_record(s) for s in sources],
+                    backends=[backend_obj.identity()], models=[model],
+                    prompt_versions={"build": str(summary.get("prompt_version"))},
+                    judges=[card], alarms=alarms(summary["criteria"]),
+                    headline=headline(summary))
+    failure = build_failure(summary)
+    if failure is not None:
+        raise BuildFailedError(failure[0], failure[1], result)
+    return result
 
 
 abuild = async_variant(build)

@@ -1,10 +1,12 @@
 """TRACe (RAGBench, Friel et al. 2024): relevance, utilization, completeness, adherence from
 sentence labels, and judge validation.
 
-The façade: the verbs (``ragmeter.trace.<verb>(data, **options)``), nothing else."""
+The façade: the verbs (``ragmeter.trace.<verb>(data, **options)``) and the family's option
+group (:class:`JudgeOptions`), nothing else."""
 
 from __future__ import annotations
 
+from ragmeter.trace._options import JudgeOptions
 from ragmeter.trace._verbs import (
     alabel,
     arun,
@@ -16,6 +18,7 @@ from ragmeter.trace._verbs import (
 )
 
 __all__ = [
+    "JudgeOptions",
     "alabel",
     "arun",
     "fit",

@@ -27,12 +27,16 @@ __all__ = [
     "parse_label_row",
     "parse_source_row",
     "row_id",
+    "JUDGE_FIELDS",
+    "judge_descriptor",
 ]
 
 COMPONENT = "trace"
 LABEL_FIELDS = ("documents_sentences", "all_relevant_sentence_keys",
                 "all_utilized_sentence_keys", "unsupported_response_sentence_keys",
                 "sentence_support_information")
+# What a labels row of `trace label` says about the judge that wrote it.
+JUDGE_FIELDS = ("judge", "prompt_version", "strategy", "threshold")
 # Released baseline predictions in RAGBench's files: column -> (judge, TRACe metric).
 BASELINE_COLUMNS: dict[str, tuple[str, str]] = {
     "gpt3_adherence": ("gpt-3.5 (released)", "adherence"),
@@ -76,6 +80,21 @@ def iter_trace_rows(path: Any, columns: Sequence[str] | None = None, *,
                              fix="give a file with at least one row.")
         return
     yield from iter_rows(p, component=COMPONENT, field_map=fm)
+
+
+def judge_descriptor(data: Any) -> str | None:
+    """The judge of a labels row as a signature names it: ``judge@prompt_version`` (for the
+    detector, its version and coefficients fingerprint), with the threshold of the choice
+    strategy; None for rows no judge of ragmeter wrote (e.g. RAGBench's annotations)."""
+    judge = data.get("judge")
+    if is_blank(judge) or not isinstance(judge, str):
+        return None
+    version = data.get("prompt_version")
+    text = f"{judge}@{version}" if isinstance(version, str) and version.strip() else judge
+    threshold = data.get("threshold")
+    if data.get("strategy") == "choice" and isinstance(threshold, (int, float)):
+        text += f",threshold={threshold}"
+    return text
 
 
 def row_id(row: Row) -> str:
@@ -191,11 +210,14 @@ def parse_label_row(row: Row) -> LabelRow:
                                 field="sentence_support_information",
                                 fix="give objects with response_sentence_key and "
                                     "fully_supported.")
-            full: Any = item.get("fully_supported")
-            if full is not None and hasattr(full, "item"):  # numpy bool from Parquet/pandas
-                full = full.item()
-            pairs.append((str(item["response_sentence_key"]),
-                          full if isinstance(full, bool) else None))
+            from ragmeter.trace._parse import ParseFailure, read_verdict
+
+            full = read_verdict(item.get("fully_supported"))
+            if isinstance(full, ParseFailure):  # "maybe", 2 ...: never read as false (24.6)
+                return LabelRow(rid, row.number, 0, None, None, None, unscored=(
+                    full.reason, f"sentence_support_information item {k}: fully_supported "
+                                 f"{full.detail} at {row.unit} {row.number}"))
+            pairs.append((str(item["response_sentence_key"]), full))
     if raw_unsup is not None:
         unsupported = _keys(row, "unsupported_response_sentence_keys", raw_unsup)
     elif pairs is not None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -62,12 +62,13 @@ from ragmeter.trace._features import (
     row_text,
     support_features,
 )
+from ragmeter.trace._metrics import adherence, relevance, unsupported_keys, utilization
 from ragmeter.trace._shares import SHARE_FEATURES, SHARE_TASKS, fit_shares, share_features
 
 __all__ = ["FORMAT", "DEFAULT_DETECTOR", "Logistic", "Detector", "load_detector",
            "fit_logistic", "Annotated", "annotate", "read_annotated", "fit_rows",
            "fit_detector", "detector_json", "split_name", "held_out_scores",
-           "RAGBENCH_ATTRIBUTION"]
+           "RAGBENCH_ATTRIBUTION", "fingerprint"]
 
 FORMAT = "ragmeter-trace-detector"
 DEFAULT_DETECTOR = "trace-detector-v3.json"
@@ -190,6 +191,15 @@ class Detector:
         return f"ragmeter:{self.name}"
 
     @property
+    def fingerprint(self) -> str:
+        """12 hex digits naming its coefficients and thresholds (:func:`fingerprint`)."""
+        return fingerprint({"mode": self.mode, "threshold": self.threshold,
+                            "row_threshold": self.row_threshold,
+                            "models": {t: m.to_json() for t, m in self.models.items()},
+                            "shares": {t: {"weights": [float(v) for v in w]}
+                                       for t, w in self.shares.items()}})
+
+    @property
     def needs_vectors(self) -> bool:
         return self.mode == "embedding"
 
@@ -239,11 +249,12 @@ class Detector:
             info.append({"response_sentence_key": r.key, "explanation": f"p(unsupported)="
                          f"{float(pv):.4f}", "supporting_sentence_keys": [],
                          "fully_supported": i not in flagged})
-        unsupported = [s["response_sentence_key"] for s in info if not s["fully_supported"]]
+        unsupported = list(unsupported_keys((r.key, i not in flagged)
+                                            for i, r in enumerate(rt.response)))
         cols.update({
             "sentence_support_information": info,
             "unsupported_response_sentence_keys": unsupported,
-            "adherence_score": not unsupported,
+            "adherence_score": adherence(unsupported),
             "not_adherent_probability": round(not_adherent, 6),
             "adherence_probability": round(1.0 - not_adherent, 6),
             "support_probabilities": {r.key: round(float(v), 4)
@@ -262,6 +273,17 @@ def _greedy_share(utilization_x: np.ndarray) -> float:
 def _bad(path: Path | str, what: str) -> InputError:
     return InputError(f"is not a TRACe detector file ({what}).", component=COMPONENT,
                       path=path, fix="give a file written by `ragmeter trace fit`.")
+
+
+def fingerprint(content: Mapping[str, Any]) -> str:
+    """12 hex digits of the SHA-256 of a detector's coefficients and thresholds (``mode``,
+    ``threshold``, ``row_threshold``, ``models``, ``shares`` of its file's content, as
+    canonical JSON): two detectors that label alike have the same fingerprint, whatever
+    their names."""
+    keep = {k: content[k] for k in ("mode", "threshold", "row_threshold", "models")}
+    keep["shares"] = {t: list(v["weights"]) for t, v in content["shares"].items()}
+    text = json.dumps(keep, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def load_detector(path: str | Path | None = None, *, mode: str = "lexical") -> Detector:
@@ -341,8 +363,8 @@ def annotate(source: SourceRow, label: LabelRow) -> Annotated | None:
     rt = row_text(source.question, source.documents_sentences, source.response_sentences)
     n = label.n_document_sentences
     return Annotated(rt, frozenset(label.unsupported_keys), frozenset(label.relevant_keys),
-                     frozenset(label.utilized_keys), len(label.relevant_keys) / n,
-                     len(label.utilized_keys) / n, not label.unsupported_keys,
+                     frozenset(label.utilized_keys), relevance(label.relevant_keys, n),
+                     utilization(label.utilized_keys, n), adherence(label.unsupported_keys),
                      tuple(texts_of(source.question, source.documents_sentences,
                                     source.response_sentences)))
 
@@ -478,8 +500,8 @@ def held_out_scores(detector: Detector, rows: Sequence[Annotated]) -> dict[str, 
         n = sum(len(d) for d in a.text.documents)
         scores.append(cols["not_adherent_probability"])
         positives.append(not a.adherent)
-        rel_p.append(len(cols["all_relevant_sentence_keys"]) / n)
-        util_p.append(len(cols["all_utilized_sentence_keys"]) / n)
+        rel_p.append(relevance(cols["all_relevant_sentence_keys"], n))
+        util_p.append(utilization(cols["all_utilized_sentence_keys"], n))
         rel_t.append(a.relevance)
         util_t.append(a.utilization)
     out = {"hallucination_auroc": stats.auroc(scores, positives),

@@ -35,6 +35,7 @@ from typing import Any
 from ragmeter.backends._types import Request
 from ragmeter.errors import ConfigError, InputError
 from ragmeter.prompts._templates import check_template
+from ragmeter.signature import Signature
 from ragmeter.text._sentences import (
     key_document_sentences,
     key_response_sentences,
@@ -42,10 +43,11 @@ from ragmeter.text._sentences import (
     split_sentences,
 )
 from ragmeter.trace._data import COMPONENT, SourceRow
+from ragmeter.trace._metrics import METRIC_VERSION, adherence, unsupported_keys
 from ragmeter.trace._parse import ParseFailure, parse_labels
 
 __all__ = ["TracePrompts", "load_prompts", "LabelConfig", "Prepared", "prepare",
-           "build_requests", "assemble", "TASKS", "STRATEGIES"]
+           "build_requests", "assemble", "detector_version", "TASKS", "STRATEGIES"]
 
 TASKS = ("relevance", "utilization", "support")
 STRATEGIES = ("json", "choice", "detector")
@@ -110,6 +112,30 @@ class LabelConfig:
 
     def prompts_or_default(self) -> TracePrompts:
         return self.prompts or load_prompts()
+
+    def signature(self, judge: str, *, repeats: int = 1, bootstrap: str | None = None
+                  ) -> Signature:
+        """Everything that changes the labels: the judge (``judge``:
+        :func:`~ragmeter.trace._data.judge_descriptor`, which names the prompt version or the
+        detector's version and coefficients), the strategy and the options it reads, the
+        sentence-splitting language; ``bootstrap`` of the labels' metrics."""
+        settings: dict[str, Any] = {"judge": judge, "strategy": self.strategy,
+                                    "language": self.language, "bootstrap": bootstrap}
+        if self.strategy == "choice":
+            settings.update(evidence_sentences=self.evidence_sentences,
+                            max_doc_sentences=self.max_doc_sentences,
+                            tasks=",".join(self.tasks))
+        elif self.strategy == "json":
+            settings["max_tokens"] = self.max_tokens
+        if repeats > 1:
+            settings["repeats"] = repeats
+        return Signature.make(COMPONENT, METRIC_VERSION, settings)
+
+
+def detector_version(version: str, fingerprint: str) -> str:
+    """The prompt version of a detector's labels: its version and coefficients fingerprint
+    (:func:`ragmeter.trace._detector.fingerprint`)."""
+    return f"detector:{version}:{fingerprint}"
 
 
 @dataclass(frozen=True)
@@ -248,10 +274,11 @@ def assemble(p: Prepared, outcomes: Sequence[Any], config: LabelConfig,
             info.append({"response_sentence_key": key, "explanation": f"p(yes)={pk:.4f}",
                          "supporting_sentence_keys": [k for k, _ in evidence] if pk >= t else [],
                          "fully_supported": pk >= t})
-        unsupported = [s["response_sentence_key"] for s in info if not s["fully_supported"]]
+        unsupported = list(unsupported_keys((key, probs["support"][key] >= t)
+                                            for key, _ in p.response_sentences))
         row["sentence_support_information"] = info
         row["unsupported_response_sentence_keys"] = unsupported
-        row["adherence_score"] = not unsupported
+        row["adherence_score"] = adherence(unsupported)
         row["adherence_probability"] = min(probs["support"].values(), default=1.0)
         row["support_probabilities"] = probs["support"]
     else:
@@ -300,7 +327,7 @@ def detector_rows(sources: Sequence[SourceRow], config: LabelConfig,
         vectors = cache.vectors(t for row in texts for t in row)
     out = []
     for p, row_texts in zip(prepared, texts, strict=True):
-        base = _base(p, config, det.identity, prompt_version=f"detector:{det.version}")
+        base = _base(p, config, det.identity, prompt_version=detector_version(det.version, det.fingerprint))
         v = row_vectors(vectors, row_texts, sum(len(d) for d in p.documents_sentences)) \
             if det.needs_vectors else None
         out.append({**base, "status": "ok", **det.label(p.source.question,

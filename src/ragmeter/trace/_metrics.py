@@ -15,6 +15,9 @@ reproduce the released ``relevance_score``, ``utilization_score``, ``completenes
 
 There is no averaged "TRACe score" in the original, and none here.
 
+``METRICS`` (below) is the table every door iterates over: the four metrics, then the
+validation statistics of a judge; ``WRITEUP_METRICS`` the opt-in write-up variant's.
+
 Validation statistics (RAGBench ``ragbench/evaluation.py``): hallucination AUROC with the
 positive class "not adherent" scored by ``1 - predicted adherence``, and RMSE of the
 continuous scores; ragmeter adds percentile-bootstrap 95% CIs over rows.
@@ -23,12 +26,14 @@ continuous scores; ragmeter adds percentile-bootstrap 95% CIs over rows.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from ragmeter import stats
+from ragmeter.stats import ALL_GROUP, Headline, Metric, MetricTable
 
 __all__ = [
     "METRIC_VERSION",
@@ -50,6 +55,17 @@ __all__ = [
     "Estimate",
     "rmse_estimate",
     "auroc_estimate",
+    "METRICS",
+    "WRITEUP_METRICS",
+    "SCORE_METRICS",
+    "VALIDATION_METRICS",
+    "VALIDATES",
+    "table_for",
+    "constants_setting",
+    "validation_settings",
+    "writeup_denominator",
+    "judge_group",
+    "headline",
 ]
 
 METRIC_VERSION = "ragbench-1"
@@ -145,11 +161,13 @@ class WriteupScores:
     average: float
 
 
-def writeup_relevance(relevant_keys: Sequence[str]) -> float:
-    """``min(1, len(R) / 20)``; 0.0 when ``R`` is empty (the document count is not used)."""
+def writeup_relevance(relevant_keys: Sequence[str],
+                      denominator: int = WRITEUP_RELEVANCE_DENOMINATOR) -> float:
+    """``min(1, len(R) / 20)``; 0.0 when ``R`` is empty (the document count is not used).
+    ``denominator``: the write-up's 20 (``WRITEUP_METRICS`` holds it, and the signature)."""
     if not relevant_keys:
         return 0.0
-    return min(1.0, len(relevant_keys) / WRITEUP_RELEVANCE_DENOMINATOR)
+    return min(1.0, len(relevant_keys) / denominator)
 
 
 def writeup_utilization(relevant_keys: Sequence[str], utilized_keys: Sequence[str]) -> float:
@@ -178,9 +196,10 @@ def writeup_adherence(fully_supported: Sequence[bool | None]) -> float:
 
 
 def writeup_scores(relevant_keys: Sequence[str], utilized_keys: Sequence[str],
-                   fully_supported: Sequence[bool | None]) -> WriteupScores:
+                   fully_supported: Sequence[bool | None], *,
+                   denominator: int = WRITEUP_RELEVANCE_DENOMINATOR) -> WriteupScores:
     """The write-up's four metrics and their plain average."""
-    rel = writeup_relevance(relevant_keys)
+    rel = writeup_relevance(relevant_keys, denominator)
     util = writeup_utilization(relevant_keys, utilized_keys)
     comp = writeup_completeness(relevant_keys, utilized_keys)
     adh = writeup_adherence(fully_supported)
@@ -255,3 +274,235 @@ def auroc_estimate(scores: Sequence[float], positives: Sequence[bool], *,
         return Estimate(value, None, None, int(n))
     lo, hi = np.quantile(np.asarray(found[:n_resamples]), [0.025, 0.975])
     return Estimate(value, float(lo), float(hi), int(n))
+
+
+# ------------------------------------------------------------------ the tables
+
+_RAGBENCH = ("RAGBench (Friel et al. 2024, arXiv:2407.11005) section 3; reproduces the "
+             "released *_score columns")
+_EVALUATION = ("RAGBench ragbench/evaluation.py (paper Table 3); 95% CI: percentile "
+               "bootstrap over rows (ragmeter)")
+_WRITEUP = "GPT-labelling write-up 003, Code Implementation (opt-in: --definitions writeup)"
+
+_ROW_METRICS = (
+    Metric("relevance", "relevance",
+           "share of the document sentences labelled relevant to the question: "
+           "len(all_relevant_sentence_keys) / document sentences, mean over rows", _RAGBENCH,
+           fn=relevance),
+    Metric("utilization", "utilization",
+           "share of the document sentences the response uses: "
+           "len(all_utilized_sentence_keys) / document sentences, mean over rows", _RAGBENCH,
+           fn=utilization),
+    Metric("completeness", "completeness",
+           "share of the relevant sentences the response uses: |set(relevant) & "
+           "set(utilized)| / len(relevant), 1 when none is relevant; mean over rows", _RAGBENCH,
+           fn=completeness),
+    Metric("adherence", "adherence (share adherent)",
+           "share of the responses with no unsupported sentence (a partially supported "
+           "sentence counts as unsupported)", _RAGBENCH, aggregation="rate", fn=adherence),
+)
+_VALIDATION_METRICS = (
+    Metric("hallucination_auroc", "halluc. AUROC",
+           "how well a judge's adherence finds the annotated hallucinations: AUROC of 1 - "
+           "predicted adherence (its probability, else 0/1), positive class not adherent, "
+           "ties counted 1/2", _EVALUATION, aggregation="auroc", judged=True,
+           constants={"method": "rank", "positive": "not_adherent"}),
+    Metric("relevance_rmse", "relevance RMSE",
+           "root mean squared error of a judge's relevance against the annotated relevance",
+           _EVALUATION, higher_is_better=False, aggregation="rmse", judged=True),
+    Metric("utilization_rmse", "utilization RMSE",
+           "root mean squared error of a judge's utilization against the annotated "
+           "utilization (RAGBench's evaluation.py compares relevance here, by accident)",
+           _EVALUATION, higher_is_better=False, aggregation="rmse", judged=True),
+    Metric("completeness_rmse", "complete. RMSE",
+           "root mean squared error of a judge's completeness against the annotated "
+           "completeness", _EVALUATION, higher_is_better=False, aggregation="rmse",
+           judged=True),
+)
+
+METRICS = MetricTable("trace", METRIC_VERSION, [*_ROW_METRICS, *_VALIDATION_METRICS])
+SCORE_METRICS: tuple[str, ...] = tuple(m.name for m in _ROW_METRICS)
+VALIDATION_METRICS: tuple[str, ...] = tuple(m.name for m in _VALIDATION_METRICS)
+# The TRACe metric each validation statistic compares with the annotations.
+VALIDATES: dict[str, str] = {"hallucination_auroc": "adherence", "relevance_rmse": "relevance",
+                             "utilization_rmse": "utilization",
+                             "completeness_rmse": "completeness"}
+
+WRITEUP_METRICS = MetricTable("trace", WRITEUP_VERSION, [
+    Metric("relevance", "relevance",
+           "min(1, len(relevant) / 20): relevant sentences against a fixed baseline of 20, "
+           "whatever the documents' length; 0 when none is relevant", _WRITEUP,
+           fn=writeup_relevance, constants={"denominator": WRITEUP_RELEVANCE_DENOMINATOR}),
+    Metric("utilization", "utilization",
+           "min(1, len(utilized) / len(relevant)); 0 when none is relevant", _WRITEUP,
+           fn=writeup_utilization),
+    Metric("completeness", "completeness",
+           "|set(relevant) & set(utilized)| / |set(relevant)|; with none relevant, 1 when none "
+           "is used either, else 0", _WRITEUP, fn=writeup_completeness),
+    Metric("adherence", "adherence (share adherent)",
+           "share of the responses whose every sentence has fully_supported true (a null "
+           "counts as unsupported)", _WRITEUP, aggregation="rate", fn=writeup_adherence),
+    Metric("average", "average",
+           "plain mean of a row's four write-up metrics (adherence as 1/0), mean over rows",
+           _WRITEUP),
+])
+
+
+def table_for(definitions: str) -> MetricTable:
+    """The table of ``trace score --definitions`` (``ragbench`` or ``writeup``)."""
+    return WRITEUP_METRICS if definitions == "writeup" else METRICS
+
+
+def writeup_denominator() -> int:
+    """The write-up relevance's denominator, from its row in ``WRITEUP_METRICS``."""
+    return int(WRITEUP_METRICS.get("relevance").constants["denominator"])
+
+
+def constants_setting(table: MetricTable, names: Iterable[str]) -> str | None:
+    """The constants of ``names`` in ``table`` as a signature field
+    (``relevance.denominator=20``), None when they have none."""
+    wanted = set(names)
+    return MetricTable(table.family, table.version,
+                       [m for m in table if m.name in wanted]).signature_settings() or None
+
+
+def validation_settings() -> dict[str, str]:
+    """The validation signature's fields for the AUROC, from ``METRICS``
+    (``auroc:rank|positive:not_adherent``)."""
+    constants = METRICS.get("hallucination_auroc").constants
+    return {"auroc": str(constants["method"]), "positive": str(constants["positive"])}
+
+
+def judge_group(judge: str, strategy: str) -> str:
+    """The name a labelling judge has in a validation (``ragmeter:trace-detector-v3
+    (detector)``): its group in ``trace run``'s headline."""
+    return f"{judge} ({strategy})"
+
+
+# ------------------------------------------------------------------ the headline
+
+
+def _share(covered: Any, total: Any) -> float | None:
+    ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (covered, total))
+    return covered / total if ok and total else None
+
+
+def _coverage(cov: Any) -> float | None:
+    if not isinstance(cov, Mapping):
+        return None
+    return _share(cov.get("scored"), cov.get("rows", cov.get("total")))
+
+
+def _means(metrics: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``{metric: {"mean", "ci95", "n"}}`` as values, CIs and n; a metric no row has a label
+    for (n 0: a task the judge was not asked) is left out."""
+    values: dict[str, Any] = {}
+    ci: dict[str, Any] = {}
+    n: dict[str, Any] = {}
+    for name, entry in (metrics or {}).items():
+        if isinstance(entry, Mapping) and entry.get("n"):
+            values[name], ci[name], n[name] = entry.get("mean"), entry.get("ci95"), entry["n"]
+    return values, ci, n
+
+
+def _estimates(ests: Mapping[str, Any], rows: Any
+               ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], float | None]:
+    """A judge's ``{stat: {"value", "ci95", "n"}}`` as values, CIs, n and its coverage (the
+    share of the reference rows its numbers use)."""
+    values: dict[str, Any] = {}
+    ci: dict[str, Any] = {}
+    n: dict[str, Any] = {}
+    for stat, e in ests.items():
+        if isinstance(e, Mapping):
+            values[stat], ci[stat], n[stat] = e.get("value"), e.get("ci95"), e.get("n")
+    used = max((v for v in n.values() if isinstance(v, int)), default=None)
+    return values, ci, n, _share(used, rows)
+
+
+def _validation(summary: Mapping[str, Any]) -> list[Headline]:
+    values: dict[str, Any] = {}
+    ci: dict[str, Any] = {}
+    n: dict[str, Any] = {}
+    coverage: dict[str, Any] = {}
+    for judge, ests in summary["judges"].items():
+        if isinstance(ests, Mapping):
+            values[judge], ci[judge], n[judge], coverage[judge] = _estimates(
+                ests, summary.get("rows"))
+    groups = summary.get("groups")
+    for key, part in ((groups or {}).get("values") or {}).items():
+        per_judge: dict[str, dict[str, Any]] = {}
+        for name, est in (part.get("metrics") or {}).items():
+            judge, _, stat = str(name).rpartition(": ")
+            per_judge.setdefault(judge, {})[stat] = est
+        for judge, ests in per_judge.items():
+            group = f"{judge} / {key}"
+            values[group], ci[group], n[group], coverage[group] = _estimates(
+                ests, part.get("rows"))
+    return METRICS.headline(values, ci=ci, n=n, coverage=coverage, only=VALIDATION_METRICS)
+
+
+def _held_out(summary: Mapping[str, Any]) -> list[Headline]:
+    """``trace fit``: each split's leave-one-split-out scores (point values)."""
+    loso = (summary.get("provenance") or {}).get("leave_one_split_out") or {}
+    values = {split: dict(v) for split, v in loso.items() if isinstance(v, Mapping)}
+    return METRICS.headline(values, only=VALIDATION_METRICS)
+
+
+def _scores(summary: Mapping[str, Any]) -> list[Headline]:
+    table = WRITEUP_METRICS if f"metrics:{WRITEUP_VERSION}" in str(summary.get("signature")) \
+        else METRICS
+    values: dict[str, Any] = {}
+    ci: dict[str, Any] = {}
+    n: dict[str, Any] = {}
+    coverage: dict[str, Any] = {}
+    values[ALL_GROUP], ci[ALL_GROUP], n[ALL_GROUP] = _means(summary.get("metrics"))
+    coverage[ALL_GROUP] = _coverage(summary.get("coverage"))
+    groups = summary.get("groups")
+    for key, part in ((groups or {}).get("values") or {}).items():
+        values[key], ci[key], n[key] = _means(part.get("metrics"))
+        coverage[key] = _coverage(part.get("coverage"))
+    return table.headline(values, ci=ci, n=n, coverage=coverage,
+                          only=[m.name for m in table if not m.judged])
+
+
+def headline(summary: Mapping[str, Any], *,
+             alarms: Sequence[Mapping[str, Any]] | None = None) -> list[Headline]:
+    """The headline of a trace result from its summary, for every verb:
+
+    * ``score`` (and ``label``, whose verb gives the summary its labels' ``metrics``): the
+      four metrics (RAGBench's, or the write-up's and their average) as group ``all``, then
+      per ``--by`` group, with bootstrap CI, n (rows with that label) and coverage;
+    * ``validate``/``run``: per judge (group: its name; the released baselines too) the
+      hallucination AUROC and RMSEs, then per judge and ``--by`` group
+      (``"<judge> / <value>"``); coverage is the share of the reference rows a judge's
+      numbers use;
+    * ``fit``: per split, its leave-one-split-out scores (point values).
+
+    ``alarms`` (default: the summary's): a degenerate-judge alarm flags the judged numbers
+    of its verdict kind (``adherence``, and the ``hallucination_auroc`` that validates it) of
+    the judge that tripped it: every group of ``label``, the labelling judge's groups of
+    ``run``.
+    """
+    if isinstance(summary.get("judges"), Mapping):
+        rows = _validation(summary)
+    elif isinstance(summary.get("provenance"), Mapping):
+        rows = _held_out(summary)
+    else:
+        rows = _scores(summary)
+    found = [a for a in (summary.get("alarms") if alarms is None else alarms) or ()
+             if isinstance(a, Mapping) and a.get("kind") == "degenerate_judge"]
+    if not found:
+        return rows
+    label = summary.get("label")
+    subject = judge_group(str(label.get("judge")), str(label.get("strategy"))) \
+        if isinstance(label, Mapping) else None
+    out = []
+    for h in rows:
+        for alarm in found:
+            what = alarm.get("what")
+            mine = subject is None or h.group == subject or h.group.startswith(subject + " / ")
+            if mine and what in (h.metric, VALIDATES.get(h.metric)):
+                h = replace(h, flag=f"degenerate judge: {what} verdicts do not vary (see "
+                                    "alarms)")
+        out.append(h)
+    return out

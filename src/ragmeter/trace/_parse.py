@@ -6,7 +6,8 @@ normalized (``"0b."`` -> ``0b``, quotes, spaces, case).  Schema repair follows t
 post-processing (arXiv:2407.11005, section 4): keys that name no sentence are removed and
 counted (``dropped_keys``), duplicates are removed and counted (``duplicate_keys``).  A reply
 without JSON, or without a required field, or without a verdict for some response sentence,
-is unscored with a reason (``no_json``, ``missing_field``, ``missing_support``).
+is unscored with a reason (``no_json``, ``missing_field``, ``missing_support``), and so is a
+``fully_supported`` that is no verdict spelling (``invalid_verdict``, :func:`read_verdict`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter._util._json import extract_json
-from ragmeter.trace._metrics import unsupported_keys
+from ragmeter.trace._metrics import adherence, unsupported_keys
 
 __all__ = ["ParsedLabels", "ParseFailure", "extract_json", "normalize_key", "parse_labels",
-           "SPECIAL_SUPPORT_KEYS"]
+           "read_verdict", "SPECIAL_SUPPORT_KEYS"]
 
 # Strings the RAGBench prompt allows in supporting_sentence_keys instead of a sentence key.
 SPECIAL_SUPPORT_KEYS = frozenset({"supported_without_sentence", "general", "well_known_fact",
@@ -58,7 +59,7 @@ class ParsedLabels:
             "sentence_support_information": [dict(s) for s in self.support],
             "unsupported_response_sentence_keys": list(self.unsupported_keys),
             "all_utilized_sentence_keys": list(self.utilized_keys),
-            "adherence_score": not self.unsupported_keys,
+            "adherence_score": adherence(self.unsupported_keys),
             "dropped_keys": self.dropped_keys,
             "duplicate_keys": self.duplicate_keys,
             "json_repaired": self.repaired,
@@ -73,12 +74,39 @@ def normalize_key(key: Any) -> str:
     return text.lower()
 
 
-def _as_bool(value: Any) -> bool | None:
+# The spellings of a yes/no verdict that judges and labels files use (issue 24.6).
+VERDICT_TRUE = frozenset({"true", "yes", "1"})
+VERDICT_FALSE = frozenset({"false", "no", "0"})
+
+
+def read_verdict(value: Any) -> bool | None | ParseFailure:
+    """A yes/no verdict (``fully_supported``) as a judge's reply or a labels file writes it.
+
+    True: JSON ``true``, the number 1, or the string ``true``/``yes``/``1`` (any case, spaces
+    around); False: ``false``, 0, ``false``/``no``/``0``.  ``None`` (null) and NaN (a missing
+    value in a DataFrame) are no verdict, which :func:`~ragmeter.trace._metrics.unsupported_keys`
+    counts as not fully supported, as the paper does.  Anything else (``"maybe"``, 2, ``""``, a
+    list) is a :class:`ParseFailure` ``invalid_verdict``: never read as false in silence.
+    """
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        value = value.item()  # a numpy scalar from Parquet or pandas
+    if value is None:
+        return None
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no"):
-        return value.strip().lower() in ("true", "yes")
-    return None
+    if isinstance(value, (int, float)):
+        if value != value:  # NaN
+            return None
+        if value in (0, 1):
+            return bool(value)
+    elif isinstance(value, str):
+        text = value.strip().lower()
+        if text in VERDICT_TRUE:
+            return True
+        if text in VERDICT_FALSE:
+            return False
+    return ParseFailure("invalid_verdict", f"{str(value)[:40]!r} is not a verdict (true/false, "
+                                           "yes/no or 1/0)")
 
 
 class _KeyFilter:
@@ -139,11 +167,15 @@ def parse_labels(text: str, document_keys: Sequence[str],
         if key not in resp_allowed or key in support:
             dropped_resp += 1
             continue
+        verdict = read_verdict(item.get("fully_supported"))
+        if isinstance(verdict, ParseFailure):
+            return ParseFailure(verdict.reason, f"response sentence {key}: fully_supported "
+                                                f"{verdict.detail}")
         support[key] = {
             "response_sentence_key": key,
             "explanation": str(item.get("explanation") or ""),
             "supporting_sentence_keys": support_keys.keys(item.get("supporting_sentence_keys")),
-            "fully_supported": _as_bool(item.get("fully_supported")),
+            "fully_supported": verdict,
         }
     lacking = [k for k in response_keys if k.lower() not in support]
     if lacking:
@@ -152,10 +184,12 @@ def parse_labels(text: str, document_keys: Sequence[str],
     ordered = tuple(support[k.lower()] for k in response_keys)
     unsupported = unsupported_keys((s["response_sentence_key"], s["fully_supported"])
                                    for s in ordered)
+    overall = read_verdict(fields.get("overall_supported"))
     return ParsedLabels(
         relevant_keys=tuple(relevant), utilized_keys=tuple(utilized), support=ordered,
         unsupported_keys=unsupported,
-        overall_supported=_as_bool(fields.get("overall_supported")),
+        # informational (adherence comes from the sentences' verdicts): unreadable is None
+        overall_supported=None if isinstance(overall, ParseFailure) else overall,
         relevance_explanation=str(fields.get("relevance_explanation") or ""),
         overall_supported_explanation=str(fields.get("overall_supported_explanation") or ""),
         dropped_keys=docs.dropped + support_keys.dropped + dropped_resp,

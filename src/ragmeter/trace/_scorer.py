@@ -20,24 +20,32 @@ from typing import Any
 from ragmeter import stats
 from ragmeter.io import FieldMap, Row
 from ragmeter.signature import Signature
-from ragmeter.trace._data import COMPONENT, LABEL_FIELDS, LabelRow, iter_trace_rows, parse_label_row
+from ragmeter.trace._data import (
+    COMPONENT,
+    JUDGE_FIELDS,
+    LABEL_FIELDS,
+    LabelRow,
+    iter_trace_rows,
+    judge_descriptor,
+    parse_label_row,
+)
 from ragmeter.trace._metrics import (
-    METRIC_VERSION,
-    WRITEUP_VERSION,
+    SCORE_METRICS,
     TraceLabels,
     adherence,
     completeness,
+    constants_setting,
     relevance,
+    table_for,
     trace_scores,
     utilization,
+    writeup_denominator,
     writeup_scores,
 )
 
-__all__ = ["TRACE_METRICS", "ScoreConfig", "ScoreResult", "ScoredRow", "score_rows",
-           "score_file", "score_label_rows"]
+__all__ = ["ScoreConfig", "ScoreResult", "ScoredRow", "score_rows", "score_file",
+           "score_label_rows"]
 
-TRACE_METRICS = ("relevance", "utilization", "completeness", "adherence")
-WRITEUP_METRICS = (*TRACE_METRICS, "average")
 DEFINITIONS = ("ragbench", "writeup")
 SCORE_COLUMNS = ("id", "status", "reason", "detail", "adherence_probability", *LABEL_FIELDS)
 
@@ -59,16 +67,23 @@ class ScoreConfig:
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        return WRITEUP_METRICS if self.definitions == "writeup" else TRACE_METRICS
+        """The per-row metrics of these definitions, in their table's order."""
+        return tuple(m.name for m in table_for(self.definitions) if not m.judged)
 
-    def signature(self) -> Signature:
-        settings: dict[str, Any] = {"keys": "ragbench"}
+    def signature(self, judges: Iterable[str] = ()) -> Signature:
+        """The metric version and constants of the definitions' table (RAGBench's metrics
+        have none, so their signature is unchanged), the bootstrap, and the judge(s) that
+        wrote the labels (``judges``: :func:`~ragmeter.trace._data.judge_descriptor`)."""
+        table = table_for(self.definitions)
+        settings: dict[str, Any] = {"keys": "ragbench",
+                                    "constants": constants_setting(table, self.metrics)}
         if self.definitions != "ragbench":
             settings["definitions"] = self.definitions
         if self.ci:
             settings["bootstrap"] = f"{self.n_resamples}@seed{self.seed}"
-        version = WRITEUP_VERSION if self.definitions == "writeup" else METRIC_VERSION
-        return Signature.make(COMPONENT, version, settings)
+        if judges:
+            settings["judge"] = ",".join(sorted(set(judges)))
+        return Signature.make(COMPONENT, table.version, settings)
 
 
 @dataclass(frozen=True)
@@ -95,8 +110,7 @@ class ScoredRow:
             return {"id": self.id, "row": self.row, "status": "unscored",
                     "reason": self.reason, "detail": self.detail}
         item: dict[str, Any] = {"id": self.id, "row": self.row, "status": "ok",
-                                "relevance": self.relevance, "utilization": self.utilization,
-                                "completeness": self.completeness, "adherence": self.adherence}
+                                **{m: getattr(self, m) for m in SCORE_METRICS}}
         if self.average is not None:
             item["average"] = self.average
         if self.adherence_probability is not None:
@@ -136,7 +150,7 @@ def score_label_row_writeup(label: LabelRow) -> ScoredRow:
     if rel is None or util is None:
         return ScoredRow(label.id, label.row, reason="missing_labels",
                          detail="the write-up's metrics need both relevant and utilized keys")
-    s = writeup_scores(rel, util, full or ())
+    s = writeup_scores(rel, util, full or (), denominator=writeup_denominator())
     if full is None:
         return ScoredRow(label.id, label.row, s.relevance, s.utilization, s.completeness,
                          None, label.adherence_probability)
@@ -198,7 +212,15 @@ def coverage_of(rows: list[ScoredRow]) -> dict[str, Any]:
 
 
 def score_rows(rows: Iterable[Row], config: ScoreConfig, source: str = "input") -> ScoreResult:
-    scored = score_label_rows((parse_label_row(r) for r in rows), config.definitions)
+    judges: set[str] = set()
+
+    def parsed(row: Row) -> LabelRow:
+        judge = judge_descriptor(row.data)
+        if judge is not None:
+            judges.add(judge)
+        return parse_label_row(row)
+
+    scored = score_label_rows((parsed(r) for r in rows), config.definitions)
     notes: list[str] = []
     n_ok = sum(1 for r in scored if r.ok)
     if config.definitions == "writeup":
@@ -211,12 +233,12 @@ def score_rows(rows: Iterable[Row], config: ScoreConfig, source: str = "input") 
             notes.append(f"{metric}: {missing} of {n_ok} scored rows have no labels for it "
                          "(a task the judge was not asked); its mean covers the others.")
     return ScoreResult(scored, aggregate(scored, config), coverage_of(scored),
-                       config.signature().render(), notes, source)
+                       config.signature(judges).render(), notes, source)
 
 
 def score_file(path: Any, config: ScoreConfig) -> ScoreResult:
     """Score a labels file (Parquet, JSONL, JSON or CSV) or in-memory label rows."""
     from ragmeter.io import source_label
 
-    rows = iter_trace_rows(path, SCORE_COLUMNS, field_map=config.field_map)
+    rows = iter_trace_rows(path, (*SCORE_COLUMNS, *JUDGE_FIELDS), field_map=config.field_map)
     return score_rows(rows, config, source=source_label(path))

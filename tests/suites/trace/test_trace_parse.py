@@ -150,3 +150,56 @@ def test_unknown_and_repeated_response_sentence_entries_are_dropped_and_counted(
     assert [s["response_sentence_key"] for s in p.support] == ["a", "b"]
     assert p.support[0]["fully_supported"] is True
     assert ok(TEXT).dropped_keys == 0
+
+
+# Boolean spellings of a verdict (issue 24.6: "fully_supported": "yes" was read as false).
+# Expected values are the spellings' plain meaning; "invalid" means unscored with a reason.
+VERDICTS = [
+    (True, True), (False, False), ("true", True), ("false", False), ("True", True),
+    ("FALSE", False), ("yes", True), ("no", False), ("Yes", True), ("NO", False),
+    (" yes ", True), ("1", True), ("0", False), (1, True), (0, False), (1.0, True),
+    (None, None),
+    ("maybe", "invalid"), ("partially", "invalid"), ("", "invalid"), (2, "invalid"),
+    ("y", "invalid"), (["yes"], "invalid"), ({"value": True}, "invalid"),
+]
+
+
+@pytest.mark.parametrize("value, expected", VERDICTS, ids=[repr(v) for v, _ in VERDICTS])
+def test_verdict_spellings_through_the_reply_parser(value, expected):
+    data = json.loads(TEXT)
+    data["sentence_support_information"][0]["fully_supported"] = value
+    p = parse_labels(json.dumps(data), DOC_KEYS, RESP_KEYS)
+    if expected == "invalid":
+        assert isinstance(p, ParseFailure) and p.reason == "invalid_verdict"
+        assert "response sentence a" in p.detail
+        return
+    assert isinstance(p, ParsedLabels)
+    assert p.support[0]["fully_supported"] is expected
+    # "b" is false in VALID; "a" is unsupported unless its verdict is true (null counts)
+    assert p.unsupported_keys == (("b",) if expected is True else ("a", "b"))
+    assert p.to_columns()["adherence_score"] is False
+
+
+@pytest.mark.parametrize("value, expected", VERDICTS, ids=[repr(v) for v, _ in VERDICTS])
+def test_verdict_spellings_through_a_labels_file_row(value, expected):
+    from ragmeter.io import Row
+    from ragmeter.trace._data import parse_label_row
+
+    row = Row({"id": "r1", "documents_sentences": [[["0a", "The Nets play in Brooklyn."]]],
+               "all_relevant_sentence_keys": ["0a"], "all_utilized_sentence_keys": ["0a"],
+               "sentence_support_information": [{"response_sentence_key": "a",
+                                                 "fully_supported": value}]},
+              1, "line", "labels.jsonl")
+    label = parse_label_row(row)
+    if expected == "invalid":
+        assert label.unscored is not None and label.unscored[0] == "invalid_verdict"
+        assert "fully_supported" in label.unscored[1]
+        return
+    assert label.unscored is None and label.fully_supported == (expected,)
+    assert label.unsupported_keys == (() if expected is True else ("a",))
+
+
+def test_overall_supported_that_is_no_verdict_is_left_empty():
+    data = dict(VALID, overall_supported="somewhat")
+    assert ok(json.dumps(data)).overall_supported is None
+    assert ok(json.dumps(dict(VALID, overall_supported="no"))).overall_supported is False
