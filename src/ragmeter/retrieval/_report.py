@@ -83,7 +83,7 @@ def print_retrieval(result: Any) -> None:
         _print_groups(groups, cuts)
     for n in doc.get("notes") or []:
         con.print(escape(f"note: {n}"))
-    con.print(escape(f"signature: {doc.get('signature')}"), style="dim")
+    con.print(escape(f"signature: {doc.get('signature')}"), style="dim", soft_wrap=True)
 
 
 def _print_groups(groups: Mapping[str, Any], cuts: Sequence[int]) -> None:
@@ -134,7 +134,7 @@ def _print_comparison(doc: Mapping[str, Any]) -> None:
                      f"{test.get('ci')}; trec_eval: {doc.get('trec_eval')}"), style="dim")
     for n in doc.get("notes") or []:
         con.print(escape(f"note: {n}"))
-    con.print(escape(f"signature: {doc.get('signature')}"), style="dim")
+    con.print(escape(f"signature: {doc.get('signature')}"), style="dim", soft_wrap=True)
 
 
 # ------------------------------------------------------------------ HTML
