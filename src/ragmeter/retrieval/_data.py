@@ -49,7 +49,7 @@ from ragmeter.io import (
 )
 from ragmeter.retrieval._types import Doc, Query, Settings
 
-__all__ = ["Source", "read_run", "read_qrels", "combine", "COMPONENT"]
+__all__ = ["Source", "read", "combine", "COMPONENT"]
 
 COMPONENT = "retrieval"
 
@@ -445,21 +445,13 @@ def _read_trec_qrels(path: Any, reader: _Reader) -> Source:
 # ------------------------------------------------------------------ entry points
 
 
-def read_run(source: Any, settings: Settings, field_map: FieldMap) -> Source:
-    """The run: what was retrieved per query (and the judgments its rows carry, if any)."""
+def read(source: Any, settings: Settings, field_map: FieldMap, role: str) -> Source:
+    """One input: for ``role="run"`` what was retrieved per query (and the judgments its rows
+    carry, if any), for ``role="qrels"`` the judgments per query."""
     reader = _Reader(source_label(source) if not isinstance(source, Mapping) else "<dict>",
-                     settings, "run")
+                     settings, role)
     if _is_trec(source, field_map):
-        return _read_trec_run(source, reader)
-    return _read_rows(source, reader, field_map)
-
-
-def read_qrels(source: Any, settings: Settings, field_map: FieldMap) -> Source:
-    """The judgments per query."""
-    reader = _Reader(source_label(source) if not isinstance(source, Mapping) else "<dict>",
-                     settings, "qrels")
-    if _is_trec(source, field_map):
-        return _read_trec_qrels(source, reader)
+        return (_read_trec_run if role == "run" else _read_trec_qrels)(source, reader)
     return _read_rows(source, reader, field_map)
 
 

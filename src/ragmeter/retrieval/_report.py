@@ -58,8 +58,8 @@ def print_retrieval(result: Any) -> None:
     cuts, grid, single = _grid(doc)
     title = f"Retrieval: {doc.get('run')}" + (
         f" against {doc.get('qrels')}" if doc.get("qrels") != doc.get("run") else "")
-    table_ = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD,
-                   pad_edge=False, padding=(0, 0, 0, 1))
+    con.print(escape(title), soft_wrap=True)
+    table_ = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 0, 0, 1))
     table_.add_column("metric", no_wrap=True)
     for c in cuts:
         table_.add_column(f"@{c}", justify="right", no_wrap=True)
@@ -112,10 +112,9 @@ def _print_groups(groups: Mapping[str, Any], cuts: Sequence[int]) -> None:
 def _print_comparison(doc: Mapping[str, Any]) -> None:
     con = console()
     labels = [str(r["label"]) for r in doc["runs"]]
-    table_ = Table(title=escape(f"Retrieval: {labels[1]} against {labels[0]} on "
-                                f"{doc['paired_queries']} paired queries"),
-                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                   padding=(0, 0, 0, 1))
+    con.print(escape(f"Retrieval: {labels[1]} against {labels[0]} on "
+                     f"{doc['paired_queries']} paired queries"), soft_wrap=True)
+    table_ = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 0, 0, 1))
     for head in ("metric", *labels, f"{labels[1]} - {labels[0]}", "95% CI", "p"):
         table_.add_column(escape(head), justify="left" if head == "metric" else "right",
                           no_wrap=True)

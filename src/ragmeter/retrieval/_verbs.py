@@ -99,13 +99,13 @@ def _aggregate(items: Sequence[Mapping[str, Any]], output: OutputOptions
 def _evaluate(run: Any, qrels: Any, settings: Settings, fields: Any, qrels_source: Any = None
               ) -> tuple[Any, Any, Any, list[str]]:
     """Read and score: ``(evaluation, run source, qrels source, notes)``."""
-    from ragmeter.retrieval._data import combine, read_qrels, read_run
+    from ragmeter.retrieval._data import combine, read
     from ragmeter.retrieval._evaluate import evaluate
 
     fm = field_map(fields, COMPONENT)
-    run_src = read_run(run, settings, fm)
+    run_src = read(run, settings, fm, "run")
     qrels_src = qrels_source if qrels_source is not None else (
-        read_qrels(qrels, settings, fm) if qrels is not None else None)
+        read(qrels, settings, fm, "qrels") if qrels is not None else None)
     queries, notes = combine(run_src, qrels_src)
     evaluation = evaluate(queries, settings)
     if not any(it["status"] == "ok" for it in evaluation.items):
@@ -227,12 +227,12 @@ def compare(run_a: Any, run_b: Any, *, qrels: Any = None, names: Sequence[str] |
     ``output``: ``resamples`` of the bootstrap interval, ``seed`` of the interval and the test.
     """
     from ragmeter import stats
-    from ragmeter.retrieval._data import read_qrels
+    from ragmeter.retrieval._data import read
 
     out = gather("retrieval.compare", options, output=(OutputOptions, output))["output"]
     settings = _settings(k, order, duplicates, gain, all_queries, relevance_level, match)
     fm = field_map(fields, COMPONENT)
-    qrels_src = read_qrels(qrels, settings, fm) if qrels is not None else None
+    qrels_src = read(qrels, settings, fm, "qrels") if qrels is not None else None
     scored = [_evaluate(r, None, settings, fields, qrels_source=qrels_src)
               for r in (run_a, run_b)]
     labels = list(names) if names is not None else [

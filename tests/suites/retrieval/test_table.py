@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 import ragmeter
@@ -63,3 +66,15 @@ def test_the_headline_reaches_every_metric_by_name() -> None:
     assert check.ok and check.value == doc["metrics"]["ndcg@10"]
     (check,) = check_metric(result, "mrr", group="workshop", min=0.5)
     assert not check.ok
+
+
+def test_the_gate_takes_cutoff_metric_names(run_cli: Any, tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    code, _, err = run_cli("retrieval", "score", sample_path("retrieval_run.jsonl"), "--qrels",
+                           sample_path("retrieval_qrels.txt"), "--json", out, "--no-record")
+    assert code == 0, err
+    code, stdout, _ = run_cli("gate", out, "--require", "ndcg@10>=0.6", "--require",
+                              "precision@1<=0.4")
+    assert code == 1
+    assert "ok   ndcg@10 holds: value 0.6963" in stdout  # the sample's nDCG@10 (docs/retrieval.md)
+    assert "FAIL precision@1 FAILS: value 0.5000" in stdout
