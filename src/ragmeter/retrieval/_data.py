@@ -200,12 +200,11 @@ class _Reader:
         self.role = role
         self.first_row: dict[str, int] = {}  # query id -> row number of a per-query row
         self.docs: dict[str, dict[str, Doc]] = {}
-        self.seen: dict[str, int] = {}  # query id -> documents met so far (their positions)
+        self.seen: dict[str, int] = {}  # query id -> the position of its last document met
 
     def position(self, qid: str) -> int:
         """The next document's place among those of query ``qid`` as read."""
-        n = self.seen.get(qid, 0)
-        self.seen[qid] = n + 1
+        n = self.seen[qid] = self.seen.get(qid, -1) + 1
         return n
 
     def query(self, qid: str, row: Row) -> Query:
@@ -389,36 +388,64 @@ def _read_rows(source: Any, reader: _Reader, field_map: FieldMap) -> Source:
 # ------------------------------------------------------------------ TREC files
 
 
+def _line(path: Any, number: int) -> Row:
+    """Line ``number`` of a TREC file, for its errors."""
+    return Row({}, number, "line", str(path))
+
+
 def _trec_lines(path: Any) -> Iterator[tuple[Row, list[str]]]:
+    """The fields of every line but blank ones and ``#`` comments (trec_eval 10 skips them)."""
     for number, text in iter_text_lines(path, COMPONENT):
         parts = text.split()
         if parts and not parts[0].startswith("#"):
-            yield Row({}, number, "line", str(path)), parts
+            yield _line(path, number), parts
 
 
 def _read_trec_run(path: Any, reader: _Reader) -> Source:
-    for row, parts in _trec_lines(path):
-        reader.source.rows += 1
+    """A TREC run file.  The loop is the hot path of a large run (a million lines in a few
+    seconds): a line's :class:`Row` is made only to report a problem or a repeat."""
+    given = reader.settings.order == "given"
+    docs_of = reader.docs
+    lines = 0
+    for number, text in iter_text_lines(path, COMPONENT):
+        parts = text.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        lines += 1
         if len(parts) < 6:
             hint = (" It looks like a qrels line (query_id 0 doc_id relevance): give it as "
                     "the judgments (qrels=, --qrels)." if len(parts) == 4 else "")
-            raise row.error(f"has {len(parts)} fields, expected the 6 of a TREC run line "
-                            f'"query_id Q0 doc_id rank score run_tag".{hint}',
-                            component=COMPONENT, fix="write one retrieved document per line.")
-        qid, _, doc_id, rank_text, score_text, tag = parts[:6]
-        score = as_number(row, "score", score_text, component=COMPONENT)
+            raise _line(path, number).error(
+                f"has {len(parts)} fields, expected the 6 of a TREC run line "
+                f'"query_id Q0 doc_id rank score run_tag".{hint}', component=COMPONENT,
+                fix="write one retrieved document per line.")
+        qid, _, doc_id, rank_text, score_text, reader.source.tag = parts[:6]
+        try:
+            score = float(score_text)
+        except ValueError:
+            score = math.nan
+        if not math.isfinite(score):  # as_number says what is wrong with it
+            as_number(_line(path, number), "score", score_text, component=COMPONENT)
         try:
             rank: float | None = float(rank_text)
         except ValueError:
             rank = None  # trec_eval ignores the rank column
-        if rank is None and reader.settings.order == "given":
-            raise row.error(f"is {rank_text!r}, expected a number (order='given' ranks by it).",
-                            component=COMPONENT, field="rank", fix="write the rank (1, 2, ...).")
-        q = reader.query(qid, row)
-        q.docs = []
-        reader.add_doc(qid, row, Doc(doc_id, score, rank, reader.position(qid)), "doc_id")
-        reader.source.tag = tag
-    if reader.source.rows == 0:
+            if given:
+                raise _line(path, number).error(
+                    f"is {rank_text!r}, expected a number (order='given' ranks by it).",
+                    component=COMPONENT, field="rank", fix="write the rank (1, 2, ...).") from None
+        docs = docs_of.get(qid)
+        if docs is None:
+            docs = docs_of[qid] = {}
+            reader.query(qid, _line(path, number)).docs = []
+        position = reader.seen[qid] = reader.seen.get(qid, -1) + 1
+        doc = Doc(doc_id, score, rank, position)
+        if doc_id in docs:
+            reader.add_doc(qid, _line(path, number), doc, "doc_id")
+        else:
+            docs[doc_id] = doc
+    reader.source.rows = lines
+    if lines == 0:
         raise InputError("has no run lines.", component=COMPONENT, path=str(path),
                          fix='write one "query_id Q0 doc_id rank score run_tag" per line.')
     return reader.finish()

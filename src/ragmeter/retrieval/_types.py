@@ -4,7 +4,7 @@ one query as read.  Imports nothing of the family (no import cycles inside the p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["Settings", "Doc", "Query", "DEFAULT_K", "ORDERS", "DUPLICATES", "GAINS", "MATCHES"]
 
@@ -55,10 +55,10 @@ class Settings:
         return " ".join(["exact", *flags])
 
 
-@dataclass(frozen=True)
-class Doc:
+class Doc(NamedTuple):
     """One retrieved document of a query: its id, score and rank as given (None when the input
-    has none) and its place among the query's documents as read (0-based)."""
+    has none) and its place among the query's documents as read (0-based).  A tuple: a large
+    run makes millions of them."""
 
     doc_id: str
     score: float | None
