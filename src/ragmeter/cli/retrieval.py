@@ -71,6 +71,9 @@ def measurement_options(f: F) -> F:
                           "their normalized texts are equal (exact) or the passage occurs in "
                           "the context as whole words (contains)."),
         field_option,
+        click.option("--qrels-field", "qrels_fields", multiple=True, metavar="NAME=COLUMN",
+                     help="Read the judgments' field NAME from their column COLUMN "
+                          "(repeatable) [default: the --field mapping]."),
     )):
         f = option(f)
     return f
@@ -92,7 +95,8 @@ def measurement_options(f: F) -> F:
 @record_options
 def score(path: str, qrels: str | None, k: tuple[int, ...], order: str, duplicates: str,
           gain: str, all_queries: bool, relevance_level: int, match: str,
-          fields: tuple[str, ...], ci: bool, resamples: int, seed: int, by: str | None,
+          fields: tuple[str, ...], qrels_fields: tuple[str, ...], ci: bool, resamples: int,
+          seed: int, by: str | None,
           json_out: str | None, items_out: str | None, no_record: bool,
           runs_dir: str | None) -> None:
     """Score a run against judgments: P@k, Recall@k, nDCG@k, Hit@k, MRR, MAP (trec_eval).
@@ -110,7 +114,7 @@ def score(path: str, qrels: str | None, k: tuple[int, ...], order: str, duplicat
     result = ragmeter.retrieval.score(
         path, qrels=qrels, k=k, order=order, duplicates=duplicates, gain=gain,
         all_queries=all_queries, relevance_level=relevance_level, match=match, fields=fields,
-        ci=ci, resamples=resamples, seed=seed, by=by)
+        qrels_fields=qrels_fields or None, ci=ci, resamples=resamples, seed=seed, by=by)
     print_retrieval(result.summary)
     write_outputs(result, json_out, items_out)
     save_result(result, no_record=no_record, runs_dir=runs_dir)
@@ -132,7 +136,8 @@ def score(path: str, qrels: str | None, k: tuple[int, ...], order: str, duplicat
 @record_options
 def compare(run_a: str, run_b: str, qrels: str | None, k: tuple[int, ...], order: str,
             duplicates: str, gain: str, all_queries: bool, relevance_level: int, match: str,
-            fields: tuple[str, ...], names: tuple[str, ...], resamples: int, seed: int,
+            fields: tuple[str, ...], qrels_fields: tuple[str, ...], names: tuple[str, ...],
+            resamples: int, seed: int,
             json_out: str | None, items_out: str | None, no_record: bool,
             runs_dir: str | None) -> None:
     """Compare two runs on the queries scored in both: each metric's means, the difference
@@ -150,7 +155,8 @@ def compare(run_a: str, run_b: str, qrels: str | None, k: tuple[int, ...], order
     result = ragmeter.retrieval.compare(
         run_a, run_b, qrels=qrels, names=names or None, k=k, order=order,
         duplicates=duplicates, gain=gain, all_queries=all_queries,
-        relevance_level=relevance_level, match=match, fields=fields, resamples=resamples,
+        relevance_level=relevance_level, match=match, fields=fields,
+        qrels_fields=qrels_fields or None, resamples=resamples,
         seed=seed)
     print_retrieval(result.summary)
     write_outputs(result, json_out, items_out)

@@ -10,7 +10,7 @@ __all__ = ["Settings", "Doc", "Query", "DEFAULT_K", "ORDERS", "DUPLICATES", "GAI
 
 DEFAULT_K = (1, 3, 5, 10)
 ORDERS = ("score", "given")  # score: trec_eval's (score descending, ties by docid descending)
-DUPLICATES = ("error", "first")  # error: trec_eval's ("duplicate docs"); first: keep the best-ranked
+DUPLICATES = ("error", "first")  # error: trec_eval's ("duplicate docs"); first: the best rank
 GAINS = ("linear", "exponential")  # linear: trec_eval's ndcg_cut (the grade is the gain)
 MATCHES = ("exact", "contains")  # how a retrieved context text matches a gold passage
 

@@ -96,16 +96,24 @@ def _aggregate(items: Sequence[Mapping[str, Any]], output: OutputOptions
     return out
 
 
-def _evaluate(run: Any, qrels: Any, settings: Settings, fields: Any, qrels_source: Any = None
+def _read_qrels(qrels: Any, settings: Settings, fields: Any, qrels_fields: Any) -> Any:
+    """The judgments' source (None when the run's rows carry them); ``qrels_fields`` rename
+    the judgments' columns, else ``fields`` do."""
+    from ragmeter.retrieval._data import read
+
+    if qrels is None:
+        return None
+    fm = field_map(qrels_fields if qrels_fields is not None else fields, COMPONENT)
+    return read(qrels, settings, fm, "qrels")
+
+
+def _evaluate(run: Any, qrels_src: Any, settings: Settings, fields: Any
               ) -> tuple[Any, Any, Any, list[str]]:
-    """Read and score: ``(evaluation, run source, qrels source, notes)``."""
+    """Read the run and score it: ``(evaluation, run source, qrels source, notes)``."""
     from ragmeter.retrieval._data import combine, read
     from ragmeter.retrieval._evaluate import evaluate
 
-    fm = field_map(fields, COMPONENT)
-    run_src = read(run, settings, fm, "run")
-    qrels_src = qrels_source if qrels_source is not None else (
-        read(qrels, settings, fm, "qrels") if qrels is not None else None)
+    run_src = read(run, settings, field_map(fields, COMPONENT), "run")
     queries, notes = combine(run_src, qrels_src)
     evaluation = evaluate(queries, settings)
     if not any(it["status"] == "ok" for it in evaluation.items):
@@ -140,6 +148,7 @@ def score(run: Any, *, qrels: Any = None, k: int | Sequence[int] = DEFAULT_K,
           order: str = "score", duplicates: str = "error", gain: str = "linear",
           all_queries: bool = False, relevance_level: int = 1, match: str = "exact",
           fields: Mapping[str, str] | Iterable[str] | None = None,
+          qrels_fields: Mapping[str, str] | Iterable[str] | None = None,
           output: OutputOptions | None = None, **options: Any) -> Result:
     """P@k, Recall@k, nDCG@k, Hit@k, MRR and MAP per query and their means, exact to trec_eval.
 
@@ -149,8 +158,9 @@ def score(run: Any, *, qrels: Any = None, k: int | Sequence[int] = DEFAULT_K,
     dict), or None when the run's rows carry them.  ``k``: the cutoffs.  The defaults are
     trec_eval's; ``order``, ``duplicates``, ``gain``, ``all_queries`` (trec_eval ``-c``),
     ``relevance_level`` (``-l``) and ``match`` (context texts) are described in
-    :class:`ragmeter.retrieval._types.Settings`.  Rows with ``retrieved_contexts`` and a
-    ``reference`` answer also get ``answer_in_context@k``.
+    :class:`ragmeter.retrieval._types.Settings`.  ``fields`` rename columns
+    (``{"query_id": "qid"}``), of the judgments too unless ``qrels_fields`` are given.  Rows
+    with ``retrieved_contexts`` and a ``reference`` answer also get ``answer_in_context@k``.
 
     ``output``: :class:`ragmeter.OutputOptions` (or its fields as keywords): ``ci`` (95%
     percentile bootstrap intervals of the means), ``resamples``, ``seed``, ``by`` (the same
@@ -158,7 +168,8 @@ def score(run: Any, *, qrels: Any = None, k: int | Sequence[int] = DEFAULT_K,
     """
     out = gather("retrieval.score", options, output=(OutputOptions, output))["output"]
     settings = _settings(k, order, duplicates, gain, all_queries, relevance_level, match)
-    evaluation, run_src, qrels_src, notes = _evaluate(run, qrels, settings, fields)
+    evaluation, run_src, qrels_src, notes = _evaluate(
+        run, _read_qrels(qrels, settings, fields, qrels_fields), settings, fields)
     items = evaluation.items
     doc: dict[str, Any] = {
         "family": COMPONENT, "verb": "score", "run": run_src.label,
@@ -216,6 +227,7 @@ def compare(run_a: Any, run_b: Any, *, qrels: Any = None, names: Sequence[str] |
             duplicates: str = "error", gain: str = "linear", all_queries: bool = False,
             relevance_level: int = 1, match: str = "exact",
             fields: Mapping[str, str] | Iterable[str] | None = None,
+            qrels_fields: Mapping[str, str] | Iterable[str] | None = None,
             output: OutputOptions | None = None, **options: Any) -> Result:
     """Two runs on the same queries: every metric's mean of each on the queries scored in both,
     the difference (``run_b`` minus ``run_a``) with its paired bootstrap 95% CI, and the
@@ -227,14 +239,11 @@ def compare(run_a: Any, run_b: Any, *, qrels: Any = None, names: Sequence[str] |
     ``output``: ``resamples`` of the bootstrap interval, ``seed`` of the interval and the test.
     """
     from ragmeter import stats
-    from ragmeter.retrieval._data import read
 
     out = gather("retrieval.compare", options, output=(OutputOptions, output))["output"]
     settings = _settings(k, order, duplicates, gain, all_queries, relevance_level, match)
-    fm = field_map(fields, COMPONENT)
-    qrels_src = read(qrels, settings, fm, "qrels") if qrels is not None else None
-    scored = [_evaluate(r, None, settings, fields, qrels_source=qrels_src)
-              for r in (run_a, run_b)]
+    qrels_src = _read_qrels(qrels, settings, fields, qrels_fields)
+    scored = [_evaluate(r, qrels_src, settings, fields) for r in (run_a, run_b)]
     labels = list(names) if names is not None else [
         _label(src, ev[1], fallback) for src, ev, fallback in zip(
             (run_a, run_b), scored, ("a", "b"), strict=True)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,7 @@ def test_every_shape_gives_the_same_numbers(reference: dict[str, float], tmp_pat
         "JSONL run, TREC qrels": (jsonl, QRELS),
         "CSV with JSON cells": (csv_file, None),
         "TREC run, headerless TSV qrels": (DENSE, tsv_qrels),
+        "TREC run, judgment rows": (DENSE, qrels_long),
     }
     for name, (run, qrels) in shapes.items():
         assert _metrics(ragmeter.retrieval.score(run, qrels=qrels)) == reference, name
@@ -99,6 +101,17 @@ def test_dataframes_and_arrow_tables(reference: dict[str, float]) -> None:
     pa = pytest.importorskip("pyarrow")
     table = pa.Table.from_pandas(run)
     assert _metrics(ragmeter.retrieval.score(table, qrels=qrels, fields=fields)) == reference
+
+
+def test_the_judgments_can_have_their_own_column_names(reference: dict[str, float]) -> None:
+    run = [{"qid": q, "docno": d, "score": s} for q, d, _, s in _dense_rows()]
+    qrels = [{"topic": q, "doc": d, "label": g} for q, d, g in _qrels_rows()]
+    result = ragmeter.retrieval.score(
+        run, qrels=qrels, fields={"query_id": "qid", "doc_id": "docno"},
+        qrels_fields={"query_id": "topic", "doc_id": "doc", "relevance": "label"})
+    assert _metrics(result) == reference
+    with pytest.raises(InputError, match=r'field "query_id": is missing'):
+        ragmeter.retrieval.score(run, qrels=qrels, fields={"query_id": "qid", "doc_id": "docno"})
 
 
 def test_a_list_without_scores_is_ranked_as_given() -> None:
@@ -206,6 +219,12 @@ def test_bad_trec_files_name_the_line(tmp_path: Path, run: str, qrels: str,
         ragmeter.retrieval.score(tmp_path / "run.trec", qrels=tmp_path / "qrels.txt")
 
 
+def test_a_trec_file_that_is_not_utf8_names_the_line(tmp_path: Path) -> None:
+    (tmp_path / "run.trec").write_bytes(b"q Q0 a 1 1.0 t\nq Q0 \xff 2 0.5 t\n")
+    with pytest.raises(InputError, match=r"line 2 of .*run\.trec: is not valid UTF-8"):
+        ragmeter.retrieval.score(tmp_path / "run.trec", qrels={"q": ["a"]})
+
+
 @pytest.mark.parametrize(("rows", "message"), [
     ([{"qid": "q", "retrieved_ids": ["a"]}], r'field "query_id": is missing \(required\). '
                                               r"Found fields: qid, retrieved_ids"),
@@ -282,6 +301,23 @@ def test_cli_score_writes_items_and_json(run_cli: Any, tmp_path: Path) -> None:
 def test_cli_bad_options_exit_2(run_cli: Any, args: list[str], message: str) -> None:
     code, _, err = run_cli("retrieval", "score", RUN, "--no-record", *args)
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_cli_compare_with_names_and_separate_judgment_columns(run_cli: Any,
+                                                             tmp_path: Path) -> None:
+    qrels = tmp_path / "qrels.jsonl"
+    qrels.write_text("".join(json.dumps({"topic": q, "doc": d, "label": g}) + "\n"
+                             for q, d, g in _qrels_rows()), encoding="utf-8")
+    code, stdout, err = run_cli("retrieval", "compare", RUN, DENSE, "--qrels", qrels,
+                                "--qrels-field", "query_id=topic", "--qrels-field", "doc_id=doc",
+                                "--qrels-field", "relevance=label", "--name", "bm25",
+                                "--name", "dense", "--k", "10", "--no-record")
+    assert code == 0, err
+    assert "dense against bm25 on 12 paired queries" in stdout
+    assert re.search(r"nDCG@10 +0\.6963 +0\.8309 +0\.1346", stdout)  # docs/retrieval.md
+    code, _, err = run_cli("retrieval", "compare", RUN, DENSE, "--qrels", QRELS, "--name", "x",
+                           "--no-record")
+    assert code == 2 and "--name" in err
 
 
 def test_cli_bad_input_is_one_line(run_cli: Any, tmp_path: Path) -> None:

@@ -258,8 +258,8 @@ def test_a_trec_run_file_equals_trec_eval(seed: int, tmp_path: Path) -> None:
     pytrec_eval = _pytrec()
     rnd = random.Random(seed)
     ids = [f"D{n}" for n in range(80)]
-    run = {f"{q:03d}": {d: float(rnd.choice(range(12))) for d in rnd.sample(ids, rnd.randint(1, 60))}
-           for q in range(40)}
+    run = {f"{q:03d}": {d: float(rnd.choice(range(12)))
+                        for d in rnd.sample(ids, rnd.randint(1, 60))} for q in range(40)}
     qrels = {f"{q:03d}": {d: rnd.choice([0, 0, 1, 1, 2, 3]) for d in rnd.sample(ids, 15)}
              for q in range(5, 45)}
     run_file = tmp_path / "run.trec"
