@@ -31,6 +31,7 @@ from ragmeter.errors import (
 _LAZY = {
     "multilingual": "ragmeter.multilingual",
     "reliability": "ragmeter.reliability",
+    "retrieval": "ragmeter.retrieval",
     "rgb": "ragmeter.rgb",
     "trace": "ragmeter.trace",
     "rubric": "ragmeter.rubric",
@@ -71,6 +72,7 @@ __all__ = [
     "judging",
     "multilingual",
     "reliability",
+    "retrieval",
     "rgb",
     "rubric",
     "testing",

@@ -46,6 +46,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("rubric", "Rubric judging", "RAGaliq", "weighted_score"),
     Family("reliability", "Annotator reliability", "QC key for win/tie/loss evaluation",
            "reliability"),
+    Family("retrieval", "Retrieval", "trec_eval (NIST), exact", "ndcg@10"),
 )}
 
 

@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("ragmeter.cli.trace:group", "TRACe (RAGBench): score, label, validate a judge."),
     "reliability": ("ragmeter.cli.reliability:group",
                     "Annotator reliability against QC: flag mismatch, Cohen's κ, matrix plot."),
+    "retrieval": ("ragmeter.cli.retrieval:group",
+                  "Retrieval metrics exact to trec_eval: P@k, recall, nDCG, hit rate, MRR, MAP."),
     "generate": ("ragmeter.cli.generate:generate", "Send a file of requests to a model (cached)."),
     "cache": ("ragmeter.cli.cache:group", "The store of model calls: stats and clear."),
     "models": ("ragmeter.cli.models:models", "Model backends, the default model, what to install."),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ragmeter.io._formats import (
     has_pyarrow,
     import_parquet,
+    iter_text_lines,
 )
 from ragmeter.io._read import (
     FieldMap,
@@ -46,6 +47,7 @@ __all__ = [
     "is_blank",
     "is_path",
     "iter_rows",
+    "iter_text_lines",
     "os_error_message",
     "parse_field_options",
     "read_rows",

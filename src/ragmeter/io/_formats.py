@@ -127,6 +127,21 @@ def _decode(raw: bytes, path: Path, number: int, unit: str, component: str) -> s
         ) from None
 
 
+def iter_text_lines(path: str | os.PathLike[str], component: str) -> Iterator[tuple[int, str]]:
+    """``(1-based line number, text)`` of every line of a UTF-8 text file, line ends stripped:
+    the bounded, decoded lines the JSON Lines reader reads, for whitespace formats such as TREC
+    run and qrels files.  Missing files, folders, over-long lines and bad UTF-8 are
+    :class:`InputError` naming the line."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("does not exist.", component=component, path=p, fix="check the path.")
+    if p.is_dir():
+        raise InputError("is a folder, expected a data file.", component=component, path=p)
+    with p.open("rb") as fh:
+        for number, raw in _bounded_lines(fh, p, component):
+            yield number, _decode(raw, p, number, "line", component).rstrip("\r\n")
+
+
 def _iter_jsonl(path: Path, component: str) -> Iterator[Row]:
     with path.open("rb") as fh:
         for number, raw in _bounded_lines(fh, path, component):

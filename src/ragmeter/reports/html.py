@@ -174,7 +174,7 @@ def _coverage(record: RunRecord) -> Markup:
     return Markup("".join(parts))
 
 
-_ID_KEYS = ("id", "sample_id", "item_id")
+_ID_KEYS = ("id", "sample_id", "item_id", "query_id")
 _GROUP_KEYS = ("system", "evaluator", "setting", "dataset", "sample_lang", "language", "model")
 _TEXT_FIRST = ("question", "query", "documents", "docs", "passages", "context", "response",
                "prediction", "pred_answer", "answer", "gold", "gold_answer", "labels",

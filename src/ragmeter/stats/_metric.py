@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = ["Metric", "MetricTable", "Headline", "ALL_GROUP"]
@@ -54,6 +54,18 @@ class Metric:
     constants: Mapping[str, Any] = field(default_factory=dict)
     digits: int = 4
     judged: bool = False
+
+    @property
+    def cutoff(self) -> bool:
+        """True for a metric measured at a rank cutoff, named ``<stem>@k`` (``ndcg@k``): its
+        values are named per cutoff (``ndcg@10``), and :meth:`MetricTable.get` finds this row
+        from such a name."""
+        return self.name.endswith("@k")
+
+    def at(self, k: int) -> Metric:
+        """This cutoff metric at ``k``: name and label with ``@k`` replaced by ``@{k}``."""
+        stem = self.label[:-2] if self.label.endswith("@k") else self.label
+        return replace(self, name=f"{self.name[:-2]}@{k}", label=f"{stem}@{k}")
 
     def glossary_line(self) -> str:
         """``F1: token-level F1 ... (source: ...)`` for tooltips and legends."""
@@ -101,6 +113,11 @@ def _number(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _is_cutoff(text: str) -> bool:
+    """``10`` yes; ``0``, ``k``, ``²``, ``+3`` no."""
+    return text.isascii() and text.isdigit() and int(text) > 0
+
+
 def _is_interval(value: Any) -> bool:
     return (isinstance(value, (list, tuple)) and len(value) == 2
             and all(_number(v) is not None for v in value))
@@ -136,7 +153,28 @@ class MetricTable(Sequence[Metric]):
         return iter(self._metrics)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._by_name
+        return isinstance(name, str) and self._resolve(name) is not None
+
+    def _resolve(self, name: str) -> Metric | None:
+        """The row called ``name``, or a cutoff row at the cutoff ``name`` gives
+        (``ndcg@10`` -> ``ndcg@k`` at 10)."""
+        found = self._by_name.get(name)
+        if found is not None:
+            return found
+        stem, at, k = name.rpartition("@")
+        row = self._by_name.get(f"{stem}@k") if at and _is_cutoff(k) else None
+        return row.at(int(k)) if row is not None else None
+
+    def _cutoffs(self, m: Metric, values: Mapping[str, Any]) -> list[str]:
+        """The names in ``values`` that are ``m`` (``m`` itself, or ``m`` at each cutoff,
+        in increasing cutoff order)."""
+        names = [m.name] if m.name in values else []
+        if m.cutoff:
+            stem = m.name[:-1]
+            names += sorted((v for v in values
+                             if v.startswith(stem) and _is_cutoff(v[len(stem):])),
+                            key=lambda v: int(v[len(stem):]))
+        return names
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -144,13 +182,13 @@ class MetricTable(Sequence[Metric]):
 
     def get(self, name: str) -> Metric:
         """The metric called ``name``; KeyError naming the valid ones (and a did-you-mean)."""
-        try:
-            return self._by_name[name]
-        except KeyError:
+        found = self._resolve(name)
+        if found is None:
             close = difflib.get_close_matches(name, self.names, n=1)
             hint = f" Did you mean: {close[0]}?" if close else ""
             raise KeyError(f"{self.family} has no metric {name!r}.{hint} Its metrics: "
-                           f"{', '.join(self.names)}") from None
+                           f"{', '.join(self.names)}")
+        return found
 
     def signature_settings(self) -> str:
         """Every constant of every metric, canonically: ``rlc_ok.threshold=0.6;...`` (part of the
@@ -175,21 +213,26 @@ class MetricTable(Sequence[Metric]):
         """Headline rows from per-group values: ``values[group][metric]`` (and the same layout
         for ``ci``), ``n[group]`` (an int, or a dict per metric), ``coverage[group]`` (a share
         in [0, 1]), ``flags[metric]``.  Rows follow the groups' order, then this table's order;
-        metrics a group does not have are left out; ``only`` keeps those metrics."""
+        metrics a group does not have are left out; ``only`` keeps those metrics.  A cutoff
+        metric (``ndcg@k``) gives one row per cutoff found in the values (``ndcg@5``,
+        ``ndcg@10``), in increasing order."""
         rows = []
         keep = set(only) if only is not None else None
         for group, vals in values.items():
             group_ci = (ci or {}).get(group) or {}
             group_n = (n or {}).get(group)
             for m in self._metrics:
-                if m.name not in vals or (keep is not None and m.name not in keep):
-                    continue
-                interval = group_ci.get(m.name)
-                count = group_n.get(m.name) if isinstance(group_n, Mapping) else group_n
-                rows.append(Headline(
-                    metric=m.name, group=str(group), value=_number(vals[m.name]),
-                    ci=_interval(interval),
-                    n=count if isinstance(count, int) and not isinstance(count, bool) else None,
-                    coverage=_number((coverage or {}).get(group)),
-                    higher_is_better=m.higher_is_better, flag=(flags or {}).get(m.name)))
+                for name in self._cutoffs(m, vals):
+                    if keep is not None and name not in keep and m.name not in keep:
+                        continue
+                    interval = group_ci.get(name)
+                    count = group_n.get(name) if isinstance(group_n, Mapping) else group_n
+                    rows.append(Headline(
+                        metric=name, group=str(group), value=_number(vals[name]),
+                        ci=_interval(interval),
+                        n=count if isinstance(count, int) and not isinstance(count, bool)
+                        else None,
+                        coverage=_number((coverage or {}).get(group)),
+                        higher_is_better=m.higher_is_better,
+                        flag=(flags or {}).get(name, (flags or {}).get(m.name))))
         return rows

@@ -132,7 +132,7 @@ class Requirement:
         return f"{self.metric}{self.op}{self.threshold:g}"
 
 
-_REQ = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(>=|<=)\s*(-?[0-9]*\.?[0-9]+(?:[eE]-?\d+)?)\s*$")
+_REQ = re.compile(r"^\s*([A-Za-z_][\w.\-@]*)\s*(>=|<=)\s*(-?[0-9]*\.?[0-9]+(?:[eE]-?\d+)?)\s*$")
 
 
 def parse_requirement(text: str) -> Requirement:

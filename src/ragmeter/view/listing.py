@@ -136,6 +136,19 @@ def _rubric(doc: Mapping[str, Any]) -> list[Headline]:
     return [Headline(f"{h.group} {label}", h.value, h.ci) for h in rows if h.metric == main]
 
 
+def _retrieval(doc: Mapping[str, Any]) -> list[Headline]:
+    """nDCG and recall at the largest cutoff, MRR and MAP from the stored headline rows (a
+    comparison: their differences, second run minus first)."""
+    group = "difference" if doc.get("verb") == "compare" else "all"
+    rows = {r.get("metric"): r for r in doc.get("headline") or []
+            if isinstance(r, Mapping) and r.get("group") == group}
+    cuts = [k for k in doc.get("k") or [] if isinstance(k, int)]
+    top = max(cuts, default=10)
+    prefix = "Δ " if group == "difference" else ""
+    return [Headline(prefix + name, _num(rows[name].get("value")), _ci(rows[name].get("ci")))
+            for name in (f"ndcg@{top}", f"recall@{top}", "mrr", "map") if name in rows]
+
+
 def _generic(doc: Mapping[str, Any]) -> list[Headline]:
     from ragmeter.reports.compare import flat_numbers
 
@@ -145,7 +158,7 @@ def _generic(doc: Mapping[str, Any]) -> list[Headline]:
 
 
 _FAMILY_HEADLINES = {"rgb": _rgb, "multilingual": _multilingual, "trace": _trace,
-                     "rubric": _rubric}
+                     "rubric": _rubric, "retrieval": _retrieval}
 
 
 def headlines(record: RunRecord) -> list[Headline]:
