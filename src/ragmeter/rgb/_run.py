@@ -333,7 +333,7 @@ def dry_run_judge_requests(datasets: Sequence[RgbDataset], prompts: RgbPrompts,
     from ragmeter.judges._repeats import repeat_requests
 
     requests = repeat_requests(judge_requests(judge_tasks_for(scores), judge_prompts,
-                                              config.judge_method, judge_backend.name),
+                                              config.judge_method, judge_backend),
                                config.repeats)
     return requests, missing
 

@@ -190,7 +190,7 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
         from ragmeter.judges._repeats import repeat_requests
 
         return dry_run_result(COMPONENT, "judge", estimate_requests(repeat_requests(
-            judge_requests([task], jprompts, judge_method, backend_obj.name), repeats),
+            judge_requests([task], jprompts, judge_method, backend_obj), repeats),
             backend_obj, the_store, runner))
     detail = judge_predictions(dataset, preds, jprompts, backend_obj, the_store, runner,
                                method=judge_method, noise_rate=noise_rate,

@@ -37,10 +37,15 @@ class JudgeOptions:
     seed: int = 0
     grader_file: str | None = None
 
-    def mode(self) -> str:
+    def mode(self, backend: Any) -> str:
+        """``scoring``; ``auto`` is ``generate`` for a user's prompt file or a backend that
+        declares it cannot score choices, else ``choices`` (a backend that learns it from the
+        server's first reply, as ``openai``, answers with logprobs or constrained text)."""
         if self.scoring != "auto":
             return self.scoring
-        return "generate" if self.prompt_file else "choices"
+        from ragmeter.backends import scores_choices
+
+        return "generate" if self.prompt_file or scores_choices(backend) is False else "choices"
 
 
 @dataclass
@@ -74,7 +79,7 @@ def judge_answers(answers: Sequence[Answer], options: JudgeOptions, backend: Any
 
     prompt = (JudgePrompt.from_file(options.prompt_file) if options.prompt_file
               else JudgePrompt.default())
-    mode = options.mode()
+    mode = options.mode(backend)
     requests = build_requests(answers, prompt, mode, repeats=options.repeats,  # type: ignore[arg-type]
                               seed=options.seed, temperature=options.temperature)
     if dry_run:
@@ -139,7 +144,7 @@ def _dry_run(qs: Sequence[Answer], candidates: Sequence[Sequence[tuple[float, st
         prompt = (JudgePrompt.from_file(judge.prompt_file) if judge.prompt_file
                   else JudgePrompt.default())
         stand_in = [replace(q, response=q.reference) for q in qs]
-        parts.append(build_requests(stand_in, prompt, judge.mode(), repeats=judge.repeats,  # type: ignore[arg-type]
+        parts.append(build_requests(stand_in, prompt, judge.mode(backend), repeats=judge.repeats,  # type: ignore[arg-type]
                                     seed=judge.seed, temperature=judge.temperature))
     ests = [estimate_requests(p, backend, store, config) for p in parts]
     costs = [e.cost_usd_max for e in ests if e.cost_usd_max is not None]
@@ -150,7 +155,7 @@ def _dry_run(qs: Sequence[Answer], candidates: Sequence[Sequence[tuple[float, st
         token_method=ests[0].token_method, cost_usd_max=sum(costs) if costs else None)
     steps = (["reranker"] if shape.reranker == "yesno" else []) + ["reader"] + (
         ["judge"] if judge.strategy == "llm" else [])
-    return PipelineOutput([], judge.mode(), shape.describe(reader_model), {}, [],
+    return PipelineOutput([], judge.mode(backend), shape.describe(reader_model), {}, [],
                           estimate=total, estimate_step="+".join(steps),
                           reader_model=reader_model)
 

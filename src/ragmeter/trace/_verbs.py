@@ -229,7 +229,7 @@ def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
     from ragmeter.judges._repeats import check_repeats
 
     check_repeats(repeats, COMPONENT)
-    from ragmeter.backends import resolve
+    from ragmeter.backends import resolve, scores_choices
     from ragmeter.judges._card import check_degenerate, judge_card
     from ragmeter.trace._data import read_sources
     from ragmeter.trace._label import (
@@ -247,7 +247,7 @@ def label(data: Any, *, strategy: str = "auto", detector: str | None = None,
         t.strip() for t in (tasks.split(",") if isinstance(tasks, str) else tasks) if t.strip())
     choice = resolve(backend)
     if strategy == "auto":
-        if choice.name == "local":
+        if scores_choices(choice):
             strategy = "choice" if tasks else "detector"
         else:
             strategy = "json"
