@@ -7,6 +7,7 @@ from ragmeter.stats._agreement import (
     Agreement,
     ordinal_agreement,
     quadratic_weighted_kappa,
+    spearman,
 )
 from ragmeter.stats._core import (
     DEFAULT_RESAMPLES,
@@ -68,5 +69,6 @@ __all__ = [
     "repeat_agreement",
     "rmse",
     "sample_std",
+    "spearman",
     "wilson_interval",
 ]

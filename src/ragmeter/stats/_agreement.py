@@ -23,7 +23,8 @@ from ragmeter.stats._core import percentile_interval, rankdata
 if TYPE_CHECKING:  # numpy is imported by the functions that use it (import ragmeter stays light)
     import numpy as np
 
-__all__ = ["Agreement", "ordinal_agreement", "quadratic_weighted_kappa", "AGREEMENT_STATISTICS"]
+__all__ = ["Agreement", "ordinal_agreement", "quadratic_weighted_kappa", "spearman",
+           "AGREEMENT_STATISTICS"]
 
 AGREEMENT_STATISTICS = ("exact", "within_one", "qwk", "mae", "spearman")
 
@@ -176,3 +177,26 @@ def ordinal_agreement(judge: Sequence[Hashable], reference: Sequence[Hashable],
                      qwk=None if math.isnan(qwk) else qwk, mae=float(np.mean(diff)),
                      spearman=None if math.isnan(rho) else rho, ci95=intervals,
                      confusion=conf.astype(int).tolist())
+
+
+def spearman(a: Sequence[float], b: Sequence[float], *, n_resamples: int = 1000,
+             seed: int = 12345, confidence: float = 0.95, ci: bool = True
+             ) -> tuple[float | None, list[float] | None]:
+    """Spearman's rho of two sequences of numbers (average ranks for ties) and its percentile
+    bootstrap interval over items (resamples where it is undefined left out); ``(None, None)``
+    when it is undefined (fewer than two items, or a constant side)."""
+    import numpy as np
+
+    if len(a) != len(b):
+        raise ValueError("spearman needs two sequences of equal length")
+    if len(a) < 2:
+        return None, None
+    x = np.asarray(a, dtype=np.float64)
+    y = np.asarray(b, dtype=np.float64)
+    rho = float(spearman_rows(x, y))
+    if math.isnan(rho):
+        return None, None
+    if not ci:
+        return rho, None
+    idx = np.random.default_rng(seed).integers(0, len(x), size=(n_resamples, len(x)))
+    return rho, _interval(spearman_rows(x[idx], y[idx]), confidence)
