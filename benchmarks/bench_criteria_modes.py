@@ -17,7 +17,8 @@ the reference with 95% bootstrap CIs; then the mean QWK over the criteria and th
 Every call goes through the store given with ``--store`` (a re-run pays nothing).
 
 Run: ``PYTHONPATH=src python benchmarks/bench_criteria_modes.py --data sample
-[--backend local | --base-url URL --model NAME] [--store PATH] [--limit N]``
+[--backend local | --base-url URL --model NAME] [--store PATH] [--limit N]
+[--configs per-criterion/choices,combined/generate]``
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ def main() -> None:
     parser.add_argument("--store", default="bench_criteria.sqlite")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--json", default=None, help="also write the numbers here")
+    parser.add_argument("--configs", default=",".join(f"{m}/{s}" for m, s in CONFIGS),
+                        help="MODE/SCORING,... to run (default: all three)")
     args = parser.parse_args()
     rows, criteria, ref = _data(args.data, args.limit)
     backend = (ragmeter.backends.openai(args.model, base_url=args.base_url)
@@ -109,7 +112,7 @@ def main() -> None:
           "Spearman of expected score | exact |")
     print("|---|---|---|---|---|---|---|---|")
     out: dict[str, Any] = {}
-    for mode, scoring in CONFIGS:
+    for mode, scoring in (c.split("/") for c in args.configs.split(",")):
         t0 = time.perf_counter()
         result = ragmeter.criteria.judge(
             rows, criteria=criteria, reference_field=ref, backend=backend,

@@ -391,7 +391,7 @@ def judged_rows(items: Sequence[Item], criteria: CriteriaSet, outcomes: Sequence
             first = True
             for crit in criteria:
                 row: dict[str, Any] = {"id": item.id, "criterion": crit.name, "repeat": r,
-                                       **{k: item.data.get(k) for k in keep},
+                                       **{k: item.data[k] for k in keep if k in item.data},
                                        "judge_model": judge_model,
                                        "prompt_version": prompt_version, "mode": mode,
                                        "method": scoring}

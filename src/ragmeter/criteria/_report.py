@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ragmeter.criteria._metrics import AGREEMENT_METRICS, METRICS, SCORE_METRICS
 from ragmeter.reports._html import Markup, kv_table, note, table
-from ragmeter.reports.console import console, fmt
+from ragmeter.reports.console import console
 from ragmeter.reports.html_families import Units, collect_units, notes_html, with_ci
 
 __all__ = ["print_criteria", "section", "paired_units"]
@@ -28,9 +28,9 @@ def _ci_text(ci: Any) -> str:
         and None not in ci else ""
 
 
-# The console's columns (the HTML section and --json have every metric).
-_CONSOLE = ("criterion_score", "criterion_expected_score", "criterion_pass_rate", "qwk",
-            "spearman", "spearman_expected")
+# The console's two tables (the HTML section and --json have every metric).
+_CONSOLE_SCORES = ("criterion_score", "criterion_expected_score", "criterion_pass_rate")
+_CONSOLE_AGREEMENT = ("qwk", "spearman", "spearman_expected", "exact")
 
 
 def _scale_text(crit: Mapping[str, Any]) -> str:
@@ -43,23 +43,33 @@ def _columns(parts: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[s
     return [n for n in names if any(n in (p.get("metrics") or {}) for p in parts)]
 
 
+def _cell(metrics: Mapping[str, Any], cis: Mapping[str, Any], name: str) -> str:
+    value = metrics.get(name)
+    return "—" if value is None else f"{value:.2f}" + _ci_text(cis.get(name))
+
+
 def _rows_table(title: str, parts: Mapping[str, Mapping[str, Any]],
-                scales: Mapping[str, str]) -> Table:
-    cols = _columns(list(parts.values()), _CONSOLE)
+                scales: Mapping[str, str], names: Sequence[str] = _CONSOLE_SCORES,
+                agreement: bool = False) -> Table:
+    cols = _columns(list(parts.values()), names)
     table_ = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD,
                    pad_edge=False, padding=(0, 0, 0, 1))
     table_.add_column("criterion", no_wrap=True)
-    table_.add_column("scale", justify="right")
+    table_.add_column("scale", justify="right", no_wrap=True)
     for c in cols:
-        table_.add_column(METRICS.get(c).label, justify="right")
-    table_.add_column("scored", justify="right")
+        table_.add_column(METRICS.get(c).label, justify="right", no_wrap=True)
+    table_.add_column("pairs" if agreement else "scored", justify="right", no_wrap=True)
     for name, part in parts.items():
         metrics = part.get("metrics") or {}
         cis = part.get("ci95") or {}
-        cov = part.get("coverage") or {}
-        cells = [fmt(metrics.get(c), 3) + _ci_text(cis.get(c)) for c in cols]
-        table_.add_row(escape(name), scales.get(name, ""), *cells,
-                       f"{cov.get('scored', '?')}/{cov.get('rows', '?')}")
+        if agreement:
+            v = part.get("validation") or {}
+            count = f"{v.get('n', '?')}/{v.get('with_reference', '?')}"
+        else:
+            cov = part.get("coverage") or {}
+            count = f"{cov.get('scored', '?')}/{cov.get('rows', '?')}"
+        table_.add_row(escape(name), scales.get(name, ""),
+                       *[_cell(metrics, cis, c) for c in cols], count)
     return table_
 
 
@@ -77,6 +87,11 @@ def print_criteria(result: Any) -> None:
     results: Mapping[str, Mapping[str, Any]] = doc.get("criteria_results") or {}
     con.print(_rows_table(f"Criteria ({doc.get('mode')}, {doc.get('scoring')}; judge "
                           f"{doc.get('judge')})", results, scales))
+    validated = {k: v for k, v in results.items() if v.get("validation")}
+    if validated:
+        fields = ", ".join(sorted(set((doc.get("reference_fields") or {}).values())))
+        con.print(_rows_table(f"Agreement with the reference scores ({fields})", validated,
+                              scales, _CONSOLE_AGREEMENT, agreement=True))
     for name, part in results.items():
         reasons = (part.get("coverage") or {}).get("reasons") or {}
         if reasons:
@@ -89,9 +104,8 @@ def print_criteria(result: Any) -> None:
         cov = overall.get("coverage") or {}
         con.print(escape(
             f"all criteria ({cov.get('scored')}/{cov.get('rows')} rows with every criterion "
-            f"scored): normalized score {fmt(om.get('criterion_normalized'))}"
-            f"{_ci_text(oc.get('criterion_normalized'))}, passing every criterion "
-            f"{fmt(om.get('criterion_pass_rate'))}{_ci_text(oc.get('criterion_pass_rate'))}"))
+            f"scored): normalized score {_cell(om, oc, 'criterion_normalized')}, passing "
+            f"every criterion {_cell(om, oc, 'criterion_pass_rate')}"))
     for line in stability_lines(doc.get("stability")):
         con.print(escape(line))
     groups = doc.get("groups")
@@ -103,10 +117,8 @@ def print_criteria(result: Any) -> None:
                 con.print(escape(f"[{value}] " + spend_line(block)))
     if isinstance(doc.get("spend"), Mapping):
         con.print(escape(spend_line(doc["spend"])))
-    con.print(f"scale: points of each criterion; QWK/Spearman: agreement with "
-              f"{', '.join(sorted(set((doc.get('reference_fields') or {}).values()))) or '—'}"
-              "; 95% CI: bootstrap (Wilson for pass rates); every number in --json",
-              style="dim")
+    con.print("95% CIs: bootstrap (Wilson for pass rates); pairs: rows scored by the judge "
+              "and the reference; every number in --json", style="dim")
     con.print(escape(f"signature: {doc.get('signature')}"), style="dim", soft_wrap=True)
 
 

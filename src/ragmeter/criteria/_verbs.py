@@ -221,6 +221,13 @@ def judge(data: Any, *, criteria: Any, judge: JudgeOptions | None = None,
     crit_set = load_criteria(criteria)
     references, shared = reference_columns(reference_field, crit_set.names)
     items = read_items(data, crit_set, field_map(fields, COMPONENT), references, shared)
+    if out.by:  # a --by typo is an error before any call
+        from ragmeter._verb._groups import FieldLookup
+
+        lookup = FieldLookup(out.by, COMPONENT)
+        for item in items:
+            lookup(item.data)
+        lookup.check()
     backend_obj, the_store, config = model_context(
         backend, calls.store, replay=calls.replay, progress=calls.progress,
         description="criteria judge", on_progress=calls.on_progress)

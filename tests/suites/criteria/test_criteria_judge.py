@@ -230,6 +230,10 @@ def test_by_groups_every_criterion_with_its_spend(scripted_server, tmp_path) -> 
     assert result.summary["spend_by"]["brakes"]["calls"] == 3
     assert {h.group for h in result.headline} >= {"relevance", "relevance@brakes", "all"}
     assert all(r["topic"] in ("brakes", "tyres") for r in result.items)
+    server.reset_counts()
+    with pytest.raises(ragmeter.InputError, match="--by topik: no item has a field 'topik'"):
+        _judge(server, _rows(6), scoring="generate", by="topik", store=tmp_path / "t.sqlite")
+    assert server.stats()["calls"] == 0                          # checked before any call
 
 
 # ------------------------------------------------------------------ the CLI
