@@ -95,3 +95,103 @@ def test_the_signature_is_built_from_the_tables_constants(monkeypatch) -> None:
     monkeypatch.setattr(_metrics, "METRICS", _with_constant("rlc_ok", threshold=0.7))
     after = MultilingualConfig().signature().render()
     assert after != before and "|rlc:script>=0.7|" in after
+
+
+# ------------------------------------------------------------------ headlines (issue 25)
+
+
+def _answers() -> list[dict]:
+    """Two systems over four samples; ``sys_b`` has no prediction for sample 3 (unscored) and
+    no cost for sample 2."""
+    rows = []
+    for i in range(4):
+        gold = f"answer {i}"
+        rows.append({"sample_id": str(i), "sample_lang": "en", "system": "direct",
+                     "gold_answer": gold, "pred_answer": gold if i < 2 else "nothing",
+                     "translate_tokens": 0})
+        rows.append({"sample_id": str(i), "sample_lang": "en", "system": "sys_b",
+                     "gold_answer": gold, "pred_answer": None if i == 3 else gold,
+                     **({} if i == 2 else {"translate_tokens": 10})})
+    return rows
+
+
+def test_score_headline_has_every_metric_of_every_system() -> None:
+    from ragmeter.testing import assert_metric
+
+    result = ragmeter.multilingual.score(_answers(), ci=True, resamples=200)
+    doc = result.summary
+    rows = {(h.group, h.metric): h for h in result.headline}
+    assert {g for g, _ in rows} == {"direct", "sys_b"}  # systems are the groups; no "all"
+    for (system, metric), h in rows.items():
+        m = doc["metrics"][system]
+        assert h.value == m[metric] and list(h.ci or ()) == doc["ci95"][system][metric]
+        assert h.higher_is_better is METRICS.get(metric).higher_is_better
+        assert_metric(result, metric, group=system, min=-1e9)  # reachable by name
+    # metrics without a value are left out: no semantic scores in these rows
+    assert ("direct", "semantic_score") not in rows
+    direct_em, b_em, b_cost = rows[("direct", "em")], rows[("sys_b", "em")], \
+        rows[("sys_b", "cost")]
+    assert (direct_em.value, direct_em.n, direct_em.coverage) == (0.5, 4, 1.0)
+    assert (b_em.value, b_em.n, b_em.coverage) == (1.0, 3, 0.75)  # 1 of 4 rows unscored
+    assert (b_cost.n, b_cost.coverage) == (2, 0.5)  # sample 2 has no cost
+    assert b_cost.higher_is_better is False
+    assert rows[("sys_b", "cnbe")].n == 2
+    assert doc["headline"] == [h.to_dict() for h in result.headline]
+
+
+def test_score_headline_without_ci_has_no_interval() -> None:
+    result = ragmeter.multilingual.score(_answers())
+    assert result.headline and all(h.ci is None for h in result.headline)
+
+
+def _judge_rows() -> list[dict]:
+    return [{"sample_id": str(i), "sample_lang": "de" if i % 2 else "en", "system": "s",
+             "question": f"q{i}", "gold_answer": f"answer {i}", "pred_answer": f"reply {i}"}
+            for i in range(8)]
+
+
+def test_judge_headline_signature_and_by_groups(scripted_server) -> None:
+    scores = iter([0.2, 0.9, 0.4, 0.7, 0.1, 0.8, 0.3, 0.6] * 3)
+    server = scripted_server(
+        reply=lambda body: json.dumps({"score": next(scores), "explanation": "x"}))
+    backend = ragmeter.backends.openai("judge-model", base_url=server.url)
+    result = ragmeter.multilingual.judge(_judge_rows(), scoring="generate", backend=backend,
+                                         by="lang", progress=False)
+    assert not result.alarms
+    sig = result.signature
+    for part in ("family:multilingual", "backend:openai", "judge:judge-model",
+                 "scoring:generate", "prompt:"):
+        assert part in sig, (part, sig)
+    rows = {h.group: h for h in result.headline}
+    assert list(rows) == ["all", "de", "en"]
+    overall = rows["all"]
+    assert overall.metric == "semantic_score" and overall.flag is None
+    assert overall.value == result.summary["metrics"]["semantic_score"]
+    assert list(overall.ci or ()) == result.summary["ci95"]["semantic_score"]
+    assert (overall.n, overall.coverage) == (8, 1.0)
+    de = result.summary["groups"]["values"]["de"]
+    assert (rows["de"].value, rows["de"].n) == (de["metrics"]["semantic_score"], 4)
+    from ragmeter.testing import check_metric
+
+    (check,) = check_metric(result, "semantic_score", min=0.0)  # the "all" row by default
+    assert check.value == overall.value
+    (check,) = check_metric(result, "semantic_score", group="en", min=0.0)
+    assert check.n == 4
+
+
+def test_judge_headline_is_flagged_when_the_judge_is_degenerate(scripted_server) -> None:
+    server = scripted_server(reply=lambda body: '{"score": 1.0, "explanation": "same"}')
+    backend = ragmeter.backends.openai("j", base_url=server.url)
+    result = ragmeter.multilingual.judge(_judge_rows(), scoring="generate", backend=backend,
+                                         progress=False)
+    assert result.alarms[0]["kind"] == "degenerate_judge"
+    (row,) = result.headline
+    assert row.value == 1.0 and row.flag and row.flag.startswith("degenerate judge")
+
+
+def test_judge_dry_run_names_the_judge_in_its_signature(tmp_path) -> None:
+    backend = ragmeter.backends.openai("gpt-4o-mini", base_url="http://127.0.0.1:9")
+    result = ragmeter.multilingual.judge(_judge_rows(), scoring="generate", backend=backend,
+                                         repeats=2, dry_run=True, store=tmp_path / "s.sqlite")
+    assert result.summary["dry_run"] is True
+    assert "judge:gpt-4o-mini" in result.signature and "repeats:2" in result.signature

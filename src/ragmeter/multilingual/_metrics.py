@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragmeter.multilingual._cost import cnbe
+from ragmeter.signature import Signature
 from ragmeter.stats._metric import ALL_GROUP, Headline, Metric, MetricTable
 from ragmeter.text._languages import CHAR_TOKEN_LANGUAGES
 from ragmeter.text._overlap import f1_from_normalized, f1_from_tokens
@@ -35,7 +36,7 @@ from ragmeter.text._rlc import RLC_OK_THRESHOLD, rlc, rlc_batch, rlc_ok
 
 __all__ = ["METRIC_VERSION", "METRICS", "METRIC_KEYS", "PAIRED_METRICS", "RowMetric",
            "ROWS", "exact_match_normalized", "f1_normalized", "rows_of", "signature_fields",
-           "headline", "judge_headline", "degenerate_flag"]
+           "headline", "judge_headline", "judge_signature", "degenerate_flag"]
 
 METRIC_VERSION = "lbrag-1"
 
@@ -151,6 +152,15 @@ def signature_fields(table: MetricTable | None = None) -> dict[str, str]:
     langs = table.get("f1").constants["char_token_languages"]
     return {"f1": "char:" + ",".join(langs),
             "rlc": f"script>={table.get('rlc_ok').constants['threshold']}"}
+
+
+def judge_signature(backend: str, model: str, scoring: str, prompt_version: str,
+                    repeats: int = 1) -> str:
+    """The signature of ``multilingual judge``'s semantic scores: the judge (backend, model),
+    its scoring method, the prompt version and, beyond one, the repeats averaged."""
+    settings = {"backend": backend, "judge": model, "scoring": scoring,
+                "prompt": prompt_version, "repeats": repeats if repeats > 1 else None}
+    return Signature.make("multilingual", METRIC_VERSION, settings).render()
 
 
 # ------------------------------------------------------------------ headlines

@@ -60,6 +60,7 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
     if normalize not in ("lbrag", "squad"):
         raise ConfigError(f"multilingual: normalize={normalize!r}; expected lbrag or squad.")
     from ragmeter.io import is_path, iter_rows
+    from ragmeter.multilingual._metrics import headline
     from ragmeter.multilingual._score import score_file, score_rows
     from ragmeter.multilingual._scorer import MultilingualConfig
 
@@ -85,7 +86,8 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
         return Result(COMPONENT, "score", summary, items=detail.iter_items,
                       ordered_items=detail.ordered_items, detail=detail,
                       item_columns=detail.item_columns, engine="ray",
-                      inputs=[input_record(f) for f in parquet_files(data)])
+                      inputs=[input_record(f) for f in parquet_files(data)],
+                      headline=headline(summary, detail.rows_by_system()))
     if is_path(data):
         from pathlib import Path
 
@@ -105,7 +107,8 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
     return Result(COMPONENT, "score", summary, items=detail.iter_items,
                   ordered_items=detail.ordered_items, detail=detail,
                   item_columns=detail.item_columns,
-                  inputs=[input_record(data, detail.coverage.get("rows"))])
+                  inputs=[input_record(data, detail.coverage.get("rows"))],
+                  headline=headline(summary, detail.rows_by_system()))
 
 
 def _score_groups(data: Any, by: str, config: Any) -> dict[str, Any]:
@@ -161,6 +164,7 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
     from ragmeter.judges._repeats import check_repeats, repeat_requests
     from ragmeter.judges._spend import add_usage, spend, usage_of
     from ragmeter.judges._types import Answer
+    from ragmeter.multilingual._metrics import judge_headline, judge_signature
     from ragmeter.multilingual._semantic import SemanticPrompt, semantic_requests, semantic_rows
     from ragmeter.runner._run import estimate_requests, run_requests
 
@@ -193,16 +197,18 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
                           "generate.")
     check_repeats(repeats, COMPONENT)
     prompt = SemanticPrompt.default()
+    identity = backend_obj.identity()
+    model = str(identity.get("model", backend_obj.name))
+    signature = judge_signature(backend_obj.name, model, mode, prompt.version, repeats)
     # Repeats are distinct samples: their own cache keys, and a per-repeat seed for servers
     # that honour it (ragmeter.judges._repeats, shared by every judged verb).
     requests = repeat_requests(semantic_requests(answers, prompt, mode),  # type: ignore[arg-type]
                                repeats)
     if dry_run:
         return dry_run_result(COMPONENT, "judge", estimate_requests(requests, backend_obj,
-                                                                    the_store, config))
+                                                                    the_store, config),
+                              signature=signature)
     outcomes = run_requests(requests, backend_obj, the_store, config)
-    identity = backend_obj.identity()
-    model = str(identity.get("model", backend_obj.name))
     per_repeat = []
     for k in range(repeats):
         mine = [replace(o, request=replace(o.request, id=o.request.id.rsplit("#", 1)[0]))
@@ -229,8 +235,8 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
                              judge=judge_name, what="semantic score",
                              probabilities=values if mode == "choices" else None)
     summary: dict[str, Any] = {
-        "family": COMPONENT, "verb": "judge", "judge": model, "method": mode,
-        "prompt_version": prompt.version, "repeats": repeats,
+        "family": COMPONENT, "verb": "judge", "signature": signature, "judge": model,
+        "method": mode, "prompt_version": prompt.version, "repeats": repeats,
         "coverage": {"rows": len(sem), "scored": scored, "unscored": len(sem) - scored,
                      "reasons": reasons},
     }
@@ -243,18 +249,20 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
         summary["stability"] = repeat_agreement(verdicts, repeats)
         for k, out_row in enumerate(merged):
             out_row["_verdicts"] = verdicts[str(k)]
-    headline = _judge_block(merged, 1)
-    summary["metrics"], summary["ci95"] = headline["metrics"], headline["ci95"]
+    overall = _judge_block(merged, 1)
+    summary["metrics"], summary["ci95"] = overall["metrics"], overall["ci95"]
     prices = (config.price_prompt_per_mtok, config.price_completion_per_mtok)
     summary["spend"] = spend(add_usage(r["semantic_usage"] for r in merged), *prices)
     if by:
         summary["groups"] = _judge_groups(merged, by, repeats, prices)
     for out_row in merged:
         out_row.pop("_verdicts", None)
+    alarms = [alarm] if alarm else []
     return Result(COMPONENT, "judge", summary, items=merged,
                   inputs=[input_record(data, len(raw_rows))], backends=[identity],
                   models=[model], prompt_versions={"semantic": prompt.version},
-                  judges=[judge_card(judge_name)], alarms=[alarm] if alarm else [], engine=config.engine_name)
+                  judges=[judge_card(judge_name)], alarms=alarms, engine=config.engine_name,
+                  headline=judge_headline({**summary, "alarms": alarms}))
 
 
 def _judge_groups(rows: list[dict[str, Any]], by: str, repeats: int,
