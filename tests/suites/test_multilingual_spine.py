@@ -195,3 +195,47 @@ def test_judge_dry_run_names_the_judge_in_its_signature(tmp_path) -> None:
                                          repeats=2, dry_run=True, store=tmp_path / "s.sqlite")
     assert result.summary["dry_run"] is True
     assert "judge:gpt-4o-mini" in result.signature and "repeats:2" in result.signature
+
+
+# ------------------------------------------------------------------ the family's report parts
+
+
+def test_report_parts_are_found_through_the_family_table() -> None:
+    from ragmeter.multilingual import _report
+    from ragmeter.reports import html_families
+
+    assert html_families.section_of("multilingual") is _report.section
+    assert html_families.paired_units_of("multilingual") is _report.paired_units
+    assert "multilingual" not in html_families.SECTIONS
+    assert "multilingual" not in html_families.PAIRED_UNITS
+    result = ragmeter.multilingual.score(SAMPLE, ci=True)
+    html = str(_report.section(result.summary))
+    for m in METRICS:  # every computed column is a table row's label
+        assert (f"<th class=num>{m.label}</th>" in html) is (m.name != "rlc_lid"), m.name
+    units = _report.paired_units(result.items)
+    assert set(units) == {(s, k) for s in result.summary["metrics"] for k in PAIRED_METRICS}
+
+
+def test_console_headings_are_lbrags_keys_in_capitals() -> None:
+    from ragmeter.multilingual._report import console_heading
+
+    assert [console_heading(m) for m in ROWS] == ["EM", "F1", "RLC", "RLC_OK", "COST", "CNBE",
+                                                  "semantic", "RLC_LID"]
+
+
+def test_run_list_reads_the_headline_and_old_records_alike() -> None:
+    from ragmeter.multilingual._metrics import headline
+    from ragmeter.view.listing import _multilingual
+
+    result = ragmeter.multilingual.score(SAMPLE, ci=True)
+    new = _multilingual(result.summary)
+    old = _multilingual({k: v for k, v in result.summary.items() if k != "headline"})
+    assert new == old and [h.label for h in new] == ["direct F1", "retrieve F1", "bridge F1"]
+    assert new[0].value == result.summary["metrics"]["direct"]["f1"] and new[0].ci is not None
+    judged = {"verb": "judge", "metrics": {"semantic_score": 0.5, "n": 4},
+              "ci95": {"semantic_score": [0.25, 0.75]},
+              "coverage": {"rows": 4, "scored": 4, "unscored": 0, "reasons": {}}}
+    (row,) = headline(judged)  # headline(summary) serves every verb
+    assert (row.metric, row.group, row.n, row.coverage) == ("semantic_score", "all", 4, 1.0)
+    (shown,) = _multilingual(judged)
+    assert (shown.label, shown.value, shown.ci) == ("semantic score", 0.5, (0.25, 0.75))

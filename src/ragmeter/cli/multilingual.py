@@ -78,7 +78,7 @@ def score(path: str, baseline: str | None, json_out: str | None, items_out: str 
     Beyond one process: ragmeter multilingual score 'answers/*.parquet' --engine ray
     """
     import ragmeter.multilingual
-    from ragmeter.reports.console import print_multilingual
+    from ragmeter.multilingual._report import print_multilingual
 
     result = ragmeter.multilingual.score(
         path, baseline=baseline, ci=ci, paired=paired, rlc_lid=rlc_lid, resamples=resamples,
@@ -90,7 +90,7 @@ def score(path: str, baseline: str | None, json_out: str | None, items_out: str 
         keep_text=items_out is not None)
     print_multilingual(result.detail)
     if by:
-        from ragmeter.reports.console import print_groups
+        from ragmeter.multilingual._report import print_groups
 
         print_groups(result.summary["groups"])
     write_outputs(result, json_out, items_out)

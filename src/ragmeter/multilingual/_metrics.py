@@ -168,11 +168,15 @@ def judge_signature(backend: str, model: str, scoring: str, prompt_version: str,
 
 def headline(summary: Mapping[str, Any],
              rows_by_system: Mapping[str, int] | None = None) -> list[Headline]:
-    """The headline of ``multilingual score`` (its ``to_json()`` document): every metric of
-    every system (the group), with its bootstrap 95% CI when computed, n (the rows the value
-    covers) and coverage (n / the system's rows).  ``rows_by_system``: each system's rows,
-    unscored ones included (default: read from the summary, exact when every row was scored
-    or there is one system).  Metrics without a value (no cost, no baseline) are left out."""
+    """The headline of a multilingual result's summary (``judge``'s: :func:`judge_headline`).
+
+    ``score``: every metric of every system (the group), with its bootstrap 95% CI when
+    computed, n (the rows the value covers) and coverage (n / the system's rows).
+    ``rows_by_system``: each system's rows, unscored ones included (default: read from the
+    summary, exact when every row was scored or there is one system).  Metrics without a
+    value (no cost, no baseline) are left out."""
+    if summary.get("verb") == "judge":
+        return judge_headline(summary)
     metrics: Mapping[str, Mapping[str, Any]] = summary.get("metrics") or {}
     cis: Mapping[str, Mapping[str, Any]] = summary.get("ci95") or {}
     cov = summary.get("coverage") or {}
@@ -198,8 +202,9 @@ def _system_rows(system: str, metrics: Mapping[str, Mapping[str, Any]],
     return cov.get("rows") if len(metrics) == 1 else None
 
 
-def _share(part: int | None, whole: int | None) -> float | None:
-    return part / whole if part is not None and whole else None
+def _share(part: Any, whole: Any) -> float | None:
+    ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (part, whole))
+    return part / whole if ok and whole else None
 
 
 def judge_headline(summary: Mapping[str, Any]) -> list[Headline]:
@@ -218,7 +223,7 @@ def judge_headline(summary: Mapping[str, Any]) -> list[Headline]:
         cis[group] = block.get("ci95") or {}
         n[group] = m.get("n")
         c = block.get("coverage") or {}
-        coverage[group] = c["scored"] / c["rows"] if c.get("rows") else None
+        coverage[group] = _share(c.get("scored"), c.get("rows"))
     flag = degenerate_flag(summary.get("alarms") or [])
     return METRICS.headline(values, ci=cis, n=n, coverage=coverage,
                             flags={"semantic_score": flag} if flag else None)
