@@ -239,3 +239,13 @@ def test_run_list_reads_the_headline_and_old_records_alike() -> None:
     assert (row.metric, row.group, row.n, row.coverage) == ("semantic_score", "all", 4, 1.0)
     (shown,) = _multilingual(judged)
     assert (shown.label, shown.value, shown.ci) == ("semantic score", 0.5, (0.25, 0.75))
+
+
+def test_the_launch_form_lives_with_the_family() -> None:
+    from ragmeter._families import family_part
+    from ragmeter.view import verbs
+
+    (form,) = family_part("multilingual", "_form", "FORMS")
+    assert form.key == "multilingual-judge" and verbs.SPECS[form.key] is form
+    assert all(s.family != "multilingual" for s in verbs._HERE)
+    assert form.call.__module__ == "ragmeter.multilingual._form"
