@@ -249,3 +249,62 @@ def test_the_launch_form_lives_with_the_family() -> None:
     assert form.key == "multilingual-judge" and verbs.SPECS[form.key] is form
     assert all(s.family != "multilingual" for s in verbs._HERE)
     assert form.call.__module__ == "ragmeter.multilingual._form"
+
+
+# ------------------------------------------------------------------ option groups
+
+
+def test_no_verb_takes_more_than_a_dozen_parameters() -> None:
+    import inspect
+
+    for verb in (ragmeter.multilingual.score, ragmeter.multilingual.judge):
+        params = inspect.signature(verb).parameters
+        assert len(params) <= 12, (verb.__name__, list(params))
+    assert "JudgeOptions" in ragmeter.multilingual.__all__
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ragmeter.multilingual.JudgeOptions().repeats = 2  # type: ignore[misc]
+
+
+def test_score_takes_groups_and_the_plain_keywords_of_earlier_releases() -> None:
+    grouped = ragmeter.multilingual.score(
+        SAMPLE, output=ragmeter.OutputOptions(ci=True, resamples=300, seed=7, by="lang"))
+    plain = ragmeter.multilingual.score(SAMPLE, ci=True, resamples=300, seed=7, by="lang")
+    assert grouped.summary == plain.summary and "groups" in plain.summary
+    assert "bootstrap:300@seed7" in plain.signature
+    # a plain keyword overrides that field of a given group
+    mixed = ragmeter.multilingual.score(SAMPLE, output=ragmeter.OutputOptions(ci=True), seed=7,
+                                        resamples=300, by="lang")
+    assert mixed.summary == plain.summary
+
+
+def test_score_engine_is_a_group_or_the_old_string() -> None:
+    from ragmeter.errors import ConfigError
+
+    rows = _answers()
+    with pytest.raises(ConfigError, match="engine='ray' scores Parquet files"):
+        ragmeter.multilingual.score(rows, engine="ray")
+    with pytest.raises(ConfigError, match="engine='ray' scores Parquet files"):
+        ragmeter.multilingual.score(rows, engine=ragmeter.EngineOptions(engine="ray"))
+    with pytest.raises(ConfigError, match="engine='spark'; expected local or ray"):
+        ragmeter.multilingual.score(rows, engine="spark", ray_workers=3)
+
+
+def test_an_unknown_keyword_is_a_type_error_with_a_did_you_mean() -> None:
+    with pytest.raises(TypeError, match="'resampels'. Did you mean 'resamples'"):
+        ragmeter.multilingual.score(SAMPLE, resampels=100)
+    with pytest.raises(TypeError, match="'scorign'. Did you mean 'scoring'"):
+        ragmeter.multilingual.judge(SAMPLE, scorign="generate")
+    with pytest.raises(TypeError, match="judge= takes a JudgeOptions"):
+        ragmeter.multilingual.judge(SAMPLE, judge={"scoring": "generate"})
+
+
+def test_judge_takes_groups_and_plain_keywords_alike(tmp_path) -> None:
+    backend = ragmeter.backends.openai("gpt-4o-mini", base_url="http://127.0.0.1:9")
+    store = tmp_path / "s.sqlite"
+    grouped = ragmeter.multilingual.judge(
+        _judge_rows(), backend=backend,
+        judge=ragmeter.multilingual.JudgeOptions(scoring="generate", repeats=3),
+        run=ragmeter.RunOptions(store=store, dry_run=True))
+    plain = ragmeter.multilingual.judge(_judge_rows(), backend=backend, scoring="generate",
+                                        repeats=3, store=store, dry_run=True)
+    assert grouped.summary == plain.summary and plain.summary["calls"] == 24

@@ -155,11 +155,13 @@ def signature_fields(table: MetricTable | None = None) -> dict[str, str]:
 
 
 def judge_signature(backend: str, model: str, scoring: str, prompt_version: str,
-                    repeats: int = 1) -> str:
+                    repeats: int = 1, bootstrap: tuple[int, int] = (1000, 12345)) -> str:
     """The signature of ``multilingual judge``'s semantic scores: the judge (backend, model),
-    its scoring method, the prompt version and, beyond one, the repeats averaged."""
+    its scoring method, the prompt version, beyond one the repeats averaged, and the
+    bootstrap (resamples, seed) of the 95% CI its mean always carries."""
     settings = {"backend": backend, "judge": model, "scoring": scoring,
-                "prompt": prompt_version, "repeats": repeats if repeats > 1 else None}
+                "prompt": prompt_version, "repeats": repeats if repeats > 1 else None,
+                "bootstrap": f"{bootstrap[0]}@seed{bootstrap[1]}"}
     return Signature.make("multilingual", METRIC_VERSION, settings).render()
 
 
