@@ -35,7 +35,7 @@ from ragmeter.text._overlap import f1_from_normalized, f1_from_tokens
 from ragmeter.text._rlc import RLC_OK_THRESHOLD, rlc, rlc_batch, rlc_ok
 
 __all__ = ["METRIC_VERSION", "METRICS", "METRIC_KEYS", "PAIRED_METRICS", "RowMetric",
-           "ROWS", "exact_match_normalized", "f1_normalized", "rows_of", "signature_fields",
+           "ROWS", "contains", "exact_match_normalized", "f1_normalized", "rows_of", "signature_fields",
            "headline", "judge_headline", "judge_signature", "degenerate_flag"]
 
 METRIC_VERSION = "lbrag-1"
@@ -82,6 +82,24 @@ def f1_normalized(pred_norm: str, gold_norm: str, lang: str) -> float:
     return f1_from_tokens(pt, gt)
 
 
+def contains(pred_norm: str, gold_norm: str, lang: str) -> float:
+    """1.0 when the normalized gold answer occurs in the normalized prediction, else 0.0.
+
+    ragmeter's own lenient match, not one of LBRAG's metrics: it credits a right answer said
+    at more length ("It is Paris." for "Paris") that EM misses.  Language-aware like F1: for
+    ja and zh (characters are the tokens) the gold's characters must appear in a row in the
+    prediction's, spaces ignored; otherwise the gold's words must appear in a row among the
+    prediction's, so "art" is not in "party".  An empty gold is contained only in an empty
+    prediction (EM's and F1's rule for two empty answers).  Answers are normalized (single
+    spaces, no leading or trailing one), as the scorer passes them.
+    """
+    if not gold_norm:
+        return 1.0 if not pred_norm else 0.0
+    if lang in CHAR_TOKEN_LANGUAGES:
+        return 1.0 if gold_norm.replace(" ", "") in pred_norm.replace(" ", "") else 0.0
+    return 1.0 if f" {gold_norm} " in f" {pred_norm} " else 0.0
+
+
 # ------------------------------------------------------------------ the table
 
 _LBRAG = "LBRAG (kanoes/LBRAG-NEW), lbrag/metrics.py"
@@ -97,6 +115,11 @@ METRICS = MetricTable("multilingual", METRIC_VERSION, [
               "ja and zh); the max over several golds",
               f"{_LBRAG} f1_score; several golds: SQuAD v1.1", fn=f1_normalized,
               constants={"char_token_languages": tuple(sorted(CHAR_TOKEN_LANGUAGES))}),
+    RowMetric("contains", "contains",
+              "1.0 when the normalized gold answer occurs in the normalized prediction (whole "
+              "words; characters for ja and zh); the max over several golds",
+              "ragmeter (its own lenient match; not an LBRAG metric)", fn=contains,
+              lbrag=False),
     RowMetric("rlc", "RLC",
               "response-language consistency: share of the prediction's characters (spaces, "
               "digits and punctuation skipped) in the expected language's script; 1.0 when "
