@@ -59,6 +59,17 @@ class OutputOptions:
     seed: int = 12345
     by: str | None = None
 
+    def __post_init__(self) -> None:
+        from ragmeter._util import check_number
+
+        check_number(self.resamples, "resamples=", lo=0, whole=True)
+        check_number(self.seed, "seed=", whole=True)
+        if self.by is not None and not isinstance(self.by, str):
+            from ragmeter.errors import ConfigError
+
+            raise ConfigError(f"ragmeter: by= takes one field name, got "
+                              f"{type(self.by).__name__}. Fix: by=\"lang\".")
+
 
 @dataclass(frozen=True)
 class EngineOptions:
@@ -70,6 +81,12 @@ class EngineOptions:
     ray_address: str | None = None
     ray_workers: int = 2
     ray_cpus_per_worker: int = 1
+
+    def __post_init__(self) -> None:
+        from ragmeter._util import check_number
+
+        check_number(self.ray_workers, "ray_workers=", lo=1, whole=True)
+        check_number(self.ray_cpus_per_worker, "ray_cpus_per_worker=", lo=1, whole=True)
 
 
 def gather(verb: str, options: Mapping[str, Any], **groups: tuple[type[Any], Any]

@@ -30,6 +30,7 @@ from ragmeter.io._formats import (
     _iter_json,
     _iter_jsonl,
     _iter_parquet,
+    check_text,
 )
 from ragmeter.io._write import (
     write_bytes,
@@ -37,6 +38,7 @@ from ragmeter.io._write import (
     write_jsonl,
     write_text,
 )
+from ragmeter.text._unicode import shown
 
 __all__ = [
     "FieldMap",
@@ -51,6 +53,8 @@ __all__ = [
     "write_text",
     "write_bytes",
     "parse_field_options",
+    "rereadable",
+    "is_one_shot",
 ]
 
 FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
@@ -143,6 +147,29 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _duplicate_columns(names: Iterable[Any], label: str, component: str) -> None:
+    """Refuse a table with two columns of one name (a dict per row would keep only one)."""
+    seen: set[str] = set()
+    for name in map(str, names):
+        if name in seen:
+            raise InputError(f'has two columns named "{shown(name)}"; a row would keep only '
+                             "one of them.", component=component, path=label,
+                             fix="rename or drop one of the columns.")
+        seen.add(name)
+
+
+def _memory_row(data: dict[str, Any], i: int, label: str, component: str) -> Row:
+    """A row of in-memory data, after the checks a file gets from its decoder: no infinite
+    number (pandas' NaN is a missing value, None), no lone surrogate in its text."""
+    for key, value in data.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"is {value}, which is not a finite number.",
+                             component=component, path=label, index=i, field=shown(key),
+                             fix="give a finite number, or None for a missing value.")
+    check_text(data, None, label, component, index=i)
+    return Row(data, i, "index", label)
+
+
 def _iter_memory(source: Any, component: str) -> Iterator[Row]:
     """Rows of in-memory data: a sequence of dicts, a pandas DataFrame or a pyarrow Table.
 
@@ -150,18 +177,20 @@ def _iter_memory(source: Any, component: str) -> Iterator[Row]:
     """
     label = source_label(source)
     if hasattr(source, "schema") and hasattr(source, "to_pylist"):  # pyarrow Table/RecordBatch
+        _duplicate_columns(source.schema.names, label, component)
         batches = source.to_batches() if hasattr(source, "to_batches") else [source]
         i = 0
         for batch in batches:
             for rec in batch.to_pylist():
-                yield Row(rec, i, "index", label)
+                yield _memory_row(rec, i, label, component)
                 i += 1
         return
     if hasattr(source, "to_dict") and hasattr(source, "columns"):  # pandas DataFrame
         columns = [str(c) for c in source.columns]
+        _duplicate_columns(columns, label, component)
         for i, values in enumerate(source.itertuples(index=False, name=None)):
-            yield Row({c: _plain(v) for c, v in zip(columns, values, strict=True)}, i, "index",
-                      label)
+            yield _memory_row({c: _plain(v) for c, v in zip(columns, values, strict=True)}, i,
+                              label, component)
         return
     if isinstance(source, Mapping) or isinstance(source, (bytes, bytearray)) \
             or not isinstance(source, Iterable):
@@ -173,7 +202,25 @@ def _iter_memory(source: Any, component: str) -> Iterator[Row]:
             raise InputError(f"is a {type(rec).__name__}, expected a dict of fields.",
                              component=component, path=label, index=i,
                              fix="give one dict per row, e.g. {\"id\": ..., ...}.")
-        yield Row({str(k): _plain(v) for k, v in rec.items()}, i, "index", label)
+        yield _memory_row({str(k): _plain(v) for k, v in rec.items()}, i, label, component)
+
+
+def is_one_shot(source: Any) -> bool:
+    """True for data that can be read only once: an iterator or generator (``iter(x) is x``),
+    as opposed to a path, a list, a DataFrame or an Arrow table."""
+    if is_path(source) or isinstance(source, (Sequence, Mapping)):
+        return False
+    try:
+        return iter(source) is source
+    except TypeError:
+        return False
+
+
+def rereadable(source: Any) -> Any:
+    """``source`` itself, or a one-shot iterator's rows as a list, read now, once: a verb that
+    reads its input twice (``by=`` groups, a second file's lookup) calls this first, so its
+    second pass does not find the generator empty (issue 29.9)."""
+    return list(source) if is_one_shot(source) else source
 
 
 def iter_rows(source: Any, *, component: str = "ragmeter",
@@ -191,8 +238,12 @@ def iter_rows(source: Any, *, component: str = "ragmeter",
             seen = True
             yield Row(fm.apply(row.data), row.number, row.unit, row.path) if fm.mapping else row
         if not seen and not allow_empty:
-            raise InputError("has no rows.", component=component, path=source_label(source),
-                             fix="give at least one row.")
+            one_shot = is_one_shot(source)
+            raise InputError("has no rows" + (" (an iterator is empty once it was read)"
+                                              if one_shot else "") + ".",
+                             component=component, path=source_label(source),
+                             fix="pass a list (list(rows)) when the data is read more than "
+                                 "once." if one_shot else "give at least one row.")
         return
     path = source
     p = Path(path)
@@ -290,6 +341,10 @@ def as_number(row: Row, name: str, value: Any, *, component: str,
                             field=name, fix="give a plain number such as 0.5.") from None
     try:
         num = float(value)
+    except OverflowError:  # an int beyond the float range (10**400)
+        raise row.error("is a number too large for a float, expected a finite number.",
+                        component=component, field=name,
+                        fix="give a number within ±1.8e308.") from None
     except (TypeError, ValueError):
         raise row.error(f"is {_short(value)}, expected a number.", component=component,
                         field=name, fix="give a plain number.") from None

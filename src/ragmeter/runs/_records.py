@@ -235,7 +235,7 @@ def write_items(path: Path, items: Iterable[Mapping[str, Any]]) -> None:
     """
     import gzip
 
-    from ragmeter.io import write_bytes_stream
+    from ragmeter.io import utf8, write_bytes_stream
 
     encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=str,
                               separators=(",", ":")).encode
@@ -273,7 +273,7 @@ def write_items(path: Path, items: Iterable[Mapping[str, Any]]) -> None:
     def write(fh: Any) -> None:
         with gzip.GzipFile(fileobj=fh, mode="wb", compresslevel=1, mtime=0) as gz:
             for block in blocks():
-                gz.write(encode(block).encode("utf-8") + b"\n")
+                gz.write(utf8(encode(block)) + b"\n")
 
     write_bytes_stream(path, write, private=True)  # items hold prompts and replies
 
