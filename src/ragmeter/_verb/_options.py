@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["RunOptions", "OutputOptions", "EngineOptions", "gather"]
+__all__ = ["RunOptions", "OutputOptions", "EngineOptions", "gather", "names"]
 
 G = TypeVar("G")
 
@@ -119,3 +119,26 @@ def gather(verb: str, options: Mapping[str, Any], **groups: tuple[type[Any], Any
         mine = {k: v for k, v in options.items() if owner[k] == name}
         out[name] = dataclasses.replace(base, **mine) if mine else base
     return out
+
+
+def names(value: Any, arg: str, component: str) -> tuple[str, ...]:
+    """An option that takes one name or several (``by``, ``flag_yes``, ``fields``) as a tuple
+    of names: one string is one name (``by="lang"``, never the letters of ``lang``); None is
+    none; a list (any iterable) of strings is those.  Anything else is a one-line ConfigError
+    naming the argument (issue 29.9)."""
+    from ragmeter.errors import ConfigError
+
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Iterable) and not isinstance(value, (Mapping, bytes)):
+        items = tuple(value)
+        wrong = [v for v in items if not isinstance(v, str)]
+        if not wrong:
+            return items
+        got = f"a list holding {type(wrong[0]).__name__}"
+    else:
+        got = type(value).__name__
+    raise ConfigError(f"{component}: {arg}= takes a column name or a list of column names, "
+                      f"got {got}. Fix: {arg}=\"lang\" or {arg}=[\"lang\", \"model_name\"].")

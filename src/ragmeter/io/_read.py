@@ -55,6 +55,7 @@ __all__ = [
     "parse_field_options",
     "rereadable",
     "is_one_shot",
+    "as_paths",
 ]
 
 FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
@@ -203,6 +204,30 @@ def _iter_memory(source: Any, component: str) -> Iterator[Row]:
                              component=component, path=label, index=i,
                              fix="give one dict per row, e.g. {\"id\": ..., ...}.")
         yield _memory_row({str(k): _plain(v) for k, v in rec.items()}, i, label, component)
+
+
+def as_paths(value: Any, arg: str, component: str, *, what: str = "files") -> list[Any]:
+    """An argument that takes a path or a list of paths (``knowledge_base=``) as a list, read
+    once (a generator of paths is fine).  A table, dicts or anything else is a one-line
+    ConfigError naming the argument: a DataFrame's column names are not file names (issue
+    29.9)."""
+    from ragmeter.errors import ConfigError
+
+    if value is None:
+        return []
+    if is_path(value):
+        return [value]
+    if isinstance(value, Iterable) and not isinstance(value, (Mapping, bytes, bytearray)) \
+            and not hasattr(value, "columns") and not hasattr(value, "schema"):
+        items = list(value)
+        wrong = [v for v in items if not is_path(v)]
+        if not wrong:
+            return items
+        got = f"a list holding {type(wrong[0]).__name__}"
+    else:
+        got = f"a {type(value).__name__}"
+    raise ConfigError(f"{component}: {arg}= takes a path or a list of paths ({what}), got "
+                      f"{got}. Fix: {arg}=\"kb.md\" or {arg}=[\"a.md\", \"b.md\"].")
 
 
 def is_one_shot(source: Any) -> bool:
