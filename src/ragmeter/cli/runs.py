@@ -26,6 +26,8 @@ def prune(keep: int | None, older_than: float | None, runs_dir: str | None,
     """Remove old run records (summary and items file).
 
     New records already prune beyond $RAGMETER_KEEP_RUNS (default 500) as they are written.
+    An items file left without its summary for an hour (a run killed while saving, a summary
+    deleted by hand) is removed too.
 
     Example: ragmeter runs prune --keep 50 --older-than 30
     """
