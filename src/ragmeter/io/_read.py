@@ -38,7 +38,7 @@ from ragmeter.io._write import (
     write_jsonl,
     write_text,
 )
-from ragmeter.text._unicode import shown
+from ragmeter.text._unicode import SURROGATE, find_lone_surrogate, shown
 
 __all__ = [
     "FieldMap",
@@ -134,11 +134,35 @@ def source_label(source: Any) -> str:
     return "<list of dicts>" if isinstance(source, Sequence) else f"<{kind}>"
 
 
+class _Refused(Exception):
+    """A value :func:`_plain` will not pass on: :func:`_memory_row` says where and why."""
+
+
 def _plain(value: Any) -> Any:
-    """numpy/pandas scalars and arrays as plain Python values; pandas' missing values as None."""
+    """numpy/pandas scalars and arrays as plain Python values; pandas' missing values as None.
+
+    Also the checks a file's values get from its decoder, at no extra pass: an infinite float
+    or text with a lone surrogate raises :class:`_Refused` (issues 29.3, 29.6)."""
+    kind = type(value)
+    if kind is str:
+        if value.isascii() or not SURROGATE.search(value):
+            return value
+        raise _Refused
+    if kind is float:
+        if value - value == 0.0:
+            return value
+        if value != value:
+            return None  # pandas stores missing cells as NaN
+        raise _Refused
+    if value is None or kind is int or kind is bool:
+        return value
+    if kind is list or kind is dict:
+        if find_lone_surrogate(value) is None:
+            return value
+        raise _Refused
     if isinstance(value, float):
-        return None if value != value else value  # pandas stores missing cells as NaN
-    if value is None or isinstance(value, (str, int, bool, list, dict)):
+        return _plain(float(value))
+    if isinstance(value, (str, int, bool, list, dict)):
         return value
     tolist = getattr(value, "tolist", None)  # numpy scalars and arrays
     if callable(tolist):
@@ -159,16 +183,36 @@ def _duplicate_columns(names: Iterable[Any], label: str, component: str) -> None
         seen.add(name)
 
 
-def _memory_row(data: dict[str, Any], i: int, label: str, component: str) -> Row:
-    """A row of in-memory data, after the checks a file gets from its decoder: no infinite
-    number (pandas' NaN is a missing value, None), no lone surrogate in its text."""
+def _arrow_value(value: Any) -> Any:
+    """An Arrow row's value, checked as :func:`_plain` checks; a NaN stays NaN (Arrow marks a
+    missing value with null, so a NaN there is a value)."""
+    return value if value != value else _plain(value)
+
+
+def _memory_row(data: Mapping[Any, Any], i: int, label: str, component: str,
+                plain_value: Any = _plain) -> Row:
+    """A row of in-memory data as plain values (:func:`_plain`), after the checks a file gets
+    from its decoder: no infinite number (pandas' NaN is a missing value, None) and no lone
+    surrogate in its text or its field names; the error names the index and the field."""
+    try:
+        plain = {str(k): plain_value(v) for k, v in data.items()}
+        if all(map(str.isascii, plain)) or not find_lone_surrogate(list(plain)):
+            return Row(plain, i, "index", label)
+    except _Refused:
+        pass
     for key, value in data.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            raise InputError(f"is {value}, which is not a finite number.",
-                             component=component, path=label, index=i, field=shown(key),
-                             fix="give a finite number, or None for a missing value.")
-    check_text(data, None, label, component, index=i)
-    return Row(data, i, "index", label)
+        try:
+            _plain(value)
+        except _Refused:
+            if isinstance(value, float) or hasattr(value, "dtype"):
+                raise InputError(f"is {value}, which is not a finite number.",
+                                 component=component, path=label, index=i,
+                                 field=shown(str(key)),
+                                 fix="give a finite number, or None for a missing value.") \
+                    from None
+    check_text({str(k): v for k, v in data.items()}, None, label, component, index=i)
+    check_text(dict.fromkeys(map(str, data)), None, label, component, index=i)
+    raise AssertionError("a refused value was not found again")  # pragma: no cover
 
 
 def _iter_memory(source: Any, component: str) -> Iterator[Row]:
@@ -183,15 +227,14 @@ def _iter_memory(source: Any, component: str) -> Iterator[Row]:
         i = 0
         for batch in batches:
             for rec in batch.to_pylist():
-                yield _memory_row(rec, i, label, component)
+                yield _memory_row(rec, i, label, component, _arrow_value)
                 i += 1
         return
     if hasattr(source, "to_dict") and hasattr(source, "columns"):  # pandas DataFrame
         columns = [str(c) for c in source.columns]
         _duplicate_columns(columns, label, component)
         for i, values in enumerate(source.itertuples(index=False, name=None)):
-            yield _memory_row({c: _plain(v) for c, v in zip(columns, values, strict=True)}, i,
-                              label, component)
+            yield _memory_row(dict(zip(columns, values, strict=True)), i, label, component)
         return
     if isinstance(source, Mapping) or isinstance(source, (bytes, bytearray)) \
             or not isinstance(source, Iterable):
@@ -203,7 +246,7 @@ def _iter_memory(source: Any, component: str) -> Iterator[Row]:
             raise InputError(f"is a {type(rec).__name__}, expected a dict of fields.",
                              component=component, path=label, index=i,
                              fix="give one dict per row, e.g. {\"id\": ..., ...}.")
-        yield _memory_row({str(k): _plain(v) for k, v in rec.items()}, i, label, component)
+        yield _memory_row(rec, i, label, component)
 
 
 def as_paths(value: Any, arg: str, component: str, *, what: str = "files") -> list[Any]:

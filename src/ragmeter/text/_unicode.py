@@ -38,24 +38,30 @@ def find_lone_surrogate(value: Any) -> tuple[str | None, int, str] | None:
     """The first lone surrogate inside ``value`` (a string, or dicts and lists of them, keys
     included): ``(top-level key or None, position in its string, the surrogate)``; None
     when there is none."""
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str:
         if value.isascii():
             return None
         m = SURROGATE.search(value)
         return (None, m.start(), m.group()) if m else None
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            for part in (key, item):
-                found = find_lone_surrogate(part)
-                if found is not None:
-                    return (shown(str(key)), found[1], found[2])
-        return None
-    if isinstance(value, (list, tuple)):
+    if kind is list or kind is tuple:
         for item in value:
+            if type(item) in _PLAIN:
+                continue
             found = find_lone_surrogate(item)
             if found is not None:
                 return found
+        return None
+    if kind is dict or (kind not in _PLAIN and isinstance(value, Mapping)):
+        for key, item in value.items():
+            for part in (key, item):
+                found = None if type(part) in _PLAIN else find_lone_surrogate(part)
+                if found is not None:
+                    return (shown(str(key)), found[1], found[2])
     return None
+
+
+_PLAIN = frozenset({int, float, bool, type(None)})  # no text inside
 
 
 def shown(text: str) -> str:
