@@ -17,6 +17,7 @@ import pytest
 
 import ragmeter
 from ragmeter.errors import ConfigError, InputError
+from ragmeter.io._samples import sample_path
 
 BAD = ["nan", "inf", "-inf", "1e999", "NaN", "Infinity"]
 
@@ -208,3 +209,23 @@ def test_a_nan_in_a_dataframe_is_still_a_missing_value():
     frame = pd.DataFrame([{**ROW, "translate_tokens": float("nan")}])
     result = ragmeter.multilingual.score(frame)
     assert result.items[0]["cost"] is None
+
+
+# ------------------------------------------------------------------ a family's own options
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: ragmeter.trace.label(str(sample_path("trace_labelled.jsonl")), strategy="choice",
+                                  threshold=math.nan, dry_run=True),
+     "trace: threshold= must be a finite number"),          # a family group, via gather()
+    (lambda: ragmeter.rubric.judge([{"id": "1", "question": "q", "reference": "r",
+                                     "response": "r"}], temperature=math.inf, dry_run=True),
+     "rubric: temperature= must be a finite number"),
+    (lambda: ragmeter.trace.fit(str(sample_path("trace_labelled.jsonl")), threshold=math.nan),
+     "trace: threshold= must be a finite number"),
+    (lambda: ragmeter.reliability.score(str(sample_path("reliability_annotations.csv")),
+                                        qc="qc_maria", min_applicable=math.nan),
+     "reliability: min_applicable= must be a finite number"),
+])
+def test_a_family_option_refuses_non_finite_values(call, message):
+    with pytest.raises(ConfigError, match=message):
+        call()

@@ -118,7 +118,23 @@ def gather(verb: str, options: Mapping[str, Any], **groups: tuple[type[Any], Any
         base = given if given is not None else cls()
         mine = {k: v for k, v in options.items() if owner[k] == name}
         out[name] = dataclasses.replace(base, **mine) if mine else base
+        _finite_fields(verb, out[name])
     return out
+
+
+def _finite_fields(verb: str, group: Any) -> None:
+    """Every number of an option group, a family's own groups included, is finite: a
+    ``threshold=nan`` passes every range check written as ``x < lo or x > hi`` (issue 29.3).
+    Ranges stay the group's own business."""
+    from ragmeter._util import is_finite_number, number_problem
+
+    for f in dataclasses.fields(group):
+        value = getattr(group, f.name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and not is_finite_number(value):
+            from ragmeter.errors import ConfigError
+
+            raise ConfigError(f"{verb.split('.')[0]}: {f.name}= {number_problem(value)}")
 
 
 def names(value: Any, arg: str, component: str) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter import stats
+from ragmeter._util import check_number
 from ragmeter.errors import ConfigError, UnknownNameError
 from ragmeter.io import FieldMap, Row, as_text, is_blank, iter_rows, require
 from ragmeter.reliability import _metrics as rel
@@ -226,8 +227,8 @@ def score_annotations(rows: Iterable[Row | Mapping[str, Any]],
     """
     if not config.qc:
         raise ConfigError("reliability: name the QC evaluator(s) with --qc NAME.")
-    if config.min_applicable < 0:
-        raise ConfigError("reliability: --min-applicable must be 0 or more.")
+    check_number(config.min_applicable, "min_applicable=", lo=0, whole=True,
+                 component=COMPONENT)
     seen: dict[tuple[str, str], str] = {}
     positions: dict[tuple[str, str], int] = {}
     annotations: dict[str, dict[str, rel.Annotation]] = {}  # evaluator -> item -> annotation

@@ -484,6 +484,10 @@ def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector
     )
     from ragmeter.trace._metrics import headline
 
+    if threshold is not None:  # as --threshold (issue 29.3)
+        from ragmeter._util import check_number
+
+        check_number(threshold, "threshold=", lo=0, hi=1, component=COMPONENT)
     fm = field_map(fields, COMPONENT)
     named: dict[str, Any]
     if isinstance(data, Mapping) and not {"question", "response"} & set(map(str, data)):
