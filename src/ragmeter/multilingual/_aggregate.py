@@ -50,7 +50,11 @@ def _cnbe_values(f1: array, base_f1: array, positions: list[int], cost: array) -
 
 
 def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str, path: str,
-              unit: str, exact_places: bool) -> dict[str, list[float | None]]:
+              unit: str, exact_places: bool, base_unscored: frozenset[str] = frozenset()
+              ) -> dict[str, list[float | None]]:
+    """CNBE per row of each system against the baseline's row of the same sample: None for a
+    row without cost, or whose baseline row is unscored (``base_unscored``: a null baseline
+    prediction, issue 29.10); a sample with no baseline row at all is an InputError."""
     base = columns[baseline]
     base_f1 = base.values["f1"]
     base_index = base.index
@@ -76,6 +80,8 @@ def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str, p
                 (pos < 0) | np.isnan(np.frombuffer(cost, dtype=np.float64))).tolist()
         for i in no_value:
             vals[i] = None  # no cost, or no baseline row
+        if missing and base_unscored:  # the baseline has the row, unscored: no CNBE here
+            missing = [i for i in missing if cols.sample_ids[i] not in base_unscored]
         if missing:
             if not exact_places:
                 raise FastPathUnsupported("missing baseline rows")
@@ -120,6 +126,9 @@ def _per_metric(cols: _Columns, cnbe: list[float | None], lid: bool) -> dict[str
 
 def aggregate(acc: _Accumulator, config: MultilingualConfig, lid: LidRlc | None,
                exact_places: bool) -> MultilingualResult:
+    unscored_ids: dict[str, set[str]] = {}
+    for u in acc.unscored:
+        unscored_ids.setdefault(u["system"], set()).add(u["sample_id"])
     acc.fix_places()
     columns = acc.columns
     systems = list(columns)
@@ -134,8 +143,16 @@ def aggregate(acc: _Accumulator, config: MultilingualConfig, lid: LidRlc | None,
     if baseline is not None and not columns[baseline].sample_ids:
         notes.append(f"the baseline {baseline!r} has no scored row: CNBE is not computed.")
         baseline = None
-    cnbe = (_cnbe_for(columns, systems, baseline, acc.path, acc.unit, exact_places)
-            if baseline else {})
+    base_unscored = frozenset(unscored_ids.get(baseline, ())) if baseline else frozenset()
+    cnbe = (_cnbe_for(columns, systems, baseline, acc.path, acc.unit, exact_places,
+                      base_unscored) if baseline else {})
+    if baseline and base_unscored:
+        orphans = [sid for s in systems if s != baseline for sid in columns[s].sample_ids
+                   if sid in base_unscored]
+        if orphans:
+            notes.append(f"{len(orphans)} row(s) have no CNBE: the baseline {baseline!r} row "
+                         f"of their sample is unscored (first {orphans[0]!r}); their other "
+                         f"metrics count.")
     metrics: dict[str, dict[str, float | int | None]] = {}
     ci: dict[str, dict[str, list[float] | None]] = {}
     rows_without_cost = 0

@@ -76,9 +76,12 @@ def score(data: Any, *, baseline: str | None = None, normalize: str = "lbrag",
 
     if normalize not in ("lbrag", "squad"):
         raise ConfigError(f"multilingual: normalize={normalize!r}; expected lbrag or squad.")
-    from ragmeter.io import is_path, iter_rows
+    from ragmeter.io import is_path, iter_rows, rereadable
     from ragmeter.multilingual._metrics import headline
     from ragmeter.multilingual._score import score_file, score_rows
+
+    if by:
+        data = rereadable(data)  # read again for the groups (issue 29.9)
     from ragmeter.multilingual._scorer import MultilingualConfig
 
     config = MultilingualConfig(
