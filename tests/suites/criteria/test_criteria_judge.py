@@ -47,9 +47,11 @@ def _backend(server, **options):
     return ragmeter.backends.openai("scripted", base_url=server.url, **options)
 
 
-def _judge(server, rows, criteria=("relevance",), store=None, **options):
+def _judge(server, rows, criteria=("relevance",), store=None, backend_options=None,
+           **options):
     options.setdefault("progress", False)
-    return ragmeter.criteria.judge(rows, criteria=list(criteria), backend=_backend(server),
+    return ragmeter.criteria.judge(rows, criteria=list(criteria),
+                                   backend=_backend(server, **(backend_options or {})),
                                    store=store, **options)
 
 
@@ -288,6 +290,33 @@ def test_cli_exits_1_when_every_call_fails(scripted_server, run_cli, tmp_path) -
                            *_cli_backend(server, tmp_path / "s.sqlite"))
     assert code == 1
     assert "error: criteria: no row was scored on any criterion (http_500 2)" in err
+
+
+def test_http_faults_keep_every_row_and_a_rerun_pays_only_for_them(scripted_server,
+                                                                   tmp_path) -> None:
+    """429, 500, malformed bodies and cut connections (12% each, no retries): every row is
+    kept, ok or unscored with the failure's reason; once the server recovers, a re-run pays
+    for the failed calls only and never twice for a reply it got."""
+    from collections import Counter
+
+    faults = Faults(rate_429=0.12, rate_500=0.12, rate_malformed=0.12, rate_disconnect=0.12,
+                    retry_after=0.01, seed=5)
+    server = scripted_server(faults=faults, reply=lambda body: json.dumps(
+        {"relevance": {"score": 4}, "completeness": 1} if "each of these" in
+        last_user_text(body) else {"score": 1 + _question(body) % 2}))
+    store = tmp_path / "s.sqlite"
+    for mode in ("per-criterion", "combined"):
+        options = {"mode": mode, "scoring": "generate", "store": store}
+        first = _judge(server, _rows(12), criteria=("relevance", "completeness"),
+                       backend_options={"max_retries": 0}, **options)
+        reasons = {r.get("reason") for r in first.items if r["status"] != "ok"}
+        assert len(first.items) == 24 and reasons and None not in reasons
+        assert reasons <= {"http_429", "http_500", "bad_response", "connection"}
+        server.faults = Faults()
+        again = _judge(server, _rows(12), criteria=("relevance", "completeness"), **options)
+        assert [r["status"] for r in again.items] == ["ok"] * 24
+        assert max(Counter(server.answered_bodies).values()) == 1   # nothing paid twice
+        server.faults = faults
 
 
 def test_kill_and_resume_pays_for_no_call_twice(scripted_server, tmp_path) -> None:
