@@ -35,8 +35,9 @@ def group() -> None:
                    "correctness, completeness (repeatable; see docs/criteria.md).")
 @click.option("--mode", type=click.Choice(["per-criterion", "combined"]),
               default="per-criterion", show_default=True,
-              help="per-criterion: one call per row and criterion (agreed better with human "
-                   "scores, docs/criteria.md); combined: one call per row for all criteria.")
+              help="per-criterion: one call per row and criterion (the default, from the "
+                   "measurement in docs/criteria.md); combined: one call per row for all "
+                   "criteria.")
 @click.option("--scoring", type=click.Choice(["auto", "choices", "generate"]), default="auto",
               show_default=True,
               help="choices: the probability of each point (logits/logprobs) and the "

@@ -9,7 +9,10 @@ from typing import Any
 
 __all__ = ["JudgeOptions", "DEFAULT_MODE"]
 
-# The mode that agreed better with human scores (docs/criteria.md, "Which mode").
+# The default mode, from benchmarks/bench_criteria_modes.py (docs/criteria.md, "Which mode:
+# measured"): with the offline judge neither mode agreed with the human scores, and
+# per-criterion was the only one that scored every row and the only one with
+# probability-weighted scores.
 DEFAULT_MODE = "per-criterion"
 
 
