@@ -12,13 +12,25 @@ from ragmeter._verb._form import TABLE_SUFFIXES, Field, VerbSpec
 __all__ = ["FORMS"]
 
 
+def _listed(value: Any) -> list[str]:
+    """A comma-separated field as the repeated flag's values."""
+    return [v.strip() for v in str(value or "").split(",") if v.strip()]
+
+
+def _check(values: dict[str, Any]) -> None:
+    """The criteria are read and checked when the form is sent (no model is involved)."""
+    from ragmeter.criteria import load_criteria
+
+    load_criteria(_listed(values.get("criteria")))
+
+
 def _judge(args: dict[str, Any], common: dict[str, Any]) -> Any:
     """``criteria judge``: the criteria and reference fields are comma-separated (as the
     repeated ``--criteria`` and ``--reference-field`` flags)."""
     import ragmeter.criteria
 
-    criteria = [c.strip() for c in str(args.pop("criteria") or "").split(",") if c.strip()]
-    refs = [r.strip() for r in str(args.pop("reference_field") or "").split(",") if r.strip()]
+    criteria = _listed(args.pop("criteria"))
+    refs = _listed(args.pop("reference_field"))
     return ragmeter.criteria.judge(args.pop(""), criteria=criteria,
                                    reference_field=refs or None, **args, **common)
 
@@ -26,7 +38,7 @@ def _judge(args: dict[str, Any], common: dict[str, Any]) -> Any:
 FORMS: tuple[VerbSpec, ...] = (
     VerbSpec(
         "criteria-judge", "criteria judge", "criteria", ("ragmeter", "criteria", "judge"),
-        call=_judge,
+        call=_judge, check=_check,
         about="Judge every row on your own criteria (a question and a scale with an anchor "
               "per point); validate the judge against human scores with --reference-field.",
         phases=("judge",),

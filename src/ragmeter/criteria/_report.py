@@ -145,8 +145,9 @@ def _html_rows(parts: Mapping[str, Mapping[str, Any]], cols: Sequence[str],
 
 def section(doc: Mapping[str, Any]) -> Markup:
     """Per criterion its numbers with 95% CIs and coverage (flagged when its judge is
-    degenerate or at chance), the score counts per point, the ``--by`` groups, and the
-    criteria as the judge saw them."""
+    degenerate or at chance), the score counts per point, and the criteria as the judge saw
+    them.  Stability, the ``--by`` groups and the spend are the report's shared blocks
+    (:mod:`ragmeter.reports.html_extras`)."""
     if doc.get("dry_run"):
         return Markup(note("dry run: nothing was judged."))
     scales = {str(c["name"]): _scale_text(c) for c in doc.get("criteria") or []}
@@ -168,19 +169,6 @@ def section(doc: Mapping[str, Any]) -> Markup:
     out.append(str(table(["criterion", *["" for _ in range(width - 1)]],
                          [r + [""] * (width - len(r)) for r in counts],
                          caption="Scores per point (repeat 0)")))
-    stability = doc.get("stability") or {}
-    if stability:
-        out.append(str(table(["criterion", "repeats", "flip rate", "mean agreement",
-                              "Fleiss' κ", "rows"],
-                             [[k, v.get("repeats"), v.get("flip_rate"), v.get("mean_agreement"),
-                               v.get("fleiss_kappa"), v.get("items")]
-                              for k, v in stability.items()],
-                             caption="Judge stability over repeats")))
-    groups = doc.get("groups") or {}
-    if groups.get("values"):
-        grows, gklass = _html_rows(groups["values"], cols, scales, flags)
-        out.append(str(table([f"criterion@{groups.get('by')}", *headers[1:]], grows,
-                             row_classes=gklass, caption=f"By {groups.get('by')}")))
     files = [(f.get("name"), f"{f.get('path')} (version {f.get('version') or '—'}, sha256 "
                              f"{f.get('sha256')})") for f in doc.get("criteria_files") or []]
     crit_rows = [[c["name"], c.get("question"),
