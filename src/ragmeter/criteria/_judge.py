@@ -87,7 +87,8 @@ def _reference(row: Any, criterion: Criterion, column: str, several: bool) -> in
         raise row.error(f"holds one score ({value!r}) but was named for several criteria.",
                         component=COMPONENT, field=column,
                         fix=f"give {{criterion: score}} in the column, or name it for one "
-                            f"criterion: --reference-field {criterion.name}={column}.")
+                            f"criterion: reference_field='{criterion.name}={column}' "
+                            f"(--reference-field {criterion.name}={column}).")
     if is_blank(value):
         return None
     parsed = read_score(value, criterion)
@@ -145,8 +146,9 @@ def read_items(data: Any, criteria: CriteriaSet, field_map: FieldMap | None = No
             raise InputError(f"no row has the reference field {refs[crit_name]!r} (for the "
                              f"criterion {crit_name!r}). Found fields: {found}.",
                              component=COMPONENT, field=refs[crit_name],
-                             fix="name the column of your human scores: --reference-field "
-                                 "COLUMN, or CRITERION=COLUMN for one criterion.")
+                             fix="name the column of your human scores: reference_field="
+                                 "'COLUMN' (--reference-field COLUMN), or CRITERION=COLUMN "
+                                 "for one criterion.")
     return items
 
 
@@ -247,8 +249,8 @@ def build_requests(items: Sequence[Item], criteria: CriteriaSet, prompt: JudgePr
         raise ConfigError(f"criteria: mode={mode!r} is not one of {', '.join(MODES)}.")
     if mode == "combined" and scoring == "choices":
         raise ConfigError("criteria: scoring='choices' scores one criterion per call; with "
-                          "mode='combined' the judge writes its scores as text. Fix: --mode "
-                          "per-criterion (or --scoring generate).")
+                          "mode='combined' the judge writes its scores as text. Fix: "
+                          "mode='per-criterion' (--mode per-criterion), or scoring='generate'.")
     requests = []
     for item in items:
         todo = _judged(item, criteria)

@@ -119,10 +119,12 @@ def _groups(rows: list[dict[str, Any]], items: Sequence[Any], criteria: Any,
 
 
 def _alarms(results: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], criteria: Any,
-            judge_name: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
+            judge_name: str, cards: Sequence[Mapping[str, Any]]
+            ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """The degenerate-judge alarm per criterion (its scores on repeat 0; with choice scoring
     also the spread of its normalized expected scores), and the at-chance alarm when the
-    agreement with the reference scores is at or below chance; the flags of the headline."""
+    judge's agreement with reference scores (this run's, else the one ragmeter measured for
+    this judge, on its card) is at or below chance; the flags of the headline."""
     from ragmeter.judges._card import check_chance, check_degenerate
 
     alarms: list[dict[str, Any]] = []
@@ -135,10 +137,11 @@ def _alarms(results: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], crite
                                  what=f"criterion {crit.name}",
                                  probabilities=expected or None)
         if alarm is None:
-            validation = results[crit.name].get("validation") or {}
-            alarm = check_chance(validation.get("qwk"), judge=judge_name,
+            card = next(c for c in cards if c["judge"] == f"{judge_name}:{crit.name}")
+            validation = card.get("validation") or {}
+            alarm = check_chance(validation.get("value"), judge=judge_name,
                                  what=f"criterion {crit.name}", metric="QWK",
-                                 data=f"n={validation.get('n')}")
+                                 data=str(validation.get("data") or ""))
         if alarm is not None:
             alarm["criterion"] = crit.name
             alarms.append(alarm)
@@ -280,10 +283,10 @@ def judge(data: Any, *, criteria: Any, judge: JudgeOptions | None = None,
         summary["groups"], summary["spend_by"] = _groups(rows, items, crit_set, out.by,
                                                          resampling, how.repeats, prices)
     judge_name = _judge_name(backend_obj, how.mode, scoring, prompt.version)
-    alarms, flags = _alarms(results, rows, crit_set, judge_name)
-    summary["flags"] = flags
     record = input_record(data, len(items))
     cards = _cards(results, crit_set, judge_name, references, str(record.path))
+    alarms, flags = _alarms(results, rows, crit_set, judge_name, cards)
+    summary["flags"] = flags
     return Result(COMPONENT, "judge", summary, items=rows, inputs=[record],
                   backends=[backend_obj.identity()], models=[model],
                   prompt_versions={"judge": prompt.version, "criteria": crit_set.label()},
