@@ -1,0 +1,102 @@
+"""One HTTP exchange with a server ragmeter calls (an OpenAI-compatible model server, the
+user's RAG application), and what its failures mean to the runner.
+
+:func:`send` makes one request with an ``httpx.AsyncClient`` and returns the reply and its
+latency, or raises :class:`~ragmeter.errors.BackendError` with the runner's reason codes:
+``timeout`` and ``connection`` (retryable), ``http_429`` and ``http_5xx`` / 408 / 409
+(retryable, honouring ``Retry-After``), any other ``http_4xx`` (not retryable).  It never
+retries by itself (the runner does: policy wraps I/O).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ragmeter.errors import BackendError
+
+__all__ = ["send", "raise_for_status", "error_message", "parse_retry_after", "RETRYABLE_4XX"]
+
+RETRYABLE_4XX = {408, 409}
+
+
+def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def error_message(reply: Any) -> str:
+    """The server's own words for a failed reply: OpenAI's ``{"error": {"message"}}``, an
+    ``{"error": "..."}``, else the start of the body or the reason phrase."""
+    try:
+        err = reply.json().get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+    except (ValueError, AttributeError):
+        pass
+    return reply.text[:200] or reply.reason_phrase
+
+
+def raise_for_status(reply: Any, scrub: Callable[[str], str], unauthorized: str = "") -> None:
+    """Raise the :class:`BackendError` a status of 400 or more means (see the module
+    docstring); ``unauthorized`` is added to the detail of a 401 (how to give a key)."""
+    status = reply.status_code
+    if status < 400:
+        return
+    detail = scrub(error_message(reply))
+    if status == 429:
+        raise BackendError("http_429", detail, retryable=True,
+                           retry_after=parse_retry_after(reply.headers))
+    if status >= 500 or status in RETRYABLE_4XX:
+        raise BackendError(f"http_{status}", detail, retryable=True,
+                           retry_after=parse_retry_after(reply.headers))
+    if status == 401:
+        detail += unauthorized
+    raise BackendError(f"http_{status}", detail, retryable=False)
+
+
+async def send(client: Any, method: str, url: str, *, where: str, timeout_s: float,
+               scrub: Callable[[str], str], content: str | bytes | None = None,
+               params: Mapping[str, Any] | None = None, unauthorized: str = ""
+               ) -> tuple[Any, float]:
+    """One request through ``client``: ``(reply, latency in ms)`` for a status below 400.
+
+    ``where`` names the server in a connection error (already free of credentials);
+    ``scrub`` removes secrets from any text that goes into an error.
+    """
+    import httpx
+
+    start = time.perf_counter()
+    try:
+        reply = await client.request(method, url, content=content,
+                                     params=dict(params) if params else None)
+    except httpx.TimeoutException as exc:
+        raise BackendError("timeout", f"{type(exc).__name__} after {timeout_s:g} s",
+                           retryable=True) from None
+    except (httpx.TransportError, OSError) as exc:
+        raise BackendError("connection", scrub(f"{type(exc).__name__}: {exc} ({where})"),
+                           retryable=True) from None
+    latency_ms = (time.perf_counter() - start) * 1000.0
+    raise_for_status(reply, scrub, unauthorized)
+    return reply, latency_ms
