@@ -29,6 +29,7 @@ from ragmeter.errors import (
 
 # Public submodules and functions, imported on first attribute access.
 _LAZY = {
+    "app": "ragmeter.app",
     "multilingual": "ragmeter.multilingual",
     "reliability": "ragmeter.reliability",
     "retrieval": "ragmeter.retrieval",
@@ -65,6 +66,7 @@ __all__ = [
     "RunOptions",
     "ademo",
     "agenerate",
+    "app",
     "backends",
     "demo",
     "generate",

@@ -19,6 +19,8 @@ __all__ = ["main", "cli", "COMMANDS"]
 
 # name -> ("module:attr", one-line help).  Add a family here.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "app": ("ragmeter.cli.app:group",
+            "Run your own RAG application on a test set; keep its answers and contexts."),
     "demo": ("ragmeter.cli.demo:demo", "Run ragmeter's main job on its built-in sample."),
     "multilingual": ("ragmeter.cli.multilingual:group",
                      "Multilingual QA (LBRAG): EM, F1, RLC, cost, CNBE, semantic score."),
