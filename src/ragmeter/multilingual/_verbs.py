@@ -25,6 +25,7 @@ from ragmeter._verb._context import (
     input_record,
     model_context,
 )
+from ragmeter.multilingual._rows import ALIASES
 from ragmeter.result import Result
 
 __all__ = ["score", "judge", "ajudge"]
@@ -66,7 +67,7 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
     config = MultilingualConfig(
         keep_text=keep_text, baseline=baseline or "direct", baseline_required=baseline is not None,
         ci=ci, paired=paired, rlc_lid=rlc_lid, n_resamples=resamples, seed=seed,
-        field_map=field_map(fields, COMPONENT), normalize=normalize)
+        field_map=field_map(fields, COMPONENT, aliases=ALIASES), normalize=normalize)
     if engine not in ("local", "ray"):
         raise ConfigError(f"multilingual: engine={engine!r}; expected local or ray.")
     if engine == "ray":
@@ -164,7 +165,7 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
     from ragmeter.multilingual._semantic import SemanticPrompt, semantic_requests, semantic_rows
     from ragmeter.runner._run import estimate_requests, run_requests
 
-    fm = field_map(fields, COMPONENT)
+    fm = field_map(fields, COMPONENT, aliases=ALIASES)
     raw_rows = list(iter_rows(data, component=COMPONENT, field_map=fm))
     answers = []
     for i, row in enumerate(raw_rows):
