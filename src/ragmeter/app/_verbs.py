@@ -319,6 +319,7 @@ def _dry_run(estimate: Any, described: Mapping[str, Any], signature: str) -> Res
     by ragmeter's token count)."""
     summary = {"family": COMPONENT, "verb": "run", "dry_run": True, "signature": signature,
                "target": described, "rows": estimate.requests, "from_store": estimate.cached,
+               "requests": estimate.requests, "cached": estimate.cached,
                "calls": estimate.calls,
                "coverage": {"rows": estimate.requests, "scored": 0,
                             "unscored": estimate.requests, "reasons": {"dry_run": 1}}}
