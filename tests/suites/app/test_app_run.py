@@ -319,3 +319,8 @@ def test_cli_app_run_and_its_exit_codes(rag_app, tmp_path, run_cli):
     code, _, err = run_cli("app", "run", SAMPLE, "--out", out2, "--url", app.url("/ask"),
                            "--answer-path", "a..b", "--no-record")
     assert code == 2 and "answer path 'a..b' is not a field path" in err
+    # no reply holds the answer: the fix names the flag (Python's error names answer=)
+    code, _, err = run_cli("app", "run", SAMPLE, "--out", out2, "--url", app.url("/ask"),
+                           "--template", '{"query": "{question}"}', "--answer-path",
+                           "data.answer", "--no-record", "--limit", "2")
+    assert code == 1 and "(--answer-path)" in err and not out2.exists()
