@@ -1,11 +1,11 @@
 """The example application behind HTTP (standard library only)::
 
-    python examples/rag_app/server.py --port 8765
+    python examples/rag_app/server.py --port 8641
 
 ``POST /ask`` with ``{"query": "..."}`` answers ``{"answer": "...", "sources": [{"id", "text",
 "score"}, ...]}``; ``GET /health`` answers ``ok``.  Measure it with::
 
-    ragmeter app run TEST_SET --out answers.jsonl --url http://127.0.0.1:8765/ask \\
+    ragmeter app run TEST_SET --out answers.jsonl --url http://127.0.0.1:8641/ask \\
         --template '{"query": "{question}"}' --contexts-path 'sources[*].text' \\
         --ids-path 'sources[*].id'
 """
@@ -65,7 +65,7 @@ class Handler(BaseHTTPRequestHandler):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=int, default=8641)
     args = parser.parse_args()
     server = ThreadingHTTPServer((args.host, args.port), Handler)
     print(f"serving on http://{args.host}:{server.server_address[1]}/ask", flush=True)

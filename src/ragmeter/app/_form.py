@@ -71,7 +71,7 @@ FORMS: tuple[VerbSpec, ...] = (
         uses_backend=False, uses_store=True,
         fields=(_test_set(),
                 Field("url", "URL", required=True, flag="--url",
-                      help="e.g. http://127.0.0.1:8765/ask"),
+                      help="e.g. http://127.0.0.1:8641/ask"),
                 Field("template", "request template", default='{"question": "{question}"}',
                       flag="--template", help="JSON with {question}, {id} or any column"),
                 *_paths_and_calls())),

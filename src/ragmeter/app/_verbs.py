@@ -192,8 +192,9 @@ def failure(rows: Sequence[Mapping[str, Any]], described: Mapping[str, Any],
     first = rows[0] if rows else {}
     top = max(reasons, key=lambda k: reasons[k]) if reasons else "none"
     counts = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
+    detail = str(first.get("detail") or "").rstrip(". ")
     cause = (f"no row of {len(rows)} was answered ({counts}); the first, {first.get('id')!r}: "
-             f"{first.get('reason')}: {first.get('detail') or ''}".rstrip(": "))
+             f"{first.get('reason')}: {detail}".rstrip(": "))
     where = described.get("url") or described.get("function")
     name = {"answer": "--answer-path", "contexts": "--contexts-path", "ids": "--ids-path",
             "timeout": "--timeout"} if flags else {
