@@ -6,6 +6,10 @@ latency, or raises :class:`~ragmeter.errors.BackendError` with the runner's reas
 ``timeout`` and ``connection`` (retryable), ``http_429`` and ``http_5xx`` / 408 / 409
 (retryable, honouring ``Retry-After``), any other ``http_4xx`` (not retryable).  It never
 retries by itself (the runner does: policy wraps I/O).
+
+:func:`post_stored` is the synchronous exchange of the pipeline steps that call a server
+outside the runner (an embeddings endpoint, a ``/rerank`` endpoint): every reply is kept in
+the store before it is read.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ragmeter._util._redact import redact_text
 from ragmeter.errors import BackendError
 
-__all__ = ["send", "raise_for_status", "error_message", "parse_retry_after", "RETRYABLE_4XX"]
+__all__ = ["send", "raise_for_status", "error_message", "parse_retry_after", "post_stored",
+           "RETRYABLE_4XX"]
 
 RETRYABLE_4XX = {408, 409}
 
@@ -100,3 +106,44 @@ async def send(client: Any, method: str, url: str, *, where: str, timeout_s: flo
     latency_ms = (time.perf_counter() - start) * 1000.0
     raise_for_status(reply, scrub, unauthorized)
     return reply, latency_ms
+
+
+def post_stored(url: str, body: Mapping[str, Any], identity: Mapping[str, Any], *,
+                store: Any = None, api_key: str | None = None, timeout_s: float = 60.0,
+                what: str = "the server", component: str = "ragmeter",
+                request_id: str = "post") -> str:
+    """The text of a server's reply to a JSON POST (an embeddings or ``/rerank`` endpoint), kept
+    in ``store`` before it is returned and served from it on a re-run (keyed by the body and
+    ``identity``).  One attempt: a failure is a :class:`~ragmeter.errors.ConfigError` naming
+    ``what`` and the URL (without credentials); replies already stored stay stored, so a
+    re-run resumes where this one stopped."""
+    import json
+
+    import httpx
+
+    from ragmeter._util._redact import redact_url
+    from ragmeter.backends._types import Message, Request, Response, Usage
+    from ragmeter.errors import ConfigError
+
+    request = Request(id=request_id, messages=(Message("user", json.dumps(
+        body, ensure_ascii=False, sort_keys=True)),))
+    key = request.cache_key(identity)
+    if store is not None:
+        cached = store.get(key)
+        if cached is not None:
+            return str(cached.text)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    shown = redact_url(url)
+    start = time.perf_counter()
+    try:
+        reply = httpx.post(url, json=body, headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise ConfigError(f"{component}: cannot reach {what} at {shown} "
+                          f"({redact_text(str(exc))}).") from None
+    if reply.status_code != 200:
+        raise ConfigError(f"{component}: {what} at {shown} answered HTTP {reply.status_code}: "
+                          f"{redact_text(reply.text[:200])!r}")
+    if store is not None:
+        store.put(key, request, identity, Response(
+            text=reply.text, usage=Usage(), latency_ms=(time.perf_counter() - start) * 1000))
+    return str(reply.text)

@@ -24,12 +24,11 @@ Rerankers (the cross-encoder itself is not shipped):
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragmeter.backends._types import Message, Request, Response, Usage
+from ragmeter.backends._types import Message, Request
 from ragmeter.errors import ConfigError
 
 __all__ = ["RetrievalShape", "EndpointReranker", "select_context", "relevance_requests",
@@ -178,28 +177,9 @@ class EndpointReranker:
 
     def score(self, query: str, documents: Sequence[str]) -> list[float]:
         """Scores of ``documents`` for ``query`` in their given order."""
-        import httpx
+        from ragmeter.backends._http import post_stored
 
-        body = self._body(query, documents)
-        request = Request(id="rerank", messages=(Message("user", json.dumps(
-            body, ensure_ascii=False, sort_keys=True)),))
-        key = request.cache_key(self.identity)
-        if self.store is not None:
-            cached = self.store.get(key)
-            if cached is not None:
-                return self._parse(cached.text, len(documents))
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        start = time.perf_counter()
-        try:
-            resp = httpx.post(self.url, json=body, headers=headers, timeout=self.timeout_s)
-        except httpx.HTTPError as exc:
-            raise ConfigError(f"rubric: cannot reach the reranker at {self.url} ({exc}).") \
-                from None
-        if resp.status_code != 200:
-            raise ConfigError(f"rubric: the reranker at {self.url} answered HTTP "
-                              f"{resp.status_code}: {resp.text[:200]!r}")
-        if self.store is not None:
-            self.store.put(key, request, self.identity,
-                           Response(text=resp.text, usage=Usage(),
-                                    latency_ms=(time.perf_counter() - start) * 1000))
-        return self._parse(resp.text, len(documents))
+        text = post_stored(self.url, self._body(query, documents), self.identity,
+                           store=self.store, api_key=self.api_key, timeout_s=self.timeout_s,
+                           what="the reranker", component=COMPONENT, request_id="rerank")
+        return self._parse(text, len(documents))
