@@ -27,7 +27,9 @@ def field_map(fields: Mapping[str, str] | Iterable[str] | None, component: str,
     elif isinstance(fields, Mapping):
         fm = FieldMap({str(k): str(v) for k, v in fields.items()})
     else:
-        fm = parse_field_options(list(fields), component=component)
+        from ragmeter._verb._options import names
+
+        fm = parse_field_options(names(fields, "fields", component), component=component)
     return fm.with_aliases(aliases) if aliases else fm
 
 
