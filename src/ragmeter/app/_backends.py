@@ -27,6 +27,7 @@ from typing import Any
 
 from ragmeter._util._redact import redact_text, redact_url
 from ragmeter.app._types import DEFAULT_TEMPLATE, AppCalls, ChatApp, FunctionApp, HttpApp
+from ragmeter.backends._http import LoopClient
 from ragmeter.backends._types import BaseBackend, Capabilities, Message, Request, Response
 from ragmeter.errors import BackendError, ConfigError
 
@@ -85,12 +86,11 @@ class HttpAppBackend(BaseBackend):
         self.method = method.upper()
         self._headers = expand_headers(headers or {})  # may hold secrets: never shown
         self.timeout_s = timeout_s
-        self.max_connections = max(1, int(max_connections))
         self.kind = kind
         self.model = model
         self.version = version
-        self._client: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pool = LoopClient(headers={"Content-Type": "application/json", **self._headers},
+                                timeout_s=timeout_s, max_connections=max_connections)
 
     def __repr__(self) -> str:
         return f"HttpAppBackend({self.method} {self.url})"
@@ -113,22 +113,10 @@ class HttpAppBackend(BaseBackend):
         return redact_text(text)[:300]
 
     def _http(self) -> Any:
-        import httpx
-
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            self._client = httpx.AsyncClient(
-                headers={"Content-Type": "application/json", **self._headers},
-                timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 30.0)),
-                limits=httpx.Limits(max_connections=self.max_connections,
-                                    max_keepalive_connections=self.max_connections))
-            self._loop = loop
-        return self._client
+        return self._pool.get()
 
     async def release(self) -> None:
-        client, self._client, self._loop = self._client, None, None
-        if client is not None:
-            await client.aclose()
+        await self._pool.close()
 
     async def complete(self, request: Request) -> Response:
         from ragmeter.backends._http import send

@@ -23,9 +23,44 @@ from ragmeter._util._redact import redact_text
 from ragmeter.errors import BackendError
 
 __all__ = ["send", "raise_for_status", "error_message", "parse_retry_after", "post_stored",
-           "RETRYABLE_4XX"]
+           "LoopClient", "RETRYABLE_4XX"]
 
 RETRYABLE_4XX = {408, 409}
+
+
+class LoopClient:
+    """A pooled ``httpx.AsyncClient`` for the running event loop: made on first use, made
+    again when the loop changes (a client belongs to the loop it was opened on), closed by
+    :meth:`close` (a backend's ``release``, awaited by the runner after each run)."""
+
+    def __init__(self, *, headers: Mapping[str, str], timeout_s: float, max_connections: int,
+                 base_url: str = "") -> None:
+        self._headers = dict(headers)
+        self._timeout_s = timeout_s
+        self._max = max(1, int(max_connections))
+        self._base_url = base_url
+        self._client: Any = None
+        self._loop: Any = None
+
+    def get(self) -> Any:
+        import asyncio
+
+        import httpx
+
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client = httpx.AsyncClient(
+                base_url=self._base_url, headers=self._headers,
+                timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s, 30.0)),
+                limits=httpx.Limits(max_connections=self._max,
+                                    max_keepalive_connections=self._max))
+            self._loop = loop
+        return self._client
+
+    async def close(self) -> None:
+        client, self._client, self._loop = self._client, None, None
+        if client is not None:
+            await client.aclose()
 
 
 def parse_retry_after(headers: Any, now: float | None = None) -> float | None:

@@ -25,7 +25,6 @@ body; retryable).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
@@ -34,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragmeter._util._redact import redact_text, redact_url
-from ragmeter.backends._http import parse_retry_after, send
+from ragmeter.backends._http import LoopClient, parse_retry_after, send
 from ragmeter.backends._types import (
     _OPENAI_REPLY_PRIMING,
     _OPENAI_TOKENS_PER_MESSAGE,
@@ -149,8 +148,11 @@ class OpenAIBackend(BaseBackend):
         self.max_connections = max(1, int(max_connections))
         self.top_logprobs = top_logprobs
         self.logprobs_supported: bool | None = None  # learned from the server
-        self._client: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        self._pool = LoopClient(base_url=self._url, headers=headers, timeout_s=timeout_s,
+                                max_connections=self.max_connections)
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r})"
@@ -177,27 +179,12 @@ class OpenAIBackend(BaseBackend):
     # -------------------------------------------------------------- HTTP
 
     def _http(self) -> Any:
-        import httpx
-
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            headers = {"Content-Type": "application/json"}
-            if self._api_key:
-                headers["Authorization"] = f"Bearer {self._api_key}"
-            self._client = httpx.AsyncClient(
-                base_url=self._url, headers=headers,
-                timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 30.0)),
-                limits=httpx.Limits(max_connections=self.max_connections,
-                                    max_keepalive_connections=self.max_connections))
-            self._loop = loop
-        return self._client
+        return self._pool.get()
 
     async def release(self) -> None:
         """Close the pooled client (bound to the running event loop); the next call opens a
         new one.  The runner awaits this at the end of :func:`ragmeter.runner._run.run_requests`."""
-        client, self._client, self._loop = self._client, None, None
-        if client is not None:
-            await client.aclose()
+        await self._pool.close()
 
     async def aclose(self) -> None:
         """Close the pooled client."""
