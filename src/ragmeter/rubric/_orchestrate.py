@@ -126,13 +126,8 @@ def _dry_run(qs: Sequence[Answer], candidates: Sequence[Sequence[tuple[float, st
         stand_in = [replace(q, response=q.reference) for q in qs]
         parts.append(build_requests(stand_in, prompt, judge.mode(backend), repeats=judge.repeats,  # type: ignore[arg-type]
                                     seed=judge.seed, temperature=judge.temperature))
-    ests = [estimate_requests(p, backend, store, config) for p in parts]
-    costs = [e.cost_usd_max for e in ests if e.cost_usd_max is not None]
-    total = DryRunEstimate(
-        requests=sum(e.requests for e in ests), cached=sum(e.cached for e in ests),
-        calls=sum(e.calls for e in ests), prompt_tokens=sum(e.prompt_tokens for e in ests),
-        completion_tokens_max=sum(e.completion_tokens_max for e in ests),
-        token_method=ests[0].token_method, cost_usd_max=sum(costs) if costs else None)
+    total = DryRunEstimate.total([estimate_requests(p, backend, store, config)
+                                  for p in parts])
     steps = (["reranker"] if shape.reranker == "yesno" else []) + ["reader"] + (
         ["judge"] if judge.strategy == "llm" else [])
     described = {**shape.describe(reader_model), "embedder": embedder_name,

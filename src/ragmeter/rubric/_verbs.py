@@ -386,13 +386,7 @@ def _combine(codes: Sequence[str], outs: Sequence[Any]) -> Any:
     if first.estimate is not None:
         from ragmeter.runner._run import DryRunEstimate
 
-        ests = [o.estimate for o in outs]
-        costs = [e.cost_usd_max for e in ests if e.cost_usd_max is not None]
-        total = DryRunEstimate(
-            requests=sum(e.requests for e in ests), cached=sum(e.cached for e in ests),
-            calls=sum(e.calls for e in ests), prompt_tokens=sum(e.prompt_tokens for e in ests),
-            completion_tokens_max=sum(e.completion_tokens_max for e in ests),
-            token_method=ests[0].token_method, cost_usd_max=sum(costs) if costs else None)
+        total = DryRunEstimate.total([o.estimate for o in outs])
         return replace(first, pipeline=pipeline, estimate=total,
                        estimate_step=f"{first.estimate_step} x {len(codes)} languages")
     timing: dict[str, Any] = {}

@@ -223,6 +223,13 @@ def test_lang_all_runs_every_language_into_one_table(ragaliq_files, scripted_ser
         assert set(result.summary["timing"]["by_lang"]) == {"en", "de"}
         assert [Path(i.path).name for i in result.inputs] == [
             "questions_en.json", "orientation_en.md", "questions_de.json", "orientation_de.md"]
+    # a dry run over both languages counts both (the reader's calls: 2 + 1, all stored now)
+    dry = {code: _run(ragaliq_files, backend, questions=f"questions_{code}.json",
+                      kb=f"orientation_{code}.md", dry_run=True, **opts).summary
+           for code in ("en", "de")}
+    both = _run(ragaliq_files, backend, lang="en,de", dry_run=True, **opts).summary
+    assert both["requests"] == dry["en"]["requests"] + dry["de"]["requests"] == 3
+    assert both["cached"] == 3 and both["calls"] == 0
     # all: RAGaliq's six; the missing ones are named before anything runs
     calls = len(bodies)
     with pytest.raises(ConfigError) as err:
