@@ -23,9 +23,13 @@ def _as_json(result: Any) -> Mapping[str, Any]:
 
 
 def _value(name: str, value: Any) -> str:
+    """A rate with 4 digits; a count or a latency with the metric's own fixed decimals."""
+    m = METRICS.get(name)
     if value is None:
         return "—"
-    return fmt(value, METRICS.get(name).digits)
+    if m.aggregation == "rate":
+        return fmt(value, m.digits)
+    return f"{float(value):.{m.digits}f}"
 
 
 def _target_line(doc: Mapping[str, Any]) -> str:
