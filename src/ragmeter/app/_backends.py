@@ -256,26 +256,66 @@ def reply_of(returned: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"answer": value}
 
 
+def code_fingerprint(function: Callable[..., Any]) -> str | None:
+    """A short hash of a function's own source (else of its bytecode), so that editing the
+    function makes it a new application for the store; None when neither can be read.  What
+    it calls (a retriever, an index) is not covered: that is what ``version`` is for."""
+    import hashlib
+    import inspect
+
+    target = function
+    if not inspect.isroutine(target) and callable(target):
+        target = type(target).__call__
+    try:
+        text = inspect.getsource(target).encode("utf-8")
+    except (OSError, TypeError):
+        code = getattr(target, "__code__", None)
+        if code is None:
+            return None
+        text = code.co_code + repr(code.co_consts).encode("utf-8")
+    return hashlib.sha256(text).hexdigest()[:12]
+
+
 class FunctionAppBackend(BaseBackend):
-    """An application called in this process: a sync function (run in a worker thread; it
-    cannot be interrupted, so no timeout) or an async one (awaited, with the timeout)."""
+    """An application called in this process: a sync function (run in worker threads, up to
+    ``concurrency`` at once; it cannot be interrupted, so no timeout) or an async one
+    (awaited, with the timeout)."""
 
     name = "app"
 
-    def __init__(self, function: str | Callable[..., Any], version: str | None = None) -> None:
+    def __init__(self, function: str | Callable[..., Any], version: str | None = None,
+                 concurrency: int = 4) -> None:
         self.function_name = function_name(function)
         self._function = resolve_function(function)
         self.version = version
+        self.code = code_fingerprint(self._function)
         self.is_async = _is_async(self._function)
         self.takes_row = takes_row(self._function)
         self.capabilities = Capabilities(in_process=not self.is_async)
+        self.concurrency = max(1, int(concurrency))
+        self._threads: Any = None
 
     def identity(self) -> dict[str, Any]:
         ident: dict[str, Any] = {"backend": self.name, "kind": "function",
                                  "function": self.function_name}
+        if self.code is not None:
+            ident["code"] = self.code
         if self.version is not None:
             ident["version"] = self.version
         return ident
+
+    def _executor(self) -> Any:
+        if self._threads is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._threads = ThreadPoolExecutor(self.concurrency,
+                                               thread_name_prefix="ragmeter-app")
+        return self._threads
+
+    async def release(self) -> None:
+        threads, self._threads = self._threads, None
+        if threads is not None:
+            threads.shutdown(wait=True)
 
     async def complete(self, request: Request) -> Response:
         payload = _payload(request)
@@ -285,8 +325,11 @@ class FunctionAppBackend(BaseBackend):
             if self.is_async:
                 returned = await self._function(payload["question"], **kwargs)
             else:
-                returned = await asyncio.to_thread(self._function, payload["question"],
-                                                   **kwargs)
+                import functools
+
+                returned = await asyncio.get_running_loop().run_in_executor(
+                    self._executor(), functools.partial(self._function, payload["question"],
+                                                        **kwargs))
                 if asyncio.iscoroutine(returned):
                     returned = await returned
         except Exception as exc:  # the application failed on this row: unscored, with why
@@ -301,7 +344,7 @@ class FunctionAppBackend(BaseBackend):
 def backend_for(target: HttpApp | ChatApp | FunctionApp, calls: AppCalls) -> BaseBackend:
     """The backend object that calls ``target``."""
     if isinstance(target, FunctionApp):
-        return FunctionAppBackend(target.function, target.version)
+        return FunctionAppBackend(target.function, target.version, calls.concurrency)
     if isinstance(target, ChatApp):
         return HttpAppBackend(target_url(target), "POST", target.headers, calls.timeout,
                               calls.concurrency, kind="chat", model=target.model,

@@ -107,14 +107,16 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
-def describe(target: AppTarget, paths: Any, template: Any) -> dict[str, Any]:
+def describe(target: AppTarget, paths: Any, template: Any, backend: Any = None
+             ) -> dict[str, Any]:
     """What the run record and the report say about the application (no secret: URLs without
-    credentials, header names only)."""
+    credentials, header names only; a function's name and the hash of its source)."""
     out: dict[str, Any] = {"kind": target.kind, "name": label_of(target)}
     if isinstance(target, FunctionApp):
         from ragmeter.app._backends import function_name
 
         out["function"] = function_name(target.function)
+        out["code_sha256"] = getattr(backend, "code", None)
     else:
         from ragmeter.app._backends import target_url
 
@@ -139,7 +141,7 @@ def _signature(target: AppTarget, described: Mapping[str, Any]) -> str:
     paths = described["paths"]
     return Signature.make(COMPONENT, METRIC_VERSION, {
         "target": f"{target.kind}:{where}", "version": target.version,
-        "template": described.get("template_sha256"),
+        "template": described.get("template_sha256"), "code": described.get("code_sha256"),
         "model": described.get("model"),
         "params": _digest(described["params"]) if described.get("params") else None,
         "answer": paths.get("answer"), "contexts": paths.get("contexts"),
@@ -258,7 +260,7 @@ def run(data: Any, target: Any, *, calls: AppCalls | None = None, run: RunOption
     cases = read_cases(data, field_map(fields, COMPONENT, aliases=ALIASES), limit)
     backend = backend_for(app, the_calls)
     requests = _requests(app, cases, backend, template)
-    described = describe(app, paths, template)
+    described = describe(app, paths, template, backend)
     signature = _signature(app, described)
     import sys
 

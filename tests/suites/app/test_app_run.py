@@ -217,6 +217,40 @@ def test_python_function_sync_async_and_row(tmp_path):
     assert (row["retrieved_contexts"], row["retrieved_ids"]) == (["d"], ["1"])
 
 
+def test_a_sync_function_runs_up_to_concurrency_at_once():
+    import threading
+    import time
+
+    lock, running, most = threading.Lock(), [0], [0]
+
+    def slow(question: str) -> str:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.15)
+        with lock:
+            running[0] -= 1
+        return "ok"
+
+    result = ragmeter.app.run(SAMPLE, slow, run=QUIET, concurrency=8, limit=8)
+    assert most[0] == 8 and result.coverage["scored"] == 8  # 8 threads, not the default 6
+
+
+def test_an_edited_function_is_a_new_application_for_the_store():
+    from ragmeter.app._backends import code_fingerprint
+
+    first = ragmeter.app.run(SAMPLE, lambda q: "first", run=QUIET, limit=2)
+    again = ragmeter.app.run(SAMPLE, lambda q: "second", run=QUIET, limit=2)
+    assert [r["response"] for r in first.items] == ["first"] * 2
+    assert [r["response"] for r in again.items] == ["second"] * 2   # not the stored "first"
+    assert first.signature != again.signature and "|code:" in first.signature
+
+    def f(q):
+        return q
+
+    assert code_fingerprint(f) == code_fingerprint(f) and len(code_fingerprint(f)) == 12
+
+
 def test_a_function_that_raises_is_unscored_with_the_error(tmp_path):
     def flaky(question: str) -> str:
         if "tyre" in question:
