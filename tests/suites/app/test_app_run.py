@@ -109,6 +109,17 @@ def test_retries_recover_from_server_errors(rag_app):
     assert set(app.calls.values()) == {3}                   # two 500s, then the answer
 
 
+def test_rpm_paces_the_calls(rag_app):
+    import time
+
+    app = rag_app()
+    t0 = time.monotonic()
+    # rpm 30: a bucket of 5 calls (ten seconds' worth), then one every 2 s
+    result = ragmeter.app.run(SAMPLE, ask(app), run=QUIET, limit=6, rpm=30, concurrency=6)
+    assert result.coverage["scored"] == 6 and app.total == 6
+    assert time.monotonic() - t0 >= 1.8
+
+
 def _write(tmp_path, rows):
     path = tmp_path / "tests.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
