@@ -262,6 +262,16 @@ def test_an_edited_function_is_a_new_application_for_the_store():
     assert code_fingerprint(f) == code_fingerprint(f) and len(code_fingerprint(f)) == 12
 
 
+def test_the_awaitable_form_gives_the_same_rows():
+    import asyncio
+
+    async def main():
+        return await ragmeter.app.arun(SAMPLE, lambda q: q.upper(), run=QUIET, limit=2)
+
+    result = asyncio.run(main())
+    assert [r["response"] for r in result.items] == [q.upper() for q in questions()[:2]]
+
+
 def test_a_function_that_raises_is_unscored_with_the_error(tmp_path):
     def flaky(question: str) -> str:
         if "tyre" in question:
