@@ -49,8 +49,7 @@ ANSWER_SIDE = frozenset({
     "documents_sentences", "response_sentences", "retrieved_contexts", "retrieved_ids", "scores",
     "context_scores", "status", "reason", "detail", "latency_ms", "cached", "usage",
     "all_relevant_sentence_keys", "all_utilized_sentence_keys",
-    "unsupported_response_sentence_keys", "sentence_support_information", "adherence_score",
-    "relevance_score", "utilization_score", "completeness_score"})
+    "unsupported_response_sentence_keys", "sentence_support_information"})
 OUTPUT_COLUMNS = ("system", "response", "retrieved_contexts", "retrieved_ids", "status",
                   "reason", "detail", "latency_ms", "cached")
 

@@ -124,7 +124,8 @@ def test_the_test_set_is_read_under_its_aliases(tmp_path):
         # RGB's layout: query, a list of one gold answer, passages kept as other columns
         {"id": 0, "query": "Capital?", "answer": ["Canberra"], "positive": ["p"]},
         # rubric build's layout: the reference is "answer", the gold passage "context"
-        {"id": "b#1", "question": "Q2", "answer": "A2", "context": "C2", "source": "kb.md"},
+        {"id": "b#1", "question": "Q2", "answer": "A2", "context": "C2", "source": "kb.md",
+         "relevance_score": 5},
         # a multilingual layout, with an earlier answer that is not carried over
         {"sample_id": "m1", "sample_lang": "de", "question": "Q3", "gold_answer": "G3",
          "pred_answer": "old", "system": "old-system", "topic": "t"},
@@ -135,7 +136,8 @@ def test_the_test_set_is_read_under_its_aliases(tmp_path):
     assert [(c.id, c.question, c.reference, c.lang) for c in cases] == [
         ("0", "Capital?", "Canberra", None), ("b#1", "Q2", "A2", None), ("m1", "Q3", "G3", "de")]
     assert [dict(c.extra) for c in cases] == [{"positive": ["p"]},
-                                              {"context": "C2", "source": "kb.md"},
+                                              {"context": "C2", "source": "kb.md",
+                                               "relevance_score": 5},
                                               {"topic": "t"}]
     # the user's mapping wins over the aliases
     mapped = read_cases([{"query": "q", "topic": "t"}],
