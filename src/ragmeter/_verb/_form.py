@@ -62,7 +62,8 @@ class VerbSpec:
 
     ``call(args, common)`` runs the verb: ``args`` are the validated field values under their
     API names (the positional data under ``""``), ``common`` the keywords every judged verb
-    takes (``backend``, ``store``, ``dry_run``, ``progress``, ``on_progress``).
+    takes (``backend``, ``store``, ``dry_run``, ``progress``, ``on_progress``; a verb with
+    ``uses_store`` and no backend gets all but ``backend``).
     ``check(values)`` validates across fields.  ``phases`` name the runner passes in order.
     """
 
@@ -76,6 +77,9 @@ class VerbSpec:
     phases: tuple[str, ...] = ()
     check: Callable[[dict[str, Any]], None] | None = None
     uses_backend: bool = True
+    # calls through the runner without a model backend (``app run``): gets ``store`` and
+    # ``on_progress`` in ``common`` like a model verb, and no backend fields
+    uses_store: bool = False
 
     def all_fields(self) -> tuple[Field, ...]:
         return self.fields + (BACKEND_FIELDS if self.uses_backend else ())

@@ -126,7 +126,9 @@ class Launch:
                 for k, v in self.values if k == f.name}
         common: dict[str, Any] = {"dry_run": dry_run, "progress": False}
         if self.spec.uses_backend:
-            common.update(backend=self.backend_value(), store=store_path)
+            common["backend"] = self.backend_value()
+        if self.spec.uses_backend or self.spec.uses_store:
+            common["store"] = store_path
             if not dry_run:
                 common["on_progress"] = on_progress
         return self.spec.call(args, common)
