@@ -228,7 +228,7 @@ class ScriptedServer:
             return 200, {}, json.dumps(self.stats()).encode()
         if method == "GET" and path.rstrip("/").endswith("/models"):
             return 200, {}, json.dumps({"data": [{"id": "scripted"}]}).encode()
-        if method != "POST" or path.rstrip("/") != "/v1/chat/completions":
+        if method != "POST" or not path.rstrip("/").endswith("/v1/chat/completions"):
             return 404, {}, b'{"error": {"message": "not found"}}'
         try:
             body = json.loads(raw)

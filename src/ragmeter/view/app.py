@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
 
 from ragmeter.errors import ConfigError, UserError
 from ragmeter.view.forms import (
@@ -34,13 +33,12 @@ from ragmeter.view.forms import (
 )
 from ragmeter.view.jobs import FINISHED, JobManager
 from ragmeter.view.listing import RunIndex
-from ragmeter.view.security import Security, SecurityMiddleware
+from ragmeter.view.security import FORM_KEY, Security, SecurityMiddleware
 from ragmeter.view.verbs import SPECS, spec_of
 
 __all__ = ["ViewSettings", "create_app"]
 
 PAGE_SIZE = 100
-MAX_FORM_BYTES = 64 * 1024
 MAX_COMPARE = 8
 RENDERED_KEPT = 32  # run pages kept rendered in memory
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
@@ -114,15 +112,12 @@ def create_app(settings: ViewSettings) -> Any:
         return load_run(run_id, runs_dir_override=settings.runs_dir)
 
     async def form_of(request: Request) -> dict[str, str]:
-        body = await request.body()
-        if len(body) > MAX_FORM_BYTES:
-            raise ConfigError("view: form too large.")
-        form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
-        origin = request.headers.get("origin")
-        own = f"{request.url.scheme}://{request.headers.get('host', '')}"
-        if (origin and origin != own) or not sec.csrf_ok(form.get("csrf")):
-            raise PermissionError("view: the form's CSRF token or origin is wrong; reload the "
-                                  "page and submit again.")
+        """The POST's form, read, size-checked and CSRF-checked by the security middleware
+        (the only reader of request bodies, :mod:`ragmeter.view.security`)."""
+        form = request.scope.get(FORM_KEY)
+        if not isinstance(form, dict):  # the app served without its middleware
+            raise PermissionError("view: the form's CSRF token is wrong; reload the page and "
+                                  "submit again.")
         return form
 
     # ------------------------------------------------------------------ pages

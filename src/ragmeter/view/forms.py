@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragmeter._util._redact import redact_url
 from ragmeter._verb._form import BACKEND_FIELDS, DATA_SUFFIXES, Field, VerbSpec
 from ragmeter.backends._registry import DEFAULT_BACKEND
 from ragmeter.errors import ConfigError
@@ -46,7 +47,8 @@ def backend_choices() -> list[BackendChoice]:
     out = [BackendChoice(name, f"{name}: {description}")
            for name, description in _urlless_backends()]
     for ep in load_endpoints().values():
-        out.append(BackendChoice(f"endpoint:{ep.name}", f"{ep.name}: {ep.model} at {ep.base_url}"))
+        out.append(BackendChoice(f"endpoint:{ep.name}",
+                                  f"{ep.name}: {ep.model} at {redact_url(ep.base_url)}"))
     return out
 
 

@@ -20,6 +20,7 @@ from ragmeter.runs._records import RunRecord, list_runs
 __all__ = ["Headline", "RunRow", "RunIndex", "headlines", "flags"]
 
 MAX_HEADLINES = 4
+_SETTLE_NS = 2_000_000_000  # a folder's mtime is trusted once it is this old (2 s)
 
 
 @dataclass(frozen=True)
@@ -207,31 +208,60 @@ def _row(record: RunRecord) -> RunRow:
 
 
 class RunIndex:
-    """The rows of every stored run, newest first, re-read at most every ``ttl_s`` seconds."""
+    """The rows of every stored run, newest first, re-read at most every ``ttl_s`` seconds.
+
+    A run id that is not among the rows is looked up again only when the runs folder changed
+    since the rows were read (a new record changes the folder's modification time): a miss is
+    remembered until then, so ``GET /runs/<unknown id>`` costs one ``stat``, not a re-read of
+    every record (issue 29.1)."""
 
     def __init__(self, runs_dir: str | Path | None = None, ttl_s: float = 30.0) -> None:
         self.runs_dir = runs_dir
         self.ttl_s = ttl_s
         self._rows: list[RunRow] = []
+        self._ids: frozenset[str] = frozenset()
         self._stamp = -1e9
+        self._folder_stamp: int | None = None  # the folder's mtime when the rows were read
         self._lock = threading.Lock()
 
     def invalidate(self) -> None:
         with self._lock:
             self._stamp = -1e9
 
+    def _folder_changed(self) -> int | None:
+        """The runs folder's modification time (ns), or None when it cannot be trusted to
+        change with the next record: absent, or changed within the last ``_SETTLE_NS`` (a
+        file system with coarse timestamps gives a record written in the same tick the same
+        time)."""
+        from ragmeter.runs._records import runs_dir
+
+        try:
+            stamp = runs_dir(self.runs_dir).stat().st_mtime_ns
+        except OSError:
+            return None
+        return stamp if time.time_ns() - stamp > _SETTLE_NS else None
+
     def rows(self) -> list[RunRow]:
         with self._lock:
             if time.monotonic() - self._stamp > self.ttl_s:
-                records = list_runs(runs_dir_override=self.runs_dir)
+                stamp = self._folder_changed()  # before reading: a record written meanwhile
+                records = list_runs(runs_dir_override=self.runs_dir)  # is read again later
                 self._rows = [_row(r) for r in reversed(records)]
+                self._ids = frozenset(r.run_id for r in self._rows)
+                self._folder_stamp = stamp
                 self._stamp = time.monotonic()
             return self._rows
 
     def known(self, run_id: str) -> bool:
-        """Whether ``run_id`` is a stored run: the kept list first, re-read only on a miss."""
+        """Whether ``run_id`` is a stored run: the kept rows first, re-read only when the
+        folder changed since (a miss against an unchanged folder is answered at once)."""
         with self._lock:
-            if any(r.run_id == run_id for r in self._rows):
+            if run_id in self._ids:
                 return True
+            stamp = self._folder_stamp
+            if stamp is not None and self._stamp > 0 and self._folder_changed() == stamp:
+                return False
         self.invalidate()  # a run written since the last listing
-        return any(r.run_id == run_id for r in self.rows())
+        self.rows()
+        with self._lock:
+            return run_id in self._ids
