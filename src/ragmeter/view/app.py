@@ -23,6 +23,7 @@ from typing import Any
 
 from ragmeter.errors import ConfigError, UserError
 from ragmeter.view.forms import (
+    EndpointModels,
     VerbSpec,
     backend_choices,
     estimate,
@@ -90,6 +91,7 @@ def create_app(settings: ViewSettings) -> Any:
     env = _templates()
     sec = settings.security
     index = RunIndex(settings.runs_dir, ttl_s=settings.list_ttl_s)
+    models = EndpointModels()  # each endpoint's /models, kept a minute
     jobs = JobManager(store_path=settings.store_path, runs_dir=settings.runs_dir,
                       max_jobs=settings.max_jobs, on_finished=index.invalidate)
 
@@ -193,7 +195,7 @@ def create_app(settings: ViewSettings) -> Any:
         except UserError as err:
             return error(str(err), 404)
         return page("launch.html", title=f"launch {spec.title}", spec=spec,
-                    form=form_defaults(spec), **_launch_context(settings, spec))
+                    form=form_defaults(spec), **_launch_context(settings, spec, models))
 
     async def launch_estimate(request: Request) -> Response:
         form: dict[str, str] = {}
@@ -202,10 +204,10 @@ def create_app(settings: ViewSettings) -> Any:
         except UserError as err:
             return error(str(err), 404)
         context = {"title": f"launch {spec.title}", "spec": spec,
-                   **_launch_context(settings, spec)}
+                   **_launch_context(settings, spec, models)}
         try:
             form = await form_of(request)
-            launch = validate(spec, form, settings.data_dirs)
+            launch = validate(spec, form, settings.data_dirs, models)
             found = await run_in_threadpool(estimate, launch, settings.store_path)
         except PermissionError as err:
             return error(str(err), 403)
@@ -219,7 +221,7 @@ def create_app(settings: ViewSettings) -> Any:
         try:
             spec = spec_of(request.path_params["verb"])
             form = await form_of(request)
-            launch = validate(spec, form, settings.data_dirs)
+            launch = validate(spec, form, settings.data_dirs, models)
             job = jobs.start(launch)
         except PermissionError as err:
             return error(str(err), 403)
@@ -334,7 +336,9 @@ def _escape(text: str) -> str:
     return esc(text)
 
 
-def _launch_context(settings: ViewSettings, spec: VerbSpec) -> dict[str, Any]:
+def _launch_context(settings: ViewSettings, spec: VerbSpec, models: EndpointModels
+                    ) -> dict[str, Any]:
     files = {f.name: file_options(f, settings.data_dirs) for f in spec.all_fields()
              if f.kind == "file"}
-    return {"backends": backend_choices(), "files": files}
+    groups = models.groups() if spec.uses_backend else []
+    return {"backends": backend_choices(), "files": files, "model_groups": groups}
