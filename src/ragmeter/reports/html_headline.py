@@ -100,36 +100,35 @@ def _arrow(h: Headline) -> str:
     return "↑" if h.higher_is_better else "↓"
 
 
-def headline_inline(h: Headline, digits: int = 4) -> Markup:
-    """One number on one line: ``0.9500 [0.878, 0.980] n=80`` (flagged: marked, struck)."""
+def _parts(h: Headline, digits: int) -> tuple[str, str, str]:
+    """The value, the ``[lo, hi]`` interval and ``n=`` of a number as escaped markup (empty
+    parts when absent); a number over no item (n = 0) is '—' without an interval."""
     value = None if h.n == 0 else h.value
     d = min(digits, 3) if digits <= 4 else digits
-    out = f'<span class="v">{esc(number(value, digits))}</span>'
-    if h.ci is not None and value is not None:
-        out += f' <span class="ci">[{esc(number(h.ci[0], d))}, {esc(number(h.ci[1], d))}]</span>'
-    if h.n is not None:
-        out += f' <span class="ci">n={esc(h.n)}</span>'
-    if h.flag:
-        out = (f'<span class="flagged" title="{esc(h.flag)}"><span class="flag-mark">'
-               f'{FLAG_MARK} flagged</span> {out}</span>')
-    return Markup(out)
+    ci = (f'<span class="ci">[{esc(number(h.ci[0], d))}, {esc(number(h.ci[1], d))}]</span>'
+          if h.ci is not None and value is not None else "")
+    n = f'<span class="ci">n={esc(h.n)}</span>' if h.n is not None else ""
+    return f'<span class="v">{esc(number(value, digits))}</span>', ci, n
 
 
-def headline_cell(h: Headline, digits: int = 4) -> Markup:
-    """One number as a cell: the value, its 95% interval below, then n; a flagged number is
-    marked (:data:`FLAG_MARK`, its reason as the tooltip); a number over no item is '—'."""
-    value = None if h.n == 0 else h.value
-    out = f'<span class="v">{esc(number(value, digits))}</span>'
-    if h.ci is not None and value is not None:
-        d = min(digits, 3) if digits <= 4 else digits
-        out += (f'<br><span class="ci">[{esc(number(h.ci[0], d))}, '
-                f'{esc(number(h.ci[1], d))}]</span>')
-    if h.n is not None:
-        out += f'<br><span class="ci">n={esc(h.n)}</span>'
-    if h.flag:
-        out = (f'<span class="flagged" title="{esc(h.flag)}">'
-               f'<span class="flag-mark">{FLAG_MARK} flagged</span><br>{out}</span>')
-    return Markup(out)
+def _marked(h: Headline, out: str, sep: str) -> str:
+    """``out`` marked as flagged (its reason as the tooltip) when ``h`` is."""
+    if not h.flag:
+        return out
+    return (f'<span class="flagged" title="{esc(h.flag)}"><span class="flag-mark">'
+            f"{FLAG_MARK} flagged</span>{sep}{out}</span>")
+
+
+def headline_cell(h: Headline, digits: int = 4, sep: str = "<br>") -> Markup:
+    """One number as a cell: the value, its 95% interval below, then n (``sep`` between
+    them); a flagged number is marked (:data:`FLAG_MARK`, its reason as the tooltip); a
+    number over no item is '—'."""
+    return Markup(_marked(h, sep.join(p for p in _parts(h, digits) if p), sep))
+
+
+def headline_inline(h: Headline, digits: int = 4) -> Markup:
+    """One number on one line: ``0.9500 [0.878, 0.980] n=80``."""
+    return headline_cell(h, digits, sep=" ")
 
 
 def _shown_label(metrics: MetricTable | None, name: str, names: Sequence[str]) -> str:
@@ -203,19 +202,12 @@ def headline_table(rows: Sequence[Headline], metrics: MetricTable | None, *,
                    + ('<th class="num">coverage</th>' if show_cov else "")
                    + "</tr></thead><tbody>")
         for h in rows:
-            digits = digits_of(metrics, h.metric)
-            value = None if h.n == 0 else h.value
-            shown = esc(number(value, digits))
-            if h.flag:
-                shown = (f'<span class="flagged" title="{esc(h.flag)}"><span class="flag-mark">'
-                         f'{FLAG_MARK} flagged</span> {shown}</span>')
-            d = min(digits, 3) if digits <= 4 else digits
-            ci = (f'<span class="ci">[{esc(number(h.ci[0], d))}, {esc(number(h.ci[1], d))}]'
-                  "</span>" if h.ci is not None and value is not None else "—")
+            value, ci, n = _parts(h, digits_of(metrics, h.metric))
             out.append(f'<tr{" class=flagged-row" if h.flag else ""}>'
                        + (f"<td>{esc(h.group)}</td>" if grouped else "")
                        + f"<td>{_metric_head(metrics, h.metric, h, names)}</td>"
-                       f'<td class="num">{shown}</td><td class="num">{ci}</td>'
+                       f'<td class="num">{_marked(h, value, " ")}</td>'
+                       f'<td class="num">{ci or "—"}</td>'
                        f'<td class="num">{esc(number(h.n))}</td>'
                        + (f'<td class="num">{_coverage(h)}</td>' if show_cov else "")
                        + "</tr>")
