@@ -49,11 +49,11 @@ def _no_pairs(records: Sequence[RunRecord], units: Sequence[Any]) -> str:
     counts = [len({k for u in unit.values() for k in u}) for unit in units]
     if not any(counts):
         return ("These runs store no scored items to pair (see each run's coverage): no "
-                "paired comparison; each run's own numbers are in its section below.")
+                "paired comparison; each run's numbers are over its own items.")
     sizes = ", ".join(f"{n}" for n in counts)
     return (f"These runs have no item in common (items scored per run: {sizes}; none has the "
             "same key in the first run and another): they were run on different data, so no "
-            "paired comparison is possible. Each run's own numbers are in its section below.")
+            "paired comparison is possible; each run's numbers are over its own items.")
 
 
 def flat_numbers(doc: Any, prefix: str = "", depth: int = 0) -> dict[str, float | int]:

@@ -433,8 +433,8 @@ def _comparison(records: Sequence[RunRecord], first_index: int) -> Markup:
     from ragmeter.reports.html_families import comparison_plot_of
 
     labels = [f"run {first_index + i}" for i in range(len(records))]
-    legend = table(["run", "id", "models", "when", "signature"],
-                   [[lab, r.run_id, ", ".join(r.models) or "—", _when(r),
+    legend = table(["run", "id", "data", "models", "when", "signature"],
+                   [[lab, r.run_id, run_label(r) or "—", ", ".join(r.models) or "—", _when(r),
                      Markup(f'<span class="sigline">{esc(r.signature or "—")}</span>')]
                     for lab, r in zip(labels, records, strict=True)], numeric_from=99)
     parts = [f"<h3>Comparison of {len(records)} runs</h3>", str(legend)]
