@@ -104,7 +104,7 @@ def _parts(h: Headline, digits: int) -> tuple[str, str, str]:
     """The value, the ``[lo, hi]`` interval and ``n=`` of a number as escaped markup (empty
     parts when absent); a number over no item (n = 0) is '—' without an interval."""
     value = None if h.n == 0 else h.value
-    d = min(digits, 3) if digits <= 4 else digits
+    d = min(digits, 3)  # an interval reads at three decimals whatever the value's
     ci = (f'<span class="ci">[{esc(number(h.ci[0], d))}, {esc(number(h.ci[1], d))}]</span>'
           if h.ci is not None and value is not None else "")
     n = f'<span class="ci">n={esc(h.n)}</span>' if h.n is not None else ""
@@ -127,8 +127,8 @@ def headline_cell(h: Headline, digits: int = 4, sep: str = "<br>") -> Markup:
 
 
 def headline_inline(h: Headline, digits: int = 4) -> Markup:
-    """One number on one line: ``0.9500 [0.878, 0.980] n=80``."""
-    return headline_cell(h, digits, sep=" ")
+    """One number on one line: ``0.9500 [0.878, 0.980] n=80`` (at most four decimals)."""
+    return headline_cell(h, min(digits, 4), sep=" ")
 
 
 def _shown_label(metrics: MetricTable | None, name: str, names: Sequence[str]) -> str:

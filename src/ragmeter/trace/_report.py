@@ -90,8 +90,9 @@ def print_validation(result: Any) -> None:
 
 # ------------------------------------------------------------------ HTML
 
-_KIND_TITLES = {"auroc": "hallucination AUROC (higher is better)",
-                "rmse": "RMSE against annotations (lower is better)"}
+# a kind of validation statistic: (plot title, axis label)
+_KINDS = {"auroc": ("Hallucination AUROC per judge", "AUROC (higher is better)"),
+          "rmse": ("RMSE against annotations per judge", "RMSE (lower is better)")}
 
 
 def _by_kind(names: Sequence[str]) -> dict[str, list[str]]:
@@ -110,14 +111,14 @@ def _validation_plot(judges: Mapping[str, Any], labels: list[str], kind: str,
     """One plot of the judges' validation statistics of one kind (AUROC, or RMSEs)."""
     from ragmeter.reports.plots import bars_png
 
-    what = _KIND_TITLES.get(kind, kind)
+    title, what = _KINDS.get(kind, (f"{kind} per judge", kind))
     series = {METRICS.get(s).label: [(judges[j].get(s) or {}).get("value") for j in labels]
               for s in names}
     cis = {METRICS.get(s).label: [(judges[j].get(s) or {}).get("ci95") for j in labels]
            for s in names}
     ylim = (0.0, 1.05) if kind == "auroc" else None
-    return figure(lambda: bars_png(f"{what} per judge", labels, series, ci=cis, ylabel=what,
-                                   ylim=ylim), f"TRACe validation per judge: {what}")
+    return figure(lambda: bars_png(title, labels, series, ci=cis, ylabel=what, ylim=ylim),
+                  f"TRACe validation per judge: {title}")
 
 
 def _group_means(doc: Mapping[str, Any]) -> dict[str, dict[str, float | None]]:
