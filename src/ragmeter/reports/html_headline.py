@@ -100,12 +100,23 @@ def _arrow(h: Headline) -> str:
     return "↑" if h.higher_is_better else "↓"
 
 
+def _bound(x: float, digits: int) -> str:
+    """An interval's bound: at most three decimals, more only when the metric keeps more than
+    four and they are not zeros (CNBE's ``-0.000732``, not ``-7.32e-04``; a weighted score's
+    ``0.300``, not ``0.300000``)."""
+    text = number(x, digits if digits > 4 else min(digits, 3))
+    if "." in text and "e" not in text:
+        whole, frac = text.split(".")
+        text = f"{whole}.{frac[:3]}{frac[3:].rstrip('0')}"
+    return text
+
+
 def _parts(h: Headline, digits: int) -> tuple[str, str, str]:
     """The value, the ``[lo, hi]`` interval and ``n=`` of a number as escaped markup (empty
     parts when absent); a number over no item (n = 0) is '—' without an interval."""
     value = None if h.n == 0 else h.value
-    d = min(digits, 3)  # an interval reads at three decimals whatever the value's
-    ci = (f'<span class="ci">[{esc(number(h.ci[0], d))}, {esc(number(h.ci[1], d))}]</span>'
+    ci = (f'<span class="ci">[{esc(_bound(h.ci[0], digits))}, '
+          f'{esc(_bound(h.ci[1], digits))}]</span>'
           if h.ci is not None and value is not None else "")
     n = f'<span class="ci">n={esc(h.n)}</span>' if h.n is not None else ""
     return f'<span class="v">{esc(number(value, digits))}</span>', ci, n
