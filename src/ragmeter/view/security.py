@@ -193,9 +193,20 @@ async def _refuse(send: Send, status: int, text: str) -> None:
     await _plain(send, status, text, [(b"connection", b"close")])
 
 
-async def _nothing_more() -> Message:
-    """The app's ``receive`` once the middleware has read the body: it is over."""
-    return {"type": "http.request", "body": b"", "more_body": False}
+def _after_body(receive: Receive) -> Receive:
+    """The app's ``receive`` once the middleware has read the body: first an empty, final
+    body message, then the connection's own messages (its ``http.disconnect``), as ASGI has
+    it."""
+    done = False
+
+    async def replayed() -> Message:
+        nonlocal done
+        if not done:
+            done = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        return await receive()
+
+    return replayed
 
 
 def _declared_length(scope: Scope) -> int | None:
@@ -252,7 +263,7 @@ class SecurityMiddleware:
             if form is None:
                 return
             scope[FORM_KEY] = form
-            receive = _nothing_more
+            receive = _after_body(receive)
         elif _declared_length(scope) not in (None, 0):
             await _refuse(send, 413, "ragmeter view: a GET or HEAD request carries no body.")
             return
