@@ -8,7 +8,7 @@ procedures resample per-item statistics, never text (as sacrebleu does).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,7 @@ __all__ = [
     "mean",
     "sample_std",
     "mean_std",
+    "mean_std_chunks",
     "bootstrap_ci",
     "percentile_interval",
     "PairedTest",
@@ -109,6 +110,39 @@ def mean_std(values: Sequence[float] | np.ndarray) -> tuple[float | None, float 
     m = math.fsum(a.tolist()) / n
     d = a - m
     return float(m), float(math.sqrt(math.fsum((d * d).tolist()) / (n - 1)))
+
+
+def mean_std_chunks(chunks: Callable[[], Iterable[Sequence[float] | np.ndarray]],
+                    ) -> tuple[float | None, float | None, int]:
+    """``(mean, sample_std, n)`` of values that come in chunks, ``chunks()`` giving them again
+    for the second pass: the very same floats as :func:`mean_std` of the whole list (its
+    exact sums, ``math.fsum``, read the chunks one after the other; tested), in memory of one
+    chunk."""
+    n = 0
+
+    def first() -> Iterator[float]:
+        nonlocal n
+        for chunk in chunks():
+            n += len(chunk)
+            yield from (chunk.tolist() if hasattr(chunk, "tolist") else chunk)
+
+    total = math.fsum(first())
+    if n == 0:
+        return None, None, 0
+    m = total / n
+    if n < 2:
+        return float(m), 0.0, n
+
+    def squares() -> Iterator[float]:
+        for chunk in chunks():
+            if len(chunk) >= SMALL:
+                d = _arr(chunk) - m
+                yield from (d * d).tolist()
+            else:
+                yield from [(x - m) * (x - m) for x in
+                            (chunk.tolist() if hasattr(chunk, "tolist") else chunk)]
+
+    return float(m), float(math.sqrt(math.fsum(squares()) / (n - 1))), n
 
 
 def _resample_means(a: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
