@@ -185,7 +185,12 @@ class ScoredRows:
         self.values = {name: NumberColumn("d", self._spill) for name in _VALUES}
         self.unscored: dict[int, tuple[str | None, str | None]] = {}  # position -> reason
         self._pending: list[ScoredRow] = []
-        self.n_scored = 0
+        self._n_scored = 0
+
+    @property
+    def n_scored(self) -> int:
+        self._flush()
+        return self._n_scored
 
     def append(self, row: ScoredRow) -> None:
         self._pending.append(row)
@@ -203,10 +208,13 @@ class ScoredRows:
         for i, r in enumerate(rows):
             if r.reason is not None:
                 self.unscored[start + i] = (r.reason, r.detail)
-        self.n_scored += len(rows) - sum(1 for r in rows if r.reason is not None)
+        self._n_scored += len(rows) - sum(1 for r in rows if r.reason is not None)
 
     def __len__(self) -> int:
         return len(self.ids) + len(self._pending)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
 
     def __iter__(self) -> Iterator[ScoredRow]:
         self._flush()
@@ -277,17 +285,43 @@ def aggregate(rows: ScoredRows | list[ScoredRow], config: ScoreConfig
         entry: dict[str, Any] = {"mean": mean, "std": std, "n": n,
                                  "not_labelled": n_scored - n}
         if config.ci:
-            values = [v for chunk in sources[metric]() for v in chunk]
-            ci = stats.bootstrap_ci(values, n_resamples=config.n_resamples, seed=config.seed)
+            ci = _interval(sources[metric], n, config)
             entry["ci95"] = list(ci) if ci else None
         summary[metric] = entry
     return summary
 
 
+CI_ROWS = 100_000
+"""Above this many values a metric's bootstrap draws value counts
+(:func:`ragmeter.stats.bootstrap_ci_counts`: memory and time grow with the distinct values,
+not the rows); up to it, rows (:func:`ragmeter.stats.bootstrap_ci`, the released numbers)."""
+CI_NOTE = (f"ci95: over {CI_ROWS:,} values, the bootstrap resamples value counts "
+           "(multinomial draws: the same estimator, in memory independent of the rows).")
+
+
+def _interval(chunks: Any, n: int, config: ScoreConfig) -> tuple[float, float] | None:
+    if n > CI_ROWS:
+        from collections import Counter
+
+        counts: Counter[float] = Counter()
+        for chunk in chunks():
+            counts.update(chunk)
+            if len(counts) > 1 << 16:
+                break
+        else:
+            return stats.bootstrap_ci_counts(dict(counts), n_resamples=config.n_resamples,
+                                             seed=config.seed)
+    values = [v for chunk in chunks() for v in chunk]
+    return stats.bootstrap_ci(values, n_resamples=config.n_resamples, seed=config.seed)
+
+
 def coverage_of(rows: ScoredRows | list[ScoredRow]) -> dict[str, Any]:
     reasons: dict[str, int] = {}
-    unscored = (rows.unscored.values() if isinstance(rows, ScoredRows)
-                else [(r.reason, r.detail) for r in rows if not r.ok])
+    if isinstance(rows, ScoredRows):
+        rows.n_scored  # noqa: B018 - writes the pending rows first
+        unscored = list(rows.unscored.values())
+    else:
+        unscored = [(r.reason, r.detail) for r in rows if not r.ok]
     for reason, _ in unscored:
         reasons[reason or "unknown"] = reasons.get(reason or "unknown", 0) + 1
     n_unscored = sum(reasons.values())
@@ -315,6 +349,8 @@ def score_rows(rows: Iterable[Row], config: ScoreConfig, source: str = "input") 
         notes.append("definitions: the GPT-labelling write-up's (relevance min(1, R/20), "
                      "utilization U/R, set completeness, adherence from fully_supported, "
                      "average of the four), not RAGBench's; see docs/trace.md.")
+    if config.ci and any(summary[m]["n"] > CI_ROWS for m in config.metrics):
+        notes.append(CI_NOTE)
     for metric in config.metrics:
         missing = summary[metric]["not_labelled"]
         if missing:
