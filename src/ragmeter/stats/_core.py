@@ -119,31 +119,33 @@ def mean_std_chunks(chunks: Callable[[], Iterable[Sequence[float] | np.ndarray]]
     for the second pass: the very same floats as :func:`mean_std` of the whole list (its
     exact sums, ``math.fsum``, read the chunks one after the other; tested), in memory of one
     chunk."""
+    from itertools import chain
+
     n = 0
 
-    def first() -> Iterator[float]:
+    def lists() -> Iterator[list[float]]:
         nonlocal n
         for chunk in chunks():
             n += len(chunk)
-            yield from (chunk.tolist() if hasattr(chunk, "tolist") else chunk)
+            yield chunk.tolist() if hasattr(chunk, "tolist") else list(chunk)
 
-    total = math.fsum(first())
+    total = math.fsum(chain.from_iterable(lists()))  # element by element in C
     if n == 0:
         return None, None, 0
     m = total / n
     if n < 2:
         return float(m), 0.0, n
 
-    def squares() -> Iterator[float]:
+    def squares() -> Iterator[list[float]]:
         for chunk in chunks():
             if len(chunk) >= SMALL:
                 d = _arr(chunk) - m
-                yield from (d * d).tolist()
+                yield (d * d).tolist()
             else:
-                yield from [(x - m) * (x - m) for x in
-                            (chunk.tolist() if hasattr(chunk, "tolist") else chunk)]
+                yield [(x - m) * (x - m) for x in
+                       (chunk.tolist() if hasattr(chunk, "tolist") else chunk)]
 
-    return float(m), float(math.sqrt(math.fsum(squares()) / (n - 1))), n
+    return float(m), float(math.sqrt(math.fsum(chain.from_iterable(squares())) / (n - 1))), n
 
 
 def _resample_means(a: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
