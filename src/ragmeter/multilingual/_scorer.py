@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import itemgetter
+from operator import eq, itemgetter
 from typing import Any
 
 from ragmeter import stats
@@ -410,6 +410,10 @@ class _Accumulator:
                 distinct = list(dict.fromkeys(golds))
                 norm_of = dict(zip(distinct, normalize_many(distinct), strict=True))  # type: ignore[arg-type]
                 norm_g = list(map(norm_of.__getitem__, golds))
+                same = list(map(eq, norm_p, norm_g))
+                return {m.name: (m.batch(norm_p, norm_g, langs, same) if m.batch is not None
+                                 else list(map(m.fn, norm_p, norm_g, langs)))  # type: ignore[arg-type]
+                        for m in ANSWER}
             return {m.name: list(map(m.fn, norm_p, norm_g, langs))  # type: ignore[arg-type]
                     for m in ANSWER}
         norm = NORMALIZERS[self.normalize]
