@@ -78,15 +78,17 @@ def _pair(acc: _Accumulator, baseline: str | None, exact_places: bool) -> _Pairi
                 for s in acc.columns if s != baseline} if baseline is not None else {}
     dup: tuple[int, int, str, int] | None = None
     for keys, fields in acc.keys.groups():
-        codes, pos, places, f1 = (f.tolist() for f in fields)
-        if len(set(zip(codes, keys, strict=True))) != len(keys):
-            found = _first_duplicate(keys, codes, places)
+        big = len(keys) >= SMALL_BATCH
+        if not (_unique_many(keys, fields[0]) if big
+                else len(set(zip(fields[0], keys, strict=True))) == len(keys)):
+            found = _first_duplicate(keys, fields[0].tolist(), fields[2].tolist())
             dup = found if dup is None or found < dup else dup
         if dup is not None or baseline is None:
             continue
-        if len(keys) >= SMALL_BATCH:
+        if big:
             _pair_many(keys, fields, b, names, out, scatters)
             continue
+        codes, pos, _, f1 = (f.tolist() for f in fields)
         base = {k: i for i, k in enumerate(keys) if codes[i] == b}
         rows: dict[float, tuple[list[float], list[float], list[float]]] = {}
         get = base.get
@@ -164,6 +166,18 @@ def _pair_many(keys: list[str], fields: list[array], b: int, names: dict[int, st
                 seen = out.missing.get(system)
                 out.missing[system] = ([count, p] if seen is None
                                        else [seen[0] + count, min(seen[1], p)])
+
+
+def _unique_many(keys: list[str], codes: array) -> bool:
+    """Whether no (system code, key) comes twice among a big group's rows (numpy)."""
+    import numpy as np
+
+    code = np.frombuffer(codes, dtype=np.float64)
+    systems = np.unique(code)
+    if systems.size == 1:
+        return len(set(keys)) == len(keys)
+    return all(len(set(picked)) == len(picked)
+               for picked in (_pick(keys, np.flatnonzero(code == c).tolist()) for c in systems))
 
 
 def _pick(seq: list[str], idx: list[int]) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ millions of rows fits in little memory.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -392,8 +393,8 @@ class _Accumulator:
                 cols.values[name].extend(take(seq))
             if texts is not None:
                 cols.texts.extend(zip(*(take(t) for t in texts), strict=True))
-            self.keys.add(sids, repeat(self.codes[system], k), range(start, start + k),  # type: ignore[arg-type]
-                          places, f1)
+            self.keys.add(sids, array("d", (self.codes[system],)) * k,
+                          array("d", range(start, start + k)), places, f1)
 
     def _answers(self, preds: list[str], golds: Sequence[str | tuple[str, ...]],
                  langs: list[str], golds_are_text: bool = False) -> dict[str, list[float]]:
