@@ -172,11 +172,7 @@ class TextColumn:
     def _write_block(self) -> None:
         if self._file is None:
             self._file = self._spill.new_file()
-        text = "\n".join(self._mem)
-        escaped = "\\" in text or text.count("\n") != len(self._mem) - 1
-        if escaped:
-            text = "\n".join(s.replace("\\", "\\\\").replace("\n", "\\n") for s in self._mem)
-        data = text.encode("utf-8", _ENC)
+        data, escaped = _encode_lines(self._mem)
         offset = self._file.seek(0, os.SEEK_END)
         self._file.write(data)
         self._blocks.append((self._disk, offset, len(data), escaped))
@@ -189,10 +185,7 @@ class TextColumn:
         _, offset, size, escaped = self._blocks[k]
         self._file.flush()
         self._file.seek(offset)
-        values = self._file.read(size).decode("utf-8", _ENC).split("\n")
-        if escaped:
-            values = [_unescape(v) if "\\" in v else v for v in values]
-        return values
+        return _decode_lines(self._file.read(size), escaped)
 
     def chunks(self) -> Iterator[list[str]]:
         for k in range(len(self._blocks)):
@@ -221,6 +214,23 @@ class TextColumn:
             base = self._disk
             return [self._mem[p - base] for p in positions]
         return _take_chunked(self, positions)
+
+
+def _encode_lines(values: Sequence[str]) -> tuple[bytes, bool]:
+    """``values`` as one UTF-8 text of ``\\n``-joined lines, and whether it had to escape
+    ``\\n`` and ``\\`` (only then is each string rewritten)."""
+    text = "\n".join(values)
+    escaped = "\\" in text or text.count("\n") != len(values) - 1
+    if escaped:
+        text = "\n".join(v.replace("\\", "\\\\").replace("\n", "\\n") for v in values)
+    return text.encode("utf-8", _ENC), escaped
+
+
+def _decode_lines(data: bytes, escaped: bool) -> list[str]:
+    values = data.decode("utf-8", _ENC).split("\n")
+    if escaped:
+        values = [_unescape(v) if "\\" in v else v for v in values]
+    return values
 
 
 def _unescape(value: str) -> str:
@@ -274,12 +284,7 @@ class KeyedRecords:
         start = 0
         for b, end in enumerate(ends):
             if end > start:
-                text = "\n".join(sorted_keys[start:end])
-                escaped = "\\" in text or text.count("\n") != end - start - 1
-                if escaped:
-                    text = "\n".join(k.replace("\\", "\\\\").replace("\n", "\\n")
-                                     for k in sorted_keys[start:end])
-                data = text.encode("utf-8", _ENC)
+                data, escaped = _encode_lines(sorted_keys[start:end])
                 fh = self._files[b]
                 fh.write(array("q", [end - start, len(data), int(escaped)]).tobytes())
                 for f in fields:
@@ -309,10 +314,7 @@ class KeyedRecords:
                 n, size, escaped = array("q", head)
                 for f in fields:
                     f.frombytes(fh.read(8 * n))
-                part = fh.read(size).decode("utf-8", _ENC).split("\n")
-                if escaped:
-                    part = [_unescape(v) if "\\" in v else v for v in part]
-                keys.extend(part)
+                keys.extend(_decode_lines(fh.read(size), bool(escaped)))
             if keys:
                 yield keys, fields
 
