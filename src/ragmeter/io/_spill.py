@@ -49,6 +49,7 @@ class SpillDir:
         if self._tmp is None:
             import tempfile
 
+            _more_files()
             self._tmp = tempfile.TemporaryDirectory(prefix="ragmeter-spill-")
         self._count += 1
         return open(Path(self._tmp.name) / f"{self._count}.bin", "w+b")  # noqa: SIM115
@@ -57,6 +58,19 @@ class SpillDir:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+
+def _more_files() -> None:
+    """Raise this process's soft limit of open files to its hard limit: each spilled column
+    keeps its file open (a few dozen per system, 64 key partitions)."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ImportError, ValueError, OSError):  # no resource module (Windows), or not allowed
+        pass
 
 
 def _sparse(positions: Sequence[int], n: int) -> bool:
