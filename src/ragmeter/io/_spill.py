@@ -51,7 +51,8 @@ class SpillDir:
             import tempfile
 
             _more_files()
-            self._tmp = tempfile.TemporaryDirectory(prefix="ragmeter-spill-")
+            self._tmp = tempfile.TemporaryDirectory(prefix="ragmeter-spill-",
+                                                    ignore_cleanup_errors=True)
         self._count += 1
         return open(Path(self._tmp.name) / f"{self._count}.bin", "w+b")  # noqa: SIM115
 
