@@ -240,6 +240,15 @@ class MultilingualResult:
 # ------------------------------------------------------------------ scoring
 
 
+def _absent_marked(seq: Sequence[float | None]) -> Sequence[float]:
+    """``seq`` with None as the NaN marker (a column of None only: no pass per value)."""
+    if None not in seq:
+        return seq  # type: ignore[return-value]
+    if seq.count(None) == len(seq):  # type: ignore[attr-defined]
+        return [ABSENT] * len(seq)
+    return [ABSENT if v is None else v for v in seq]
+
+
 def _taker(idx: list[int] | None) -> Callable[[Sequence[Any]], Sequence[Any]]:
     """Picks the positions ``idx`` out of a sequence (all of it for None), in C."""
     if idx is None:
@@ -375,8 +384,7 @@ class _Accumulator:
                values: Mapping[str, Sequence[float | None]], numbers: Sequence[int],
                texts: tuple[Sequence[Any], Sequence[Any], Sequence[Any]] | None) -> None:
         """Append scored rows to their systems' columns (duplicates are an error)."""
-        columns = {name: ([ABSENT if v is None else v for v in seq]
-                          if name in _ABSENT_MARKED and None in seq else seq)
+        columns = {name: _absent_marked(seq) if name in _ABSENT_MARKED else seq
                    for name, seq in values.items()}
         for system, idx in _group_positions(systems).items():
             take = _taker(idx)
