@@ -24,10 +24,14 @@ def models_report() -> dict[str, Any]:
     if model_path is None:
         missing.append({"what": f"default model {local.DEFAULT_MODEL}",
                         "install": local.INSTALL_MODEL})
-    if runtime is None:
-        absent = [n for n in ("torch", "transformers", "gguf", "accelerate") if not status[n]]
-        missing.append({"what": "local runtime (" + ", ".join(absent) + ")",
+    if not local.has_all(status, local.NUMPY_NEEDS):
+        absent = [n for n in local.NUMPY_NEEDS if not status[n]]
+        missing.append({"what": "local runtime numpy (" + ", ".join(absent) + ")",
                         "install": local.INSTALL_LOCAL})
+    if not local.has_all(status, local.TORCH_NEEDS):
+        missing.append({"what": "torch runtime (optional: architectures other than Llama, "
+                                "runtime='torch' or 'transformers', the minilm embedder)",
+                        "install": local.INSTALL_TORCH})
     if not status["llama_cpp"]:
         missing.append({"what": "llama-cpp-python (optional, faster GGUF runtime)",
                         "install": local.INSTALL_LLAMA_CPP})

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ragmeter.backends._local._model import ModelLocation
 
 __all__ = ["CACHE_FORMAT", "CACHE_INFO", "models_dir", "gguf_sha256", "cache_key", "direct_key",
-           "cached_model_dir", "transformers_model_dir", "converted_dir", "tokenizer_source",
+           "cached_model_dir", "direct_model_dir", "transformers_model_dir", "converted_dir", "tokenizer_source",
            "is_complete", "write_cache", "convert_direct"]
 
 CACHE_FORMAT = "safetensors-f32-v1"
@@ -118,6 +118,13 @@ def _folder(gguf: Path, key: dict[str, str]) -> Path:
     return models_dir() / f"{gguf.stem}-{digest}"
 
 
+def direct_model_dir(gguf: Path) -> Path | None:
+    """The folder the direct converter writes for this GGUF (may not exist yet); None when
+    gguf, numpy or tokenizers is not installed."""
+    key = direct_key(gguf)
+    return _folder(gguf, key) if key is not None else None
+
+
 def converted_dir(location: ModelLocation) -> Path | None:
     """The cache folder for a GGUF model (it may not exist yet); None for a Hugging Face
     folder, which ``from_pretrained`` already reads quickly."""
@@ -162,9 +169,10 @@ def transformers_model_dir(gguf: Path) -> Path:
     return _folder(gguf, cache_key(gguf))
 
 
-def is_complete(folder: Path) -> bool:
+def is_complete(folder: Path | None) -> bool:
     """True when ``folder`` holds a finished conversion (the info file is written last)."""
-    return (folder / CACHE_INFO).is_file() and (folder / "model.safetensors").is_file()
+    return (folder is not None and (folder / CACHE_INFO).is_file()
+            and (folder / "model.safetensors").is_file())
 
 
 def _write_atomically(folder: Path, fill: Callable[[Path], None], key: dict[str, str]) -> Path:

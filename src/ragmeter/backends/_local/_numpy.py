@@ -43,7 +43,12 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.backends._local._fast import LlamaRuntimeBase, safetensors_layout
-from ragmeter.backends._local._runtimes import DEFAULT_MAX_TOKENS, _Generation
+from ragmeter.backends._local._runtimes import (
+    DEFAULT_MAX_TOKENS,
+    _Generation,
+    _stop_list,
+    truncate_at_stop,
+)
 
 __all__ = ["NumpyLlamaRuntime", "load_safetensors_numpy"]
 
@@ -321,8 +326,8 @@ class _NumpyLlama:
 
 
 class NumpyLlamaRuntime(LlamaRuntimeBase):
-    """The runtime interface of ``_TransformersRuntime`` over :class:`_NumpyLlama`; requests
-    it does not repeat exactly go to ``fallback()`` (the transformers runtime, loaded once)."""
+    """The runtime interface of ``_TransformersRuntime`` over :class:`_NumpyLlama`: greedy
+    decoding, sampling, repetition penalties, stop strings and choice scoring, without torch."""
 
     #: prompts of a batch that start with the same tokens (a system prompt, a template)
     #: compute those once: at least MIN_PREFIX shared tokens; the last KEPT_PREFIXES
@@ -333,7 +338,8 @@ class NumpyLlamaRuntime(LlamaRuntimeBase):
     KEPT_PREFIXES = 4
     KEPT_TOKENS = 4096
 
-    def __init__(self, folder: Path, threads: int, fallback: Callable[[], Any]) -> None:
+    def __init__(self, folder: Path, threads: int,
+                 fallback: Callable[[], Any] | None = None) -> None:
         import numpy as np
 
         self.np = np
@@ -371,16 +377,19 @@ class NumpyLlamaRuntime(LlamaRuntimeBase):
 
     def generate_batch(self, prompts: Sequence[list[int]],
                        params: Mapping[str, Any]) -> list[_Generation]:
-        """Greedy decoding as ``model.generate`` does it on a left-padded batch (see the
-        module docstring); one prompt is a batch of one."""
-        if not self._exact(params):
-            return list(self.fallback().generate_batch(prompts, params))
+        """Decoding as ``model.generate`` does it on a left-padded batch (see the module
+        docstring): greedy, or sampled and penalized by :class:`_Chooser`; a row whose text
+        contains a ``stop`` string ends there.  One prompt is a batch of one."""
         with self.model.blas.single():
-            return self._greedy(prompts, int(params.get("max_tokens") or DEFAULT_MAX_TOKENS))
+            return self._generate(prompts, params)
 
-    def _greedy(self, prompts: Sequence[list[int]], max_tokens: int) -> list[_Generation]:
+    def _generate(self, prompts: Sequence[list[int]],
+                  params: Mapping[str, Any]) -> list[_Generation]:
         np = self.np
         model = self.model
+        max_tokens = int(params.get("max_tokens") or DEFAULT_MAX_TOKENS)
+        stop = _stop_list(params.get("stop"))
+        chooser = _Chooser.of(np, params, prompts, len(model.embed))
         cache = _KVCache(np, model.layers, [len(p) for p in prompts], model.kv_heads,
                          model.head_dim, max_tokens)
         eos = np.array(self._generation_eos or sorted(self.eos), dtype=np.int64)
@@ -392,19 +401,40 @@ class NumpyLlamaRuntime(LlamaRuntimeBase):
                                               [(len(p) - skip - 1, len(p) - skip)
                                                for p in prompts], prefix))
         generated: list[Any] = []
+        ends: dict[int, int] = {}  # rows a stop string ended: their number of tokens
         next_tokens: Any = None
         for step in range(max_tokens):
             if step:
                 logits = model.decode(next_tokens, positions, cache)
                 positions += 1
-            next_tokens = np.where(unfinished, np.argmax(logits, axis=-1), self.pad_id)
+            chosen = np.argmax(logits, axis=-1) if chooser is None else chooser.pick(logits)
+            next_tokens = np.where(unfinished, chosen, self.pad_id)
             generated.append(next_tokens)
             unfinished &= ~np.isin(next_tokens, eos)
+            if stop:
+                self._end_at_stop(generated, unfinished, stop, ends)
             if not unfinished.any():
                 break
         out = (np.stack(generated, axis=1).tolist() if generated
                else [[] for _ in prompts])
+        if stop:
+            return self._results(prompts, out, max_tokens, stop, ends)
         return self._results(prompts, out, max_tokens)
+
+    def _greedy(self, prompts: Sequence[list[int]], max_tokens: int) -> list[_Generation]:
+        """Greedy decoding of ``prompts`` (no stop strings)."""
+        return self._generate(prompts, {"max_tokens": max_tokens})
+
+    def _end_at_stop(self, generated: Sequence[Any], unfinished: Any, stop: Sequence[str],
+                     ends: dict[int, int]) -> None:
+        """End the rows whose text now contains a stop string (the text is cut before it
+        later, as OpenAI does; the tokens counted are those generated up to it)."""
+        for row in self.np.flatnonzero(unfinished).tolist():
+            text = self.tokenizer.decode([int(g[row]) for g in generated],
+                                         skip_special_tokens=True)
+            if truncate_at_stop(text, stop)[1]:
+                unfinished[row] = False
+                ends[row] = len(generated)
 
     def choice_logprobs_batch(self, prompts: Sequence[list[int]],
                               choices: Sequence[Sequence[list[int]]]) -> list[list[float]]:
@@ -436,6 +466,75 @@ class NumpyLlamaRuntime(LlamaRuntimeBase):
             logp = _log_softmax(self.np, rows)
             scores[i] = sum((float(logp[j, tok]) for j, tok in enumerate(choices[i])), 0.0)
         return scores
+
+
+class _Chooser:
+    """The next token of each row of a batch that samples (temperature > 0) or penalizes
+    repetition, in the order of transformers' logits processors: the repetition penalty on
+    the logits of every token already in the row (``RepetitionPenaltyLogitsProcessor``:
+    negative logits multiplied, positive ones divided), then temperature, top-k
+    (``TopKLogitsWarper``), top-p (``TopPLogitsWarper``: the smallest tokens whose cumulative
+    probability stays at or below ``1 - top_p`` are removed, at least one kept), and a draw
+    from the softmax; without temperature, the argmax.  ``top_k`` applies only when given
+    (as OpenAI's API has none).  Each row draws from its own ``numpy.random.default_rng(seed)``,
+    so a row's tokens do not depend on the batch it shares (the draws are numpy's, not
+    torch's: the same seed gives other tokens than the transformers runtime)."""
+
+    def __init__(self, np: Any, params: Mapping[str, Any], prompts: Sequence[list[int]],
+                 vocab: int) -> None:
+        self.np = np
+        self.temperature = float(params.get("temperature") or 0.0)
+        top_p = params.get("top_p")
+        self.top_p = 1.0 if top_p is None else float(top_p)
+        self.top_k = int(params["top_k"]) if params.get("top_k") else 0
+        penalty = params.get("repetition_penalty")
+        self.penalty = None if penalty is None else float(penalty)
+        seed = int(params.get("seed", 0) or 0)
+        self.rngs = [np.random.default_rng(seed) for _ in prompts]
+        self.seen = np.zeros((len(prompts), vocab), dtype=bool)
+        for row, prompt in enumerate(prompts):
+            self.seen[row, prompt] = True
+
+    @classmethod
+    def of(cls, np: Any, params: Mapping[str, Any], prompts: Sequence[list[int]],
+           vocab: int) -> _Chooser | None:
+        """A chooser, or None for plain greedy decoding (the argmax of the logits)."""
+        if float(params.get("temperature") or 0.0) > 0 or \
+                params.get("repetition_penalty") is not None:
+            return cls(np, params, prompts, vocab)
+        return None
+
+    def pick(self, logits: Any) -> Any:
+        np = self.np
+        scores = logits.astype(np.float64)
+        if self.penalty is not None:
+            seen = scores[self.seen]
+            scores[self.seen] = np.where(seen < 0, seen * self.penalty, seen / self.penalty)
+        if self.temperature <= 0:
+            chosen = np.argmax(scores, axis=-1)
+        else:
+            chosen = np.array([self._draw(row, scores[row] / self.temperature)
+                               for row in range(len(scores))], dtype=np.int64)
+        self.seen[np.arange(len(chosen)), chosen] = True
+        return chosen
+
+    def _draw(self, row: int, scores: Any) -> int:
+        np = self.np
+        if 0 < self.top_k < len(scores):
+            kth = np.partition(scores, -self.top_k)[-self.top_k]
+            scores[scores < kth] = -np.inf
+        if self.top_p < 1.0:
+            order = np.argsort(scores, kind="stable")
+            probs = np.exp(scores[order] - scores[order[-1]])
+            cumulative = np.cumsum(probs / probs.sum())
+            remove = cumulative <= 1.0 - self.top_p
+            remove[-1] = False
+            scores[order[remove]] = -np.inf
+        weights = np.exp(scores - scores.max())
+        cumulative = np.cumsum(weights)
+        drawn = int(np.searchsorted(cumulative, self.rngs[row].random() * cumulative[-1],
+                                    side="right"))
+        return min(drawn, len(scores) - 1)
 
 
 def _log_softmax(np: Any, logits: Any) -> Any:

@@ -57,7 +57,9 @@ def local_counter(model: str | None) -> TokenCounter:
 
         return TokenCounter(f"local:{location.model_id} (llama.cpp, template approximate)",
                             False, count_llama, count_messages_llama)
-    return _approximate_counter("no local tokenizer runtime: pip install 'ragmeter[local]'")
+    from ragmeter.backends._local._model import INSTALL_LOCAL
+
+    return _approximate_counter(f"no local tokenizer runtime: {INSTALL_LOCAL}")
 
 
 def _converted_counter(location: Any) -> TokenCounter | None:
