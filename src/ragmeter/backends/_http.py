@@ -49,11 +49,14 @@ class LoopClient:
 
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
+            limits = httpx.Limits(max_connections=self._max, max_keepalive_connections=self._max)
+            tls: Any = _LazyTLSTransport(limits)  # an httpx transport, duck-typed
             self._client = httpx.AsyncClient(
                 base_url=self._base_url, headers=self._headers,
                 timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s, 30.0)),
-                limits=httpx.Limits(max_connections=self._max,
-                                    max_keepalive_connections=self._max))
+                transport=tls,
+                # plain http:// needs no TLS: no certificate bundle to load (40-80 ms)
+                mounts={"http://": httpx.AsyncHTTPTransport(verify=False, limits=limits)})
             self._loop = loop
         return self._client
 
@@ -61,6 +64,38 @@ class LoopClient:
         client, self._client, self._loop = self._client, None, None
         if client is not None:
             await client.aclose()
+
+
+class _LazyTLSTransport:
+    """httpx's default transport for https://, made at the first request that needs it: a
+    client that only ever speaks plain http:// never loads the certificate bundle (the TLS
+    context costs 40-80 ms of a process's start-up).  Certificates are verified as by
+    default."""
+
+    def __init__(self, limits: Any) -> None:
+        self._limits = limits
+        self._transport: Any = None
+
+    def _get(self) -> Any:
+        if self._transport is None:
+            import httpx
+
+            self._transport = httpx.AsyncHTTPTransport(limits=self._limits)
+        return self._transport
+
+    async def handle_async_request(self, request: Any) -> Any:
+        return await self._get().handle_async_request(request)
+
+    async def __aenter__(self) -> _LazyTLSTransport:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        transport, self._transport = self._transport, None
+        if transport is not None:
+            await transport.aclose()
 
 
 def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
