@@ -1,5 +1,6 @@
 """The pooled HTTP client (backends/_http.LoopClient): plain http:// loads no certificates,
-https:// keeps httpx's certificate verification (issue 26.5: start-up)."""
+https:// keeps httpx's certificate verification, httpx's own CLI is not imported (issue
+26.5: start-up)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,21 @@ def test_a_plain_http_client_loads_no_certificate_bundle() -> None:
             "    pool.get()\n"
             "    await pool.close()\n"
             "asyncio.run(main())\n"
-            "print(len(loads))\n")
+            "import sys\n"
+            "print(len(loads), 'httpx._main' in sys.modules, 'rich' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
-    assert done.stdout.strip() == "0"
+    # no certificate bundle loaded; httpx's own command-line client (rich, pygments) not imported
+    assert done.stdout.split() == ["0", "False", "False"]
+
+
+def test_import_httpx_is_the_whole_httpx_module() -> None:
+    code = ("from ragmeter.backends._http import import_httpx\n"
+            "httpx = import_httpx()\n"
+            "import sys\n"
+            "assert 'httpx._main' not in sys.modules\n"
+            "import httpx._main\n"  # still importable afterwards
+            "print(httpx.AsyncClient.__name__, import_httpx() is httpx)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == ["AsyncClient", "True"]

@@ -23,9 +23,36 @@ from ragmeter._util._redact import redact_text
 from ragmeter.errors import BackendError
 
 __all__ = ["send", "raise_for_status", "error_message", "parse_retry_after", "post_stored",
-           "LoopClient", "RETRYABLE_4XX"]
+           "LoopClient", "RETRYABLE_4XX", "import_httpx"]
 
 RETRYABLE_4XX = {408, 409}
+
+
+def import_httpx() -> Any:
+    """``import httpx``, without httpx's own command-line client: ``httpx/__init__`` imports
+    ``httpx._main`` (rich, pygments, click; 30-90 ms of a process's start-up) and falls back to
+    a stub ``httpx.main`` when that import fails, so ragmeter, which never runs that command,
+    makes it fail.  Any other import error of httpx is raised as usual."""
+    import sys
+
+    if "httpx" in sys.modules:
+        return sys.modules["httpx"]
+    modules: dict[str, Any] = sys.modules  # type: ignore[assignment]
+    blocked = "httpx._main" not in modules
+    if blocked:
+        modules["httpx._main"] = None  # `import httpx._main` raises ImportError
+    try:
+        import httpx
+    except ImportError:
+        if not blocked:
+            raise
+        del modules["httpx._main"]  # an httpx that cannot do without its _main: import it whole
+        blocked = False
+        import httpx
+    finally:
+        if blocked and modules.get("httpx._main", 0) is None:
+            del modules["httpx._main"]
+    return httpx
 
 
 class LoopClient:
@@ -45,8 +72,7 @@ class LoopClient:
     def get(self) -> Any:
         import asyncio
 
-        import httpx
-
+        httpx = import_httpx()
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
             limits = httpx.Limits(max_connections=self._max, max_keepalive_connections=self._max)
@@ -189,12 +215,11 @@ def post_stored(url: str, body: Mapping[str, Any], identity: Mapping[str, Any], 
     re-run resumes where this one stopped."""
     import json
 
-    import httpx
-
     from ragmeter._util._redact import redact_url
     from ragmeter.backends._types import Message, Request, Response, Usage
     from ragmeter.errors import ConfigError
 
+    httpx = import_httpx()
     request = Request(id=request_id, messages=(Message("user", json.dumps(
         body, ensure_ascii=False, sort_keys=True)),))
     key = request.cache_key(identity)
