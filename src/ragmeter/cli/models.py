@@ -14,6 +14,7 @@ import click
 
 def models_report() -> dict[str, Any]:
     """What ``ragmeter models`` shows, as a JSON-ready dict (no model is loaded)."""
+    from ragmeter.backends._local import _kernel as local_kernel
     from ragmeter.backends._local import _model as local
     from ragmeter.backends._registry import backend_names
 
@@ -44,6 +45,8 @@ def models_report() -> dict[str, Any]:
             "size_bytes": model_path.stat().st_size if model_path else None,
         },
         "local_runtime": runtime,
+        # how the numpy runtime reads the weights: quantized blocks with the C kernel, or float32
+        "local_weights": local_kernel.describe() if runtime == "numpy" else None,
         "packages": {("llama-cpp-python" if k == "llama_cpp" else k): v
                      for k, v in status.items()},
         "missing": missing,
@@ -102,7 +105,8 @@ def models(as_json: bool) -> None:
                   soft_wrap=True)
     else:
         con.print(f"Default model: {dm['name']}  NOT installed")
-    con.print("Local runtime: " + (report["local_runtime"] or "none installed"))
+    con.print("Local runtime: " + (report["local_runtime"] or "none installed")
+              + (f", {report['local_weights']}" if report.get("local_weights") else ""))
     con.print("Packages: " + ", ".join(f"{k} {'yes' if v else 'no'}"
                                        for k, v in report["packages"].items()))
     for m in report["missing"]:

@@ -288,7 +288,11 @@ def _build_runtime(location: ModelLocation, threads: int, runtime: str) -> Any:
 
     if runtime == "transformers":
         return _TransformersRuntime(location, threads)
-    folder = local_cache.convert_direct(location.path)
+    kernel = None
+    if runtime == "numpy":  # the blocks file and the block kernel when it can be built
+        folder, kernel = local_cache.convert_for_numpy(location.path)
+    else:
+        folder = local_cache.convert_direct(location.path)
     if folder is None:
         raise ConfigError(f"local: the {runtime} runtime needs the converted copy of "
                           f"{location.path.name} and it could not be written under "
@@ -303,7 +307,7 @@ def _build_runtime(location: ModelLocation, threads: int, runtime: str) -> Any:
                                            lambda: _TransformersRuntime(location, threads))
     from ragmeter.backends._local import _numpy as local_numpy
 
-    return local_numpy.NumpyLlamaRuntime(folder, threads)
+    return local_numpy.NumpyLlamaRuntime(folder, threads, kernel=kernel)
 
 
 # --------------------------------------------------------------------------- the backend

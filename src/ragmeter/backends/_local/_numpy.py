@@ -42,34 +42,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragmeter.backends._local._fast import LlamaRuntimeBase, safetensors_layout
+from ragmeter.backends._local._fast import LlamaRuntimeBase
 from ragmeter.backends._local._runtimes import (
     DEFAULT_MAX_TOKENS,
     _Generation,
     _stop_list,
     truncate_at_stop,
 )
+from ragmeter.backends._local._weights import Layer, load_safetensors_numpy, load_weights
 
 __all__ = ["NumpyLlamaRuntime", "load_safetensors_numpy"]
 
-_DTYPES = {"F32": "float32", "F16": "float16"}
 _QUERY_BLOCK = 256  # prompt positions per attention block (bounds the score matrix's memory)
-
-
-def load_safetensors_numpy(path: Path) -> dict[str, Any]:
-    """The tensors of a safetensors file as read-only numpy views of one memory map."""
-    import numpy as np
-
-    mapped, layout = safetensors_layout(path)
-    tensors: dict[str, Any] = {}
-    for name, code, shape, offset, length in layout:
-        if code not in _DTYPES:
-            raise RuntimeError(f"{path}: tensor {name} has dtype {code}; the numpy runtime "
-                               "reads F32 or F16")
-        dtype = np.dtype(_DTYPES[code])
-        flat = np.frombuffer(mapped, dtype=dtype, count=length // dtype.itemsize, offset=offset)
-        tensors[name] = flat.reshape(shape)
-    return tensors
 
 
 @dataclass(frozen=True)
@@ -107,16 +91,19 @@ class _KVCache:
 class _NumpyLlama:
     """The forward pass of ``LlamaForCausalLM`` over memory-mapped numpy weights."""
 
-    def __init__(self, folder: Path, config: Mapping[str, Any], threads: int) -> None:
+    def __init__(self, folder: Path, config: Mapping[str, Any], threads: int,
+                 kernel: Any = None) -> None:
         import numpy as np
 
         self.np = np
         self.threads = max(1, int(threads))
         self.blas = _Blas()
         self._pool: Any = None
-        self.w = load_safetensors_numpy(folder / "model.safetensors")
-        self.embed = self.w["model.embed_tokens.weight"]
-        self.lm_head = self.w.get("lm_head.weight", self.embed)  # tied: one tensor serves both
+        self.weights = load_weights(folder, config, kernel)
+        if kernel is not None and self.weights.kind == "blocks":
+            kernel.set_threads(self.threads)
+        self.vocab = self.weights.vocab
+        self.final_norm = self.weights.final_norm
         self.layers = int(config["num_hidden_layers"])
         self.heads = int(config["num_attention_heads"])
         self.kv_heads = int(config.get("num_key_value_heads") or self.heads)
@@ -128,16 +115,12 @@ class _NumpyLlama:
         dim = self.head_dim
         self.inv_freq = (1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float32) / dim))
                          ).astype(np.float32)
-        names = ("input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                 "self_attn.o_proj", "post_attention_layernorm", "mlp.gate_proj",
-                 "mlp.up_proj", "mlp.down_proj")
-        # linear weights as (in, out) views: x @ w.T without a copy (BLAS reads it transposed)
-        self._layer_w = []
-        for i in range(self.layers):
-            ln1, wq, wk, wv, wo, ln2, wg, wu, wd = (self.w[f"model.layers.{i}.{n}.weight"]
-                                                    for n in names)
-            self._layer_w.append((ln1, wq.T, wk.T, wv.T, wo.T, ln2, wg.T, wu.T, wd.T))
-        self.final_norm = self.w["model.norm.weight"]
+        self._sizes = (self.heads * dim, self.kv_heads * dim, self.kv_heads * dim)
+
+    def weight_bytes_per_token(self) -> int:
+        """Bytes of weights one decode step reads (``benchmarks/bench_decode.py``'s
+        ceiling): every layer's, the final norm, the lm_head and one embedding row."""
+        return self.weights.bytes_per_token()
 
     # ------------------------------------------------------------------ pieces
 
@@ -168,13 +151,13 @@ class _NumpyLlama:
         scores /= scores.sum(axis=-1, keepdims=True)
         return scores
 
-    def _mlp(self, x: Any, wg: Any, wu: Any, wd: Any) -> Any:
+    def _mlp(self, x: Any, layer: Layer) -> Any:
         np = self.np
-        gate = x @ wg
+        gate, up = layer.gate_up(x)
         # silu(g) = g * sigmoid(g) = g / (1 + exp(-g))
         silu = gate / (1.0 + np.exp(-gate))
-        silu *= x @ wu
-        return silu @ wd
+        silu *= up
+        return layer.down(silu)
 
     # ------------------------------------------------------------------ passes
 
@@ -235,13 +218,14 @@ class _NumpyLlama:
         offsets = [0]
         for n in counts:
             offsets.append(offsets[-1] + n)
-        h = self.embed[ids]
+        h = self.weights.embed(ids)
         tokens = len(ids)
-        for i, (ln1, wq, wk, wv, wo, ln2, wg, wu, wd) in enumerate(self._layer_w):
-            x = self._norm(h, ln1)
-            q = self._rotate((x @ wq).reshape(tokens, self.heads, self.head_dim), cos, sin)
-            k = self._rotate((x @ wk).reshape(tokens, self.kv_heads, self.head_dim), cos, sin)
-            v = (x @ wv).reshape(tokens, self.kv_heads, self.head_dim)
+        for i, layer in enumerate(self.weights.layers):
+            x = self._norm(h, layer.ln1)
+            xq, xk, xv = layer.qkv(x, self._sizes)
+            q = self._rotate(xq.reshape(tokens, self.heads, self.head_dim), cos, sin)
+            k = self._rotate(xk.reshape(tokens, self.kv_heads, self.head_dim), cos, sin)
+            v = xv.reshape(tokens, self.kv_heads, self.head_dim)
             out = np.empty((tokens, self.heads, self.head_dim), dtype=np.float32)
             for j, row in enumerate(rows):
                 a, b = offsets[j], offsets[j + 1]
@@ -257,11 +241,11 @@ class _NumpyLlama:
                     cache.keys[i][row, :, lo:cache.width] = kr
                     cache.values[i][row, :, lo:cache.width] = vr
                 out[a:b] = self._causal_attention(q[a:b], kr, vr, start)
-            h = h + out.reshape(tokens, -1) @ wo
-            h = h + self._mlp(self._norm(h, ln2), wg, wu, wd)
+            h = h + layer.o(out.reshape(tokens, -1))
+            h = h + self._mlp(self._norm(h, layer.ln2), layer)
         picked = [h[offsets[j] + keep[row][0]:offsets[j] + keep[row][1]]
                   for j, row in enumerate(rows)]
-        logits = self._norm(np.concatenate(picked), self.final_norm) @ self.lm_head.T
+        logits = self.weights.head(self._norm(np.concatenate(picked), self.final_norm))
         bounds = np.cumsum([0] + [len(x) for x in picked])
         return [logits[bounds[j]:bounds[j + 1]] for j in range(len(rows))]
 
@@ -303,14 +287,15 @@ class _NumpyLlama:
         batch = len(tokens)
         col = cache.filled
         cos, sin = self._rotary(positions.astype(np.float32))
-        h = self.embed[tokens]
+        h = self.weights.embed(tokens)
         bias = cache.bias[..., :col + 1]
-        for i, (ln1, wq, wk, wv, wo, ln2, wg, wu, wd) in enumerate(self._layer_w):
-            x = self._norm(h, ln1)
-            q = self._rotate((x @ wq).reshape(batch, self.heads, self.head_dim), cos, sin)
+        for i, layer in enumerate(self.weights.layers):
+            x = self._norm(h, layer.ln1)
+            xq, xk, xv = layer.qkv(x, self._sizes)
+            q = self._rotate(xq.reshape(batch, self.heads, self.head_dim), cos, sin)
             cache.keys[i][:, :, col] = self._rotate(
-                (x @ wk).reshape(batch, self.kv_heads, self.head_dim), cos, sin)
-            cache.values[i][:, :, col] = (x @ wv).reshape(batch, self.kv_heads, self.head_dim)
+                xk.reshape(batch, self.kv_heads, self.head_dim), cos, sin)
+            cache.values[i][:, :, col] = xv.reshape(batch, self.kv_heads, self.head_dim)
             keys = cache.keys[i][:, :, :col + 1]
             values = cache.values[i][:, :, :col + 1]
             qg = q.reshape(batch, self.kv_heads, self.groups, self.head_dim)
@@ -319,10 +304,10 @@ class _NumpyLlama:
             scores += bias
             self._softmax_(np, scores)
             out = (scores @ values).reshape(batch, -1)
-            h = h + out @ wo
-            h = h + self._mlp(self._norm(h, ln2), wg, wu, wd)
+            h = h + layer.o(out)
+            h = h + self._mlp(self._norm(h, layer.ln2), layer)
         cache.filled = col + 1
-        return self._norm(h, self.final_norm) @ self.lm_head.T
+        return self.weights.head(self._norm(h, self.final_norm))
 
 
 class NumpyLlamaRuntime(LlamaRuntimeBase):
@@ -339,12 +324,12 @@ class NumpyLlamaRuntime(LlamaRuntimeBase):
     KEPT_TOKENS = 4096
 
     def __init__(self, folder: Path, threads: int,
-                 fallback: Callable[[], Any] | None = None) -> None:
+                 fallback: Callable[[], Any] | None = None, kernel: Any = None) -> None:
         import numpy as np
 
         self.np = np
         super().__init__(folder, fallback)
-        self.model = _NumpyLlama(folder, self.config, threads)
+        self.model = _NumpyLlama(folder, self.config, threads, kernel)
         self._prefixes: OrderedDict[tuple[int, ...], Prefix] = OrderedDict()
 
     def _shared_prefix(self, prompts: Sequence[list[int]]) -> Prefix | None:
@@ -389,7 +374,7 @@ class NumpyLlamaRuntime(LlamaRuntimeBase):
         model = self.model
         max_tokens = int(params.get("max_tokens") or DEFAULT_MAX_TOKENS)
         stop = _stop_list(params.get("stop"))
-        chooser = _Chooser.of(np, params, prompts, len(model.embed))
+        chooser = _Chooser.of(np, params, prompts, model.vocab)
         cache = _KVCache(np, model.layers, [len(p) for p in prompts], model.kv_heads,
                          model.head_dim, max_tokens)
         eos = np.array(self._generation_eos or sorted(self.eos), dtype=np.int64)

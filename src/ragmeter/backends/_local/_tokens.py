@@ -76,7 +76,7 @@ def _converted_counter(location: Any) -> TokenCounter | None:
     if folder is None:
         return None
     if not local_cache.is_complete(folder):
-        folder = local_cache.convert_direct(location.path) or folder
+        folder = local_cache.convert_for_numpy(location.path)[0] or folder
     if not local_cache.is_complete(folder) or not local_fast.supports(folder):
         return None
     tokenizer = local_fast._ChatTokenizer(folder)
