@@ -98,6 +98,18 @@ def test_the_blocks_file_answers_as_the_float32_one(built, tmp_path):
     assert [(g.text, g.completion_tokens) for g in got] == [(w.text, w.completion_tokens) for w in want]
 
 
+def test_a_gguf_in_other_types_is_read_as_float32(built, tmp_path):
+    f16 = write_tiny(tmp_path / "f16.gguf", down_type=gguf.GGMLQuantizationType.F16)
+    folder, found = local_cache.convert_for_numpy(f16)
+    assert found is None and folder is not None
+    assert (folder / "model.safetensors").is_file()
+    assert not (folder / "model-blocks.safetensors").exists()
+    runtime = local_numpy.NumpyLlamaRuntime(folder, 1, kernel=found)
+    assert runtime.model.weights.kind == "f32"
+    answer = runtime.generate_batch([[1, 5, 9]], {"temperature": 0, "max_tokens": 4})[0]
+    assert answer.completion_tokens >= 1
+
+
 def test_without_a_compiler_the_runtime_reads_float32(fresh_kernel, monkeypatch, tmp_path):
     monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
     with warnings.catch_warnings(record=True) as caught:
