@@ -431,6 +431,9 @@ def run(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
         "strategy", "judge", "seconds", "rows_per_s", "coverage", "embedded_texts")
         if k in labelled.summary}}
     summary.pop("headline", None)  # the validation's; this run's follows, with its alarms
+    # the coverage doors read is the labels' (what the judge managed); the validation's
+    # reference rows stay in the label-free verb's own result
+    summary["coverage"] = labelled.summary["coverage"]
     for key in ("stability", "spend"):
         if key in labelled.summary:
             summary[key] = labelled.summary[key]
