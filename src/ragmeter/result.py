@@ -420,7 +420,7 @@ class MetricLookupError(KeyError):
 
         cli = door == "cli"
         if self.kind == "metric":
-            close = difflib.get_close_matches(self.metric, self.metrics, n=1)
+            close = difflib.get_close_matches(self.metric, self.metrics, n=1, cutoff=0.5)
             hint = f" Did you mean: {close[0]}?" if close else ""
             names = ", ".join(self.metrics) or "none (nothing was measured)"
             where = "--require METRIC>=N" if cli else "the metric argument"
