@@ -42,10 +42,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ragmeter.backends._types import BaseBackend
+
 REPO = Path(__file__).resolve().parents[1]
 
 
-class CpuBackend:
+class CpuBackend(BaseBackend):
     """A deterministic backend whose every call costs ``rounds`` SHA-256 rounds of CPU."""
 
     name = "cpu-bench"

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragmeter.backends._types import Request, Response, Usage
+from ragmeter.backends._types import BaseBackend, Capabilities, Request, Response, Usage
 from ragmeter.errors import BackendError, ConfigError, ReplayMissError
 from ragmeter.runner._run import (
     RunnerConfig,
@@ -26,7 +26,7 @@ from ragmeter.runner._store import Store
 FAST = dict(progress=False, backoff_base_s=0.001, backoff_max_s=0.01)
 
 
-class FakeBackend:
+class FakeBackend(BaseBackend):
     """Answers ``"answer <id>"``; ``plan[id]`` lists what each attempt raises first."""
 
     name = "fake"
@@ -110,7 +110,7 @@ def test_an_in_process_backend_is_not_timed_out(tmp_path):
     answer dropped unstored, and the retry would queue the same work again.  Its slow call is
     waited for, made once and stored."""
     backend = FakeBackend(delay=0.2)
-    backend.in_process = True  # type: ignore[attr-defined]
+    backend.capabilities = Capabilities(in_process=True)
     store = Store(tmp_path / "s.sqlite")
     out = run_requests(reqs(1), backend, store,
                        RunnerConfig(timeout_s=0.02, max_retries=1, **FAST))
@@ -122,7 +122,7 @@ def test_an_in_process_backend_is_not_timed_out(tmp_path):
 def test_the_local_backend_is_in_process() -> None:
     from ragmeter.backends._local._backend import LocalBackend
 
-    assert LocalBackend.in_process is True
+    assert LocalBackend.capabilities.in_process is True
 
 
 def test_retry_after_is_honoured():

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from ragmeter.backends._registry import backend_recipe
-from ragmeter.backends._types import Request
+from ragmeter.backends._types import BaseBackend, Request
 from ragmeter.runner._run import RunnerConfig, run_requests
 from ragmeter.runner._store import Store
 from ragmeter.runner.engines import RayOptions, make_engine
@@ -23,7 +23,7 @@ def requests(n: int) -> list[Request]:
             for i in range(n)]
 
 
-class ThreadsProbe:
+class ThreadsProbe(BaseBackend):
     """A backend that answers with the threads it was built with and the thread settings of
     its process (OMP_NUM_THREADS, the BLAS pools threadpoolctl sees): the Ray thread test."""
 

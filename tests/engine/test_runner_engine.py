@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from ragmeter.backends._types import Request, Response, Usage
+from ragmeter.backends._types import BaseBackend, Request, Response, Usage
 from ragmeter.errors import ConfigError
 from ragmeter.runner._run import Outcome, RunnerConfig, RunStats, run_requests
 from ragmeter.runner._store import Store
 
 
-class EchoBackend:
+class EchoBackend(BaseBackend):
     name = "echo"
 
     def identity(self) -> dict[str, Any]:

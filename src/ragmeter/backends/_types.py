@@ -19,8 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Message", "Request", "Response", "Usage", "Backend", "CACHE_KEY_VERSION",
-           "canonical_json", "TokenCounter", "approximate_tokens"]
+__all__ = ["Message", "Request", "Response", "Usage", "Backend", "BaseBackend", "Capabilities",
+           "Readiness", "CACHE_KEY_VERSION", "canonical_json", "TokenCounter",
+           "approximate_tokens"]
 
 CACHE_KEY_VERSION = "v1"
 
@@ -127,13 +128,59 @@ class Response:
                    choice_method=d.get("choice_method"))
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, declared once as the ``capabilities`` attribute of its class
+    (and mirrored on its :class:`~ragmeter.backends._registry.BackendSpec` when a decision is
+    made before the class is imported).  Nothing in ragmeter decides from a backend's name.
+
+    ``in_process``: computes in this process; a call cannot be interrupted, so the runner gives
+    it no per-call timeout (a timed-out attempt would go on computing and the retry would
+    queue the same work again).
+
+    ``choice_scoring``: scores ``Request.choices`` by their probabilities (logits or
+    logprobs).  ``True``: always; ``False``: never (``auto`` strategies then prompt for
+    text); ``None``: unknown until the first reply (an OpenAI-compatible server may or may not
+    return logprobs); the runner then sends one choice-scored call alone first and the
+    backend reports what it learned through :meth:`BaseBackend.choice_scoring_now`.
+
+    ``batching``: takes ``batch_size``: concurrent requests may share one forward pass.
+
+    ``remote``: talks HTTP; takes ``base_url``, ``timeout_s``, ``max_connections`` and
+    ``api_key`` (``--base-url``, ``--timeout``, ``--concurrency``, the key).
+    """
+
+    in_process: bool = False
+    choice_scoring: bool | None = False
+    batching: bool = False
+    remote: bool = False
+
+    def to_dict(self) -> dict[str, bool | None]:
+        return {"in_process": self.in_process, "choice_scoring": self.choice_scoring,
+                "batching": self.batching, "remote": self.remote}
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Whether a backend can be used as installed (``ragmeter models``): ``ready``, a short
+    ``note`` shown beside it, and ``details`` added to ``ragmeter models --json``."""
+
+    ready: bool
+    note: str = ""
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
 @runtime_checkable
 class Backend(Protocol):
     """What every backend provides.  ``complete`` raises :class:`ragmeter.errors.BackendError`
     with a reason code (``timeout``, ``http_429``, ``http_500``, ``connection``,
-    ``bad_response``, ...) and ``retryable`` set; it never retries by itself."""
+    ``bad_response``, ...) and ``retryable`` set; it never retries by itself.
+
+    :class:`BaseBackend` gives every member but ``identity`` and ``complete`` a default.
+    """
 
     name: str
+    capabilities: Capabilities
 
     def identity(self) -> dict[str, Any]:
         """What identifies the model for the cache key: backend name, model id (and for a
@@ -142,7 +189,74 @@ class Backend(Protocol):
 
     async def complete(self, request: Request) -> Response: ...
 
+    def choice_scoring_now(self) -> bool | None:
+        """``capabilities.choice_scoring``, or what this backend has learned since."""
+        ...
+
+    def token_model(self) -> str | None:
+        """The model its :meth:`token_counter` counts for (a name or a file path)."""
+        ...
+
+    @classmethod
+    def token_counter(cls, model: str | None) -> TokenCounter: ...
+
+    @classmethod
+    def readiness(cls) -> Readiness: ...
+
+    async def release(self) -> None:
+        """Free what belongs to the current event loop (the runner awaits it after a run)."""
+        ...
+
     async def aclose(self) -> None: ...
+
+
+class BaseBackend:
+    """The defaults of the :class:`Backend` protocol: a backend class subclasses this, sets
+    ``name`` and ``capabilities``, and writes ``identity`` and ``complete``::
+
+        class EchoBackend(BaseBackend):
+            name = "echo"
+            capabilities = Capabilities(choice_scoring=True)
+
+            def identity(self): return {"backend": self.name, "model": "echo-1"}
+            async def complete(self, request): ...
+    """
+
+    name: str = ""
+    capabilities: Capabilities = Capabilities()  # frozen: shared by the class's instances
+
+    def identity(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def complete(self, request: Request) -> Response:
+        raise NotImplementedError
+
+    def choice_scoring_now(self) -> bool | None:
+        """The declared ``capabilities.choice_scoring``; a backend that learns it from its
+        first reply (declared ``None``) overrides this to report what it learned."""
+        return self.capabilities.choice_scoring
+
+    def token_model(self) -> str | None:
+        """The model to count tokens for: the ``model`` of :meth:`identity`."""
+        model = self.identity().get("model")
+        return None if model is None else str(model)
+
+    @classmethod
+    def token_counter(cls, model: str | None) -> TokenCounter:
+        """The best offline token counter for ``model``; by default ``ceil(chars / 4)``.
+        Called without an instance (a dry run counts before any model is loaded)."""
+        return _approximate_counter(f"no tokenizer known for backend {cls.name!r}")
+
+    @classmethod
+    def readiness(cls) -> Readiness:
+        """Whether the backend can be used as installed (``ragmeter models``)."""
+        return Readiness(True)
+
+    async def release(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        await self.release()
 
 
 # ---------------------------------------------------------------- token counting

@@ -20,7 +20,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ModelBackend", "local", "openai", "endpoint", "resolve", "from_options"]
+__all__ = ["ModelBackend", "local", "openai", "endpoint", "resolve", "from_options",
+           "capabilities_of", "scores_choices"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,10 +55,11 @@ class ModelBackend:
         the API key (a Ray worker reads its own from the environment; the key never travels)."""
         from ragmeter.backends._registry import backend_recipe, backend_spec
 
+        caps = backend_spec(self.name).capabilities
         opts: dict[str, Any] = {}
-        if backend_spec(self.name).remote:
+        if caps.remote:
             opts = {"timeout_s": self.timeout, "max_connections": self.concurrency}
-        elif self.batch_size > 1:
+        elif caps.batching and self.batch_size > 1:
             opts = {"batch_size": self.batch_size}
         return backend_recipe(self.name, model=self.model, base_url=self.base_url, **opts)
 
@@ -97,7 +99,7 @@ def endpoint(name: str, model: str | None = None, **options: Any) -> ModelBacken
     the environment variable it names."""
     from ragmeter.backends._endpoints import get_endpoint
 
-    found = get_endpoint(name)
+    found = get_endpoint(name)  # called through the openai backend (ENDPOINT_BACKEND)
     return openai(model or found.model, base_url=found.base_url, api_key=found.api_key(),
                   **options)
 
@@ -116,6 +118,26 @@ def resolve(backend: ModelBackend | str | None) -> ModelBackend:
                       f"{type(backend).__name__}.")
 
 
+def capabilities_of(backend: ModelBackend | Any) -> Any:
+    """What ``backend`` declares it can do (:class:`~ragmeter.backends._types.Capabilities`):
+    a backend value's from its registry entry (no model is loaded), a backend object's its
+    own.  What an object learned since (``choice_scoring_now()``) does not count: a decision
+    taken from this is the same on every run."""
+    if isinstance(backend, ModelBackend):
+        from ragmeter.backends._registry import backend_spec
+
+        return backend_spec(backend.name).capabilities
+    return backend.capabilities
+
+
+def scores_choices(backend: ModelBackend | Any) -> bool | None:
+    """Whether ``backend`` declares choice scoring (``Request.choices`` scored by their
+    probabilities): True, False, or None when only the server's first reply will tell.
+    ``auto`` strategies choose choice scoring from this, never from a backend's name."""
+    choice: bool | None = capabilities_of(backend).choice_scoring
+    return choice
+
+
 def from_options(**kwargs: Any) -> ModelBackend:
     """The value the CLI's backend flags describe (unknown keys are ignored).
 
@@ -130,10 +152,15 @@ def from_options(**kwargs: Any) -> ModelBackend:
         ray_num_gpus=float(kwargs.get("ray_num_gpus") or 0.0),
         ray_batch_size=int(kwargs.get("ray_batch_size") or 16),
         batch_size=int(kwargs.get("batch_size") or 1))
+    from ragmeter.backends._registry import DEFAULT_BACKEND
+
     if kwargs.get("endpoint"):
+        from ragmeter.backends._endpoints import ENDPOINT_BACKEND
         from ragmeter.errors import ConfigError
 
-        if (kwargs.get("backend") or "openai") not in ("local", "openai") \
+        # --backend's default cannot be told from an explicit one: it passes, and so does the
+        # backend the endpoints file is for; anything else contradicts the endpoint.
+        if kwargs.get("backend") not in (None, DEFAULT_BACKEND, ENDPOINT_BACKEND) \
                 or kwargs.get("base_url"):
             raise ConfigError("models: --endpoint names its own backend and URL. Fix: drop "
                               "--backend/--base-url, or drop --endpoint.")
@@ -145,7 +172,7 @@ def from_options(**kwargs: Any) -> ModelBackend:
             price_prompt=kwargs.get("price_prompt"),
             price_completion=kwargs.get("price_completion"), **engine_options)
     return ModelBackend(
-        name=kwargs.get("backend") or "local", model=kwargs.get("model"),
+        name=kwargs.get("backend") or DEFAULT_BACKEND, model=kwargs.get("model"),
         base_url=kwargs.get("base_url"), concurrency=int(kwargs.get("concurrency") or 8),
         rpm=kwargs.get("rpm"), tpm=kwargs.get("tpm"),
         timeout=float(kwargs.get("timeout") or 120.0),

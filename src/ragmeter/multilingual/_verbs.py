@@ -143,8 +143,8 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
     """Add LBRAG's 0–1 ``semantic_score`` to each answer with a judge model.
 
     ``scoring``: ``generate`` (the judge writes ``{"score", "explanation"}``, LBRAG's way),
-    ``choices`` (P(yes) of a yes/no question from logits/logprobs) or ``auto`` (choices for the
-    local backend).  ``backend``: :func:`ragmeter.backends.local` (default) or ``.openai(...)``.
+    ``choices`` (P(yes) of a yes/no question from logits/logprobs) or ``auto`` (choices when the
+    backend declares choice scoring, as the local one does).  ``backend``: :func:`ragmeter.backends.local` (default) or ``.openai(...)``.
     A failed or unparseable judgement leaves ``semantic_score`` None with ``semantic_reason``.
     The result's ``items`` are the input rows with the semantic columns added: feed them to
     :func:`score`.  ``repeats``: judge every answer N times (distinct samples); the score is
@@ -182,7 +182,9 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
                                                    progress=progress,
                                                    description="semantic judge",
                                                    on_progress=on_progress)
-    mode = scoring if scoring != "auto" else ("choices" if backend_obj.name == "local"
+    from ragmeter.backends import scores_choices
+
+    mode = scoring if scoring != "auto" else ("choices" if scores_choices(backend_obj)
                                               else "generate")
     if mode not in ("choices", "generate"):
         from ragmeter.errors import ConfigError

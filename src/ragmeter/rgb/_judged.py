@@ -9,9 +9,10 @@ fact_evalue.py).  Judge methods:
 * ``detector``: ragmeter's refusal detector (:mod:`ragmeter.rgb._refusal`), no model call,
   for Rej* only; ED* has no detector, so with ``detector`` the fact task uses ``choice``.
 
-``auto`` picks per task: with the local model, ``detector`` for Rej* (it agrees with
-hand-labelled answers far better than the small model's choice scoring: docs/rgb.md) and
-``choice`` for ED*; with any other backend ``text`` (what the paper did).
+``auto`` picks per task: with a backend that declares choice scoring (the local model),
+``detector`` for Rej* (it agrees with hand-labelled answers far better than the small model's
+choice scoring: docs/rgb.md) and ``choice`` for ED*; with any other backend ``text`` (what the
+paper did).
 
 Every rate carries n and a Wilson 95% interval; a judge that gives one verdict to nearly every
 item trips the degenerate-judge alarm (issue 12, item 7).
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragmeter.backends import scores_choices
 from ragmeter.backends._types import Backend, Request
 from ragmeter.errors import ConfigError
 from ragmeter.judges._card import check_degenerate, judge_card
@@ -63,13 +65,14 @@ class JudgedRates:
     methods: dict[str, str] = field(default_factory=dict)  # kind -> method used
 
 
-def resolve_method(method: str, backend_name: str, kind: str) -> str:
-    """The method a task uses (see module docstring)."""
+def resolve_method(method: str, backend: Backend, kind: str) -> str:
+    """The method a task uses (see module docstring); ``auto`` reads what ``backend``
+    declares (:func:`ragmeter.backends.scores_choices`), never its name."""
     if method not in JUDGE_METHODS:
         raise ConfigError(f"rgb: unknown judge method {method!r}. "
                           f"Fix: use one of {', '.join(JUDGE_METHODS)}.")
     if method == "auto":
-        if backend_name != "local":
+        if not scores_choices(backend):
             return "text"
         return "detector" if kind == "reject" else "choice"
     if method == "detector" and kind == "fact":
@@ -82,11 +85,11 @@ def _ok_items(task: JudgeTask) -> list[dict[str, Any]]:
 
 
 def judge_requests(tasks: Sequence[JudgeTask], prompts: JudgePrompts, method: str,
-                   backend_name: str) -> list[Request]:
+                   backend: Backend) -> list[Request]:
     """The model calls judging ``tasks`` needs (none for detector-judged tasks)."""
     out: list[Request] = []
     for t in tasks:
-        m = resolve_method(method, backend_name, t.kind)
+        m = resolve_method(method, backend, t.kind)
         if m == "detector":
             continue
         queries = {i.key: i.query for i in t.dataset.instances}
@@ -127,14 +130,14 @@ def judge_tasks(tasks: Sequence[JudgeTask], prompts: JudgePrompts, backend: Back
     from ragmeter.judges._spend import usage_of
     from ragmeter.stats._stability import item_agreement, repeat_agreement
 
-    requests = repeat_requests(judge_requests(tasks, prompts, method, backend.name), repeats)
+    requests = repeat_requests(judge_requests(tasks, prompts, method, backend), repeats)
     jrunner = dataclasses.replace(runner, description="judge calls")
     outcomes = ({o.request.id: o for o in run_requests(requests, backend, store, jrunner)}
                 if requests else {})
     model = str(backend.identity().get("model", backend.name))
     out = JudgedRates()
     for t in tasks:
-        m = resolve_method(method, backend.name, t.kind)
+        m = resolve_method(method, backend, t.kind)
         out.methods[t.kind] = m
         flags: list[bool] = []
         labels: list[tuple[int, ...]] = []

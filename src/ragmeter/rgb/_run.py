@@ -347,7 +347,7 @@ def dry_run_judge_requests(datasets: Sequence[RgbDataset], prompts: RgbPrompts,
     from ragmeter.judges._repeats import repeat_requests
 
     requests = repeat_requests(judge_requests(judge_tasks_for(scores), judge_prompts,
-                                              config.judge_method, judge_backend.name),
+                                              config.judge_method, judge_backend),
                                config.repeats)
     return requests, missing
 
@@ -356,7 +356,7 @@ def dry_run_judge_info(datasets: Sequence[RgbDataset], config: RgbRunConfig,
                        judge_backend: Backend, judge_prompts: JudgePrompts) -> dict[str, Any]:
     """The judge a run would use (for a dry run's signature): each planned task's method."""
     kinds = {"rejection": "reject", "fact_doc": "fact"}
-    methods = {kinds[s.role]: resolve_method(config.judge_method, judge_backend.name,
+    methods = {kinds[s.role]: resolve_method(config.judge_method, judge_backend,
                                              kinds[s.role])
                for s in plan_settings(datasets, config) if s.role in kinds}
     return judge_info_for(judge_backend, judge_prompts, methods)

@@ -222,9 +222,9 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
         from ragmeter.rgb._judged import judge_result_signature, resolve_method, task_judge_info
 
         info = task_judge_info(backend_obj, jprompts,
-                               resolve_method(judge_method, backend_obj.name, tk))
+                               resolve_method(judge_method, backend_obj, tk))
         return dry_run_result(COMPONENT, "judge", estimate_requests(repeat_requests(
-            judge_requests([task], jprompts, judge_method, backend_obj.name), repeats),
+            judge_requests([task], jprompts, judge_method, backend_obj), repeats),
             backend_obj, the_store, runner), headline=[], signature=judge_result_signature(
                 dataset, noise_rate if noise_rate is not None else cfg.noise_rate, info,
                 repeats))

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = ["JudgeOptions", "PipelineOptions", "ChunkOptions", "CritiqueOptions",
            "TranslationOptions", "DEFAULT_AUDIENCE"]
@@ -46,10 +47,17 @@ class JudgeOptions:
     seed: int = 0
     grader: str | None = None
 
-    def mode(self) -> str:
+    def mode(self, backend: Any = None) -> str:
+        """``scoring``; ``auto`` is ``generate`` for a user's prompt file or a backend that
+        declares it cannot score choices, else ``choices`` (a backend that learns it from the
+        server's first reply, as ``openai``, answers with logprobs or constrained text)."""
         if self.scoring != "auto":
             return self.scoring
-        return "generate" if self.prompt_file else "choices"
+        from ragmeter.backends import scores_choices
+
+        return ("generate" if self.prompt_file or (backend is not None and
+                                                   scores_choices(backend) is False)
+                else "choices")
 
 
 @dataclass(frozen=True)

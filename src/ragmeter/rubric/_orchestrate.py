@@ -57,7 +57,7 @@ def judge_answers(answers: Sequence[Answer], options: JudgeOptions, backend: Any
 
     prompt = (JudgePrompt.from_file(options.prompt_file) if options.prompt_file
               else JudgePrompt.default())
-    mode = options.mode()
+    mode = options.mode(backend)
     requests = build_requests(answers, prompt, mode, repeats=options.repeats,  # type: ignore[arg-type]
                               seed=options.seed, temperature=options.temperature)
     if dry_run:
@@ -122,7 +122,7 @@ def _dry_run(qs: Sequence[Answer], candidates: Sequence[Sequence[tuple[float, st
         prompt = (JudgePrompt.from_file(judge.prompt_file) if judge.prompt_file
                   else JudgePrompt.default())
         stand_in = [replace(q, response=q.reference) for q in qs]
-        parts.append(build_requests(stand_in, prompt, judge.mode(), repeats=judge.repeats,  # type: ignore[arg-type]
+        parts.append(build_requests(stand_in, prompt, judge.mode(backend), repeats=judge.repeats,  # type: ignore[arg-type]
                                     seed=judge.seed, temperature=judge.temperature))
     ests = [estimate_requests(p, backend, store, config) for p in parts]
     costs = [e.cost_usd_max for e in ests if e.cost_usd_max is not None]
@@ -133,7 +133,7 @@ def _dry_run(qs: Sequence[Answer], candidates: Sequence[Sequence[tuple[float, st
         token_method=ests[0].token_method, cost_usd_max=sum(costs) if costs else None)
     steps = (["reranker"] if shape.reranker == "yesno" else []) + ["reader"] + (
         ["judge"] if judge.strategy == "llm" else [])
-    return PipelineOutput([], judge.mode(), shape.describe(reader_model), {}, [],
+    return PipelineOutput([], judge.mode(backend), shape.describe(reader_model), {}, [],
                           estimate=total, estimate_step="+".join(steps),
                           reader_model=reader_model)
 

@@ -65,11 +65,11 @@ __all__ = ["RunnerConfig", "Outcome", "RunStats", "run_requests", "arun_requests
 class _Run:
     def __init__(self, backend: Backend, store: Store | None, config: RunnerConfig) -> None:
         self.backend = backend
-        # An in-process backend (the local model) cannot be interrupted: a timed-out attempt
-        # would go on computing, its answer would be dropped unstored and the retry would
-        # queue the same work again behind it.  Its calls are waited for; the per-attempt
-        # timeout is for remote backends (a hung connection).
-        self._timeout: float | None = (None if getattr(backend, "in_process", False)
+        # An in-process backend (capabilities.in_process: the local model) cannot be
+        # interrupted: a timed-out attempt would go on computing, its answer would be dropped
+        # unstored and the retry would queue the same work again behind it.  Its calls are
+        # waited for; the per-attempt timeout is for the others (a hung connection).
+        self._timeout: float | None = (None if backend.capabilities.in_process
                                        else config.timeout_s)
         self.store = store
         self.config = config
@@ -313,8 +313,9 @@ class _Run:
 
         tasks: list[asyncio.Future[None]] = []
         try:
-            if getattr(self.backend, "logprobs_supported", False) is None:
-                # Whether the server gives logprobs is unknown: learn it from one call first.
+            if self.backend.choice_scoring_now() is None:
+                # Whether the backend scores choices is unknown (capabilities.choice_scoring
+                # None, not learned yet): learn it from one call first.
                 probe = next((k for k, r in todo.items() if r.choices is not None), None)
                 if probe is not None:
                     await one(probe, todo[probe])
@@ -412,9 +413,10 @@ def run_requests(requests: Sequence[Request], backend: Backend, store: Store | N
 
     Never raises for model failures (they become unscored outcomes with a reason).  Raises
     :class:`~ragmeter.errors.ReplayMissError` in replay mode when a response is not stored, and
-    :class:`~ragmeter.errors.ConfigError` for ``replay`` without a store.  A backend with an
-    optional ``release()`` coroutine (the ``openai`` one: its pooled connections belong to this
-    call's event loop) has it awaited at the end; it stays usable and reopens on the next call.
+    :class:`~ragmeter.errors.ConfigError` for ``replay`` without a store.  The backend's
+    ``release()`` (the ``openai`` one closes its pooled connections, which belong to this
+    call's event loop; a no-op by default) is awaited at the end; the backend stays usable
+    and reopens on the next call.
     """
     if config.replay and store is None:
         raise ConfigError("runner: --replay needs a store to read responses from. "
@@ -423,9 +425,7 @@ def run_requests(requests: Sequence[Request], backend: Backend, store: Store | N
         try:
             return await arun_requests(requests, backend, store, config, stats)
         finally:
-            release = getattr(backend, "release", None)
-            if release is not None:
-                await release()
+            await backend.release()
 
     if sys.platform == "win32":  # pragma: no cover
         asyncio.set_event_loop_policy(asyncio.WindowsSelectorEventLoopPolicy())  # type: ignore[attr-defined]

@@ -60,7 +60,12 @@ from ragmeter._version import __version__
 from ragmeter.backends._types import Request, Response, canonical_json
 from ragmeter.errors import UserError
 
-__all__ = ["Store", "StoreStats", "default_store_path", "data_home", "MIGRATIONS"]
+__all__ = ["Store", "StoreStats", "default_store_path", "data_home", "MIGRATIONS",
+           "LOOKUP_CHUNK"]
+
+# Keys per ``WHERE key IN (...)`` query of a bulk lookup: under SQLite's smallest default
+# limit of bound parameters (999 before SQLite 3.32).
+LOOKUP_CHUNK = 500
 
 
 def default_store_path() -> Path:
@@ -258,12 +263,13 @@ class Store:
                 self._select_in("SELECT key, response_json FROM calls", keys)}
 
     def _select_in(self, select: str, keys: Iterable[str]) -> list[tuple[str, Any]]:
-        """``(key, value)`` rows of ``select ... WHERE key IN (keys)``, 500 keys a query."""
+        """``(key, value)`` rows of ``select ... WHERE key IN (keys)``, ``LOOKUP_CHUNK`` keys
+        a query (tests/test_store_lookup.py straddles the boundary)."""
         wanted = list(dict.fromkeys(keys))
         rows: list[tuple[str, Any]] = []
         with self._lock:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start:start + 500]
+            for start in range(0, len(wanted), LOOKUP_CHUNK):
+                chunk = wanted[start:start + LOOKUP_CHUNK]
                 marks = ",".join("?" * len(chunk))
                 rows.extend(self._db.execute(f"{select} WHERE key IN ({marks})", chunk))
         return rows

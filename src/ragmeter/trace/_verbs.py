@@ -258,7 +258,7 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
     from ragmeter.judges._repeats import check_repeats
 
     check_repeats(repeats, COMPONENT)
-    from ragmeter.backends import resolve
+    from ragmeter.backends import resolve, scores_choices
     from ragmeter.judges._card import check_degenerate, judge_card
     from ragmeter.trace._data import judge_descriptor, read_sources
     from ragmeter.trace._label import (
@@ -280,7 +280,7 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
     choice = resolve(backend)
     strategy = judge.strategy
     if strategy == "auto":
-        if choice.name == "local":
+        if scores_choices(choice):
             strategy = "choice" if tasks else "detector"
         else:
             strategy = "json"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter._verb._form import BACKEND_FIELDS, DATA_SUFFIXES, Field, VerbSpec
+from ragmeter.backends._registry import DEFAULT_BACKEND
 from ragmeter.errors import ConfigError
 
 __all__ = ["Field", "VerbSpec", "Launch", "Estimate", "validate", "estimate", "form_defaults",
@@ -30,19 +31,40 @@ MAX_TEXT = 200
 
 @dataclass(frozen=True)
 class BackendChoice:
-    """One entry of the backend dropdown: ``local`` or ``endpoint:NAME`` (no key, ever)."""
+    """One entry of the backend dropdown: a backend's name (``local``) or ``endpoint:NAME``
+    (no key, ever)."""
 
     value: str
     label: str
 
 
 def backend_choices() -> list[BackendChoice]:
-    """The local model and every endpoint of endpoints.toml (name, model and URL only)."""
+    """Every backend that needs no URL (not ``remote``: the local model, a plugin's), the
+    default first, and every endpoint of endpoints.toml (name, model and URL only)."""
     from ragmeter.backends._endpoints import load_endpoints
 
-    out = [BackendChoice("local", "local: offline SmolLM2-135M-Instruct (CPU)")]
+    out = [BackendChoice(name, f"{name}: {description}")
+           for name, description in _urlless_backends()]
     for ep in load_endpoints().values():
         out.append(BackendChoice(f"endpoint:{ep.name}", f"{ep.name}: {ep.model} at {ep.base_url}"))
+    return out
+
+
+def _urlless_backends() -> list[tuple[str, str]]:
+    """``(name, description)`` of the registered backends that take no URL, the default
+    first (a plugin that cannot be loaded is left out; ``ragmeter models`` says why)."""
+    from ragmeter.backends._registry import backend_names, backend_spec
+    from ragmeter.errors import UserError
+
+    out = []
+    for name in sorted(backend_names(), key=lambda n: (n != DEFAULT_BACKEND, n)):
+        try:
+            spec = backend_spec(name)
+            remote = spec.capabilities.remote
+        except UserError:
+            continue
+        if not remote:
+            out.append((name, spec.description))
     return out
 
 
@@ -67,9 +89,11 @@ class Launch:
         for f in self.spec.all_fields():
             if f.flag is None and values.get(f.name) is not None:
                 out.append(str(values[f.name]))
-        backend = values.get("backend") or "local"
+        backend = values.get("backend") or DEFAULT_BACKEND
         if backend.startswith("endpoint:"):
             out += ["--endpoint", backend.split(":", 1)[1]]
+        elif backend != DEFAULT_BACKEND:
+            out += ["--backend", backend]
         for f in self.spec.all_fields():
             value = values.get(f.name)
             if not f.flag or value is None or _shown(f, value) == f.default:
@@ -82,14 +106,14 @@ class Launch:
         from ragmeter.backends import from_options
 
         values = dict(self.values)
-        choice = values.get("backend") or "local"
+        choice = values.get("backend") or DEFAULT_BACKEND
         opts: dict[str, Any] = {"concurrency": values.get("concurrency") or 8,
                                 "price_prompt": values.get("price_prompt"),
                                 "price_completion": values.get("price_completion")}
-        if choice == "local":
-            opts["backend"] = "local"
-        elif choice.startswith("endpoint:"):
-            opts.update(backend="openai", endpoint=choice.split(":", 1)[1])
+        if choice.startswith("endpoint:"):
+            opts["endpoint"] = choice.split(":", 1)[1]
+        elif choice in dict(_urlless_backends()):
+            opts["backend"] = choice
         else:
             raise ConfigError(f"view: unknown backend choice {choice!r}.")
         return from_options(**opts)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ragmeter.backends._types import Request, Response, Usage
+from ragmeter.backends._types import BaseBackend, Request, Response, Usage
 from ragmeter.errors import BackendError
 from ragmeter.io._samples import sample_path
 from ragmeter.rgb._data import load_dataset
@@ -22,7 +22,7 @@ from ragmeter.runner._run import RunnerConfig
 from ragmeter.runner._store import Store
 
 
-class FakeBackend:
+class FakeBackend(BaseBackend):
     """Answers with the first document line that names one of ``answers``; refuses without
     documents containing them; fails on ids listed in ``fail``.  Judge: Yes/No by rule."""
 

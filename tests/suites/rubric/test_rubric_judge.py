@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ragmeter.backends._types import Request, Response
+from ragmeter.backends._types import BaseBackend, Capabilities, Request, Response
 from ragmeter.multilingual._semantic import SemanticPrompt, semantic_requests, semantic_rows
 from ragmeter.rubric._judge import Answer, JudgePrompt, build_requests, judged_rows
 from ragmeter.rubric._scorer import RubricConfig, score_files
@@ -18,10 +18,11 @@ from tests.conftest import shared
 CONFIG = RunnerConfig(concurrency=2, max_retries=0, progress=False, record_run=False)
 
 
-class FakeJudge:
+class FakeJudge(BaseBackend):
     """Replies from a function of the request; choice requests get fixed probabilities."""
 
     name = "fake"
+    capabilities = Capabilities(choice_scoring=True)
 
     def __init__(self, reply: Any) -> None:
         self.reply = reply

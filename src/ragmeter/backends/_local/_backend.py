@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from ragmeter.backends._local import _model
 from ragmeter.backends._local._batch import RequestBatcher
 from ragmeter.backends._local._model import (
     DEFAULT_MODEL,
@@ -60,7 +61,16 @@ from ragmeter.backends._local._runtimes import (
     _LlamaCppRuntime,
     _TransformersRuntime,
 )
-from ragmeter.backends._types import Message, Request, Response, Usage
+from ragmeter.backends._types import (
+    BaseBackend,
+    Capabilities,
+    Message,
+    Readiness,
+    Request,
+    Response,
+    TokenCounter,
+    Usage,
+)
 from ragmeter.errors import BackendError, ConfigError, MissingDependencyError
 
 __all__ = ["LocalBackend", "ModelLocation", "resolve_model", "default_model_path",
@@ -216,7 +226,7 @@ def _transformers_runtime(location: ModelLocation, threads: int, forward: str = 
 
 # --------------------------------------------------------------------------- the backend
 
-class LocalBackend:
+class LocalBackend(BaseBackend):
     """The ``local`` backend: an on-disk model run on the CPU, loaded on first use.
 
     ``model``: None for the default SmolLM2-135M-Instruct, or a path to a GGUF file or a
@@ -235,8 +245,9 @@ class LocalBackend:
 
     name = "local"
     # Runs in this process and cannot be interrupted: the runner does not time its calls out
-    # (see ragmeter.runner._run; --timeout is for remote backends).
-    in_process = True
+    # (see ragmeter.runner._run; --timeout is for remote backends).  Scores choices from the
+    # logits; batch_size > 1 lets concurrent requests share a forward pass.
+    capabilities = Capabilities(in_process=True, choice_scoring=True, batching=True)
 
     def __init__(self, model: str | os.PathLike[str] | None = None, *, runtime: str = "auto",
                  threads: int | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -458,6 +469,25 @@ class LocalBackend:
         ids = [runtime.choice_ids(c) for c in choices]
         self._check_choice_ids(runtime, prompt, choices, ids)
         return _choice_response(choices, runtime.choice_logprobs(prompt, ids), len(prompt))
+
+    def token_model(self) -> str:
+        """The model file or folder, so that a ``model=PATH`` is counted with its own
+        tokenizer."""
+        return str(self.location.path)
+
+    @classmethod
+    def token_counter(cls, model: str | None) -> TokenCounter:
+        """The model's own tokenizer (only the tokenizer is loaded, never the weights), chat
+        messages counted after its chat template (:mod:`ragmeter.backends._local._tokens`)."""
+        from ragmeter.backends._local._tokens import local_counter
+
+        return local_counter(model)
+
+    @classmethod
+    def readiness(cls) -> Readiness:
+        """Ready when the default model and a runtime for it are installed."""
+        return Readiness(_model.default_model_path() is not None
+                         and _model.installed_runtime() is not None)
 
     async def aclose(self) -> None:
         """Drop the model (its memory is released when nothing else holds it)."""

@@ -115,3 +115,13 @@ def runtime_status() -> dict[str, bool]:
     """Which runtime packages are importable (checked without importing them)."""
     return {name: _has_module(name)
             for name in ("torch", "transformers", "gguf", "accelerate", "llama_cpp")}
+
+
+def installed_runtime(status: dict[str, bool] | None = None) -> str | None:
+    """The runtime the default GGUF model runs on as installed: ``llama_cpp`` when it is
+    importable, else ``transformers`` (with torch and gguf), else None."""
+    status = runtime_status() if status is None else status
+    if status["llama_cpp"]:
+        return "llama_cpp"
+    return "transformers" if status["torch"] and status["transformers"] and status["gguf"] \
+        else None
