@@ -23,6 +23,7 @@ from ragmeter.errors import (
     MissingDependencyError,
     RagmeterError,
     ReplayMissError,
+    RunFailedError,
     UnknownNameError,
     UserError,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "MissingDependencyError",
     "RagmeterError",
     "ReplayMissError",
+    "RunFailedError",
     "UnknownNameError",
     "UserError",
     "EngineOptions",

@@ -137,6 +137,7 @@ def generate(data: Any, *, backend: Any = None, store: Any = None, replay: bool 
     store's path.  Completed calls are stored, so a second call makes none.
     """
     from ragmeter._verb._context import dry_run_result, input_record, model_context
+    from ragmeter._verb._failure import check_run
     from ragmeter.result import Result
     from ragmeter.runner._run import RunStats, estimate_requests, run_requests
 
@@ -161,9 +162,10 @@ def generate(data: Any, *, backend: Any = None, store: Any = None, replay: bool 
     summary["spend"] = spend(usage_of(outcomes), config.price_prompt_per_mtok,
                              config.price_completion_per_mtok)
     identity = backend_obj.identity()
-    return Result(COMPONENT, "generate", summary, items=rows,
-                  inputs=[input_record(data, len(rows))], backends=[identity],
-                  models=[str(identity.get("model", ""))], engine=config.engine_name)
+    return check_run(Result(COMPONENT, "generate", summary, items=rows,
+                            inputs=[input_record(data, len(rows))], backends=[identity],
+                            models=[str(identity.get("model", ""))],
+                            engine=config.engine_name), "generate")
 
 
 agenerate = async_variant(generate)

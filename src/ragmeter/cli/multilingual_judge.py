@@ -8,7 +8,15 @@ from typing import Any
 import click
 
 from ragmeter.cli.backend_options import backend_options
-from ragmeter.cli.options import by_option, field_option, input_file, output_file, repeats_option
+from ragmeter.cli.options import (
+    by_option,
+    end_run,
+    field_option,
+    input_file,
+    output_file,
+    repeats_option,
+    run_verb,
+)
 
 
 @click.command(name="judge")
@@ -42,8 +50,8 @@ def judge(path: str, out: str, scoring: str, repeats: int, by: str | None,
     from ragmeter.judges._card import alarm_lines, card_line
     from ragmeter.reports.console_extras import print_extras
 
-    result = ragmeter.multilingual.judge(
-        path, scoring=scoring, backend=from_options(**kwargs), store=kwargs.get("store"),
+    result, failure = run_verb(
+        ragmeter.multilingual.judge, path, scoring=scoring, backend=from_options(**kwargs), store=kwargs.get("store"),
         replay=bool(kwargs.get("replay")), dry_run=bool(kwargs.get("dry_run")), fields=fields,
         repeats=repeats, by=by)
     if result.summary.get("dry_run"):
@@ -67,3 +75,4 @@ def judge(path: str, out: str, scoring: str, repeats: int, by: str | None,
     for line in alarm_lines(result.alarms):
         click.echo(line, err=True)
     click.echo(f"wrote {n} rows to {out}", err=True)
+    end_run(result, failure)

@@ -25,6 +25,7 @@ from ragmeter._verb._context import (
     input_record,
     model_context,
 )
+from ragmeter._verb._failure import check_run
 from ragmeter.result import Result
 
 __all__ = ["score", "judge", "ajudge"]
@@ -251,10 +252,11 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
         summary["groups"] = _judge_groups(merged, by, repeats, prices)
     for out_row in merged:
         out_row.pop("_verdicts", None)
-    return Result(COMPONENT, "judge", summary, items=merged,
+    return check_run(Result(COMPONENT, "judge", summary, items=merged,
                   inputs=[input_record(data, len(raw_rows))], backends=[identity],
                   models=[model], prompt_versions={"semantic": prompt.version},
-                  judges=[judge_card(judge_name)], alarms=[alarm] if alarm else [], engine=config.engine_name)
+                  judges=[judge_card(judge_name)], alarms=[alarm] if alarm else [], engine=config.engine_name),
+                     "multilingual.judge")
 
 
 def _judge_groups(rows: list[dict[str, Any]], by: str, repeats: int,

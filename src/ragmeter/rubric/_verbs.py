@@ -32,6 +32,7 @@ from ragmeter._verb._context import (
     input_record,
     model_context,
 )
+from ragmeter._verb._failure import check_run
 from ragmeter._verb._options import RunOptions, gather
 from ragmeter.judges._card import model_id
 from ragmeter.result import Result
@@ -150,11 +151,12 @@ def _judged_result(verb: str, rows: list[dict[str, Any]], mode: str, judge_model
     alarm = _alarm(rows, card["judge"])
     alarms = [alarm] if alarm else []
     identity = [backend_obj.identity()] if backend_obj is not None else []
-    return Result(COMPONENT, verb, summary, items=rows, detail=detail, inputs=inputs,
-                  backends=identity, models=[judge_model] if judge_model else [],
-                  prompt_versions={"judge": prompt_version} if prompt_version else None,
-                  judges=[card], alarms=alarms, engine=engine,
-                  headline=headline({**summary, "alarms": alarms}))
+    return check_run(Result(COMPONENT, verb, summary, items=rows, detail=detail, inputs=inputs,
+                            backends=identity, models=[judge_model] if judge_model else [],
+                            prompt_versions={"judge": prompt_version} if prompt_version
+                            else None, judges=[card], alarms=alarms, engine=engine,
+                            headline=headline({**summary, "alarms": alarms})),
+                     f"rubric.{verb}")
 
 
 def _add_spend(summary: dict[str, Any], rows: list[dict[str, Any]], by: Sequence[str],

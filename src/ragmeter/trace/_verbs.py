@@ -34,6 +34,7 @@ from ragmeter._verb._context import (
     input_record,
     model_context,
 )
+from ragmeter._verb._failure import check_run
 from ragmeter._verb._options import OutputOptions, RunOptions, gather
 from ragmeter.result import Result
 from ragmeter.trace._options import JudgeOptions
@@ -247,8 +248,9 @@ def label(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
     """
     groups = gather("trace.label", options, judge=(JudgeOptions, judge),
                     run=(RunOptions, run), output=(OutputOptions, output))
-    return _label(data, groups["judge"], groups["run"], groups["output"], language=language,
-                  limit=limit, repeats=repeats, fields=fields, backend=backend)
+    return check_run(_label(data, groups["judge"], groups["run"], groups["output"],
+                            language=language, limit=limit, repeats=repeats, fields=fields,
+                            backend=backend), "trace.label")
 
 
 def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions, *,
@@ -417,9 +419,9 @@ def run(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
     groups = gather("trace.run", options, judge=(JudgeOptions, judge), run=(RunOptions, run),
                     output=(OutputOptions, output))
     out: OutputOptions = groups["output"]
-    labelled = _label(data, groups["judge"], groups["run"], replace(out, by=None),
-                      language=language, limit=limit, repeats=repeats, fields=fields,
-                      backend=backend)
+    labelled = check_run(_label(data, groups["judge"], groups["run"], replace(out, by=None),
+                                language=language, limit=limit, repeats=repeats,
+                                fields=fields, backend=backend), "trace.run")
     if labelled.summary.get("dry_run"):
         return labelled
     rows = labelled.items
