@@ -7,8 +7,16 @@ A :class:`Result` holds exactly what the CLI prints and writes for the same call
 * ``items``: the per-item dicts ``--items`` writes (unscored items carry ``status`` and
   ``reason``);
 * ``to_pandas()``: one row per input item in input order (needs pandas: ``ragmeter[pandas]``);
-* ``save()``: a run record that ``ragmeter report`` and ``ragmeter view`` show;
-* ``_repr_html_``: a compact table in a notebook (headline numbers, CIs, coverage).
+* ``headline``: the numbers every door reads (metric, group, value, CI, n, coverage,
+  direction, flag), from the family's ``METRICS``; ``coverage``: rows, scored, unscored and
+  the reasons, in one shape for every verb;
+* ``save()``: a run record that ``ragmeter report``, ``ragmeter view`` and ``ragmeter gate``
+  read (its repr is one line naming the file);
+* ``_repr_html_``: the notebook view: the headline as a wide table (groups × metrics, each
+  value with its CI and n), judge cards and alarms beside it, everything escaped.
+
+The gates find one number with :func:`lookup_headline`; a metric or group that is not there
+is a :class:`MetricLookupError` carrying the facts, which each door phrases in its own words.
 
 Judged verbs also carry ``judges`` (one card per judge: its identity and its validation, or
 "unvalidated") and ``alarms`` (e.g. the degenerate-judge alarm), which travel into the run
