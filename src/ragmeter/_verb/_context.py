@@ -24,7 +24,9 @@ def field_map(fields: Mapping[str, str] | Iterable[str] | None, component: str) 
         return fields
     if isinstance(fields, Mapping):
         return FieldMap({str(k): str(v) for k, v in fields.items()})
-    return parse_field_options(list(fields), component=component)
+    from ragmeter._verb._options import names
+
+    return parse_field_options(names(fields, "fields", component), component=component)
 
 
 def model_context(backend: Any, store: Any, *, replay: bool = False,

@@ -8,8 +8,8 @@ uses), and every group also gets its coverage and spend (:mod:`ragmeter.judges._
 groups of a run add up to its total.
 
 The result has one shape everywhere: ``{"by": FIELD, "values": {value: {"metrics", "ci95",
-"coverage", "spend", ...}}}``, printed by :func:`ragmeter.reports.console.print_groups` and
-shown by the HTML report.
+"coverage", "spend", ...}}}``, printed by :func:`ragmeter.reports.console_extras.print_extras`
+(``multilingual score``: its family's ``print_groups``) and shown by the HTML report.
 """
 
 from __future__ import annotations

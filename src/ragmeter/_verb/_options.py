@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["RunOptions", "OutputOptions", "EngineOptions", "gather"]
+__all__ = ["RunOptions", "OutputOptions", "EngineOptions", "gather", "names"]
 
 G = TypeVar("G")
 
@@ -59,6 +59,17 @@ class OutputOptions:
     seed: int = 12345
     by: str | None = None
 
+    def __post_init__(self) -> None:
+        from ragmeter._util import check_number
+
+        check_number(self.resamples, "resamples=", lo=0, whole=True)
+        check_number(self.seed, "seed=", whole=True)
+        if self.by is not None and not isinstance(self.by, str):
+            from ragmeter.errors import ConfigError
+
+            raise ConfigError(f"ragmeter: by= takes one field name, got "
+                              f"{type(self.by).__name__}. Fix: by=\"lang\".")
+
 
 @dataclass(frozen=True)
 class EngineOptions:
@@ -70,6 +81,12 @@ class EngineOptions:
     ray_address: str | None = None
     ray_workers: int = 2
     ray_cpus_per_worker: int = 1
+
+    def __post_init__(self) -> None:
+        from ragmeter._util import check_number
+
+        check_number(self.ray_workers, "ray_workers=", lo=1, whole=True)
+        check_number(self.ray_cpus_per_worker, "ray_cpus_per_worker=", lo=1, whole=True)
 
 
 def gather(verb: str, options: Mapping[str, Any], **groups: tuple[type[Any], Any]
@@ -101,4 +118,43 @@ def gather(verb: str, options: Mapping[str, Any], **groups: tuple[type[Any], Any
         base = given if given is not None else cls()
         mine = {k: v for k, v in options.items() if owner[k] == name}
         out[name] = dataclasses.replace(base, **mine) if mine else base
+        _finite_fields(verb, out[name])
     return out
+
+
+def _finite_fields(verb: str, group: Any) -> None:
+    """Every number of an option group, a family's own groups included, is finite: a
+    ``threshold=nan`` passes every range check written as ``x < lo or x > hi`` (issue 29.3).
+    Ranges stay the group's own business."""
+    from ragmeter._util import is_finite_number, number_problem
+
+    for f in dataclasses.fields(group):
+        value = getattr(group, f.name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and not is_finite_number(value):
+            from ragmeter.errors import ConfigError
+
+            raise ConfigError(f"{verb.split('.')[0]}: {f.name}= {number_problem(value)}")
+
+
+def names(value: Any, arg: str, component: str) -> tuple[str, ...]:
+    """An option that takes one name or several (``by``, ``flag_yes``, ``fields``) as a tuple
+    of names: one string is one name (``by="lang"``, never the letters of ``lang``); None is
+    none; a list (any iterable) of strings is those.  Anything else is a one-line ConfigError
+    naming the argument (issue 29.9)."""
+    from ragmeter.errors import ConfigError
+
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Iterable) and not isinstance(value, (Mapping, bytes)):
+        items = tuple(value)
+        wrong = [v for v in items if not isinstance(v, str)]
+        if not wrong:
+            return items
+        got = f"a list holding {type(wrong[0]).__name__}"
+    else:
+        got = type(value).__name__
+    raise ConfigError(f"{component}: {arg}= takes a column name or a list of column names, "
+                      f"got {got}. Fix: {arg}=\"lang\" or {arg}=[\"lang\", \"model_name\"].")

@@ -301,15 +301,19 @@ class OpenAIBackend(BaseBackend):
 
     @staticmethod
     def _text_of(choice: dict[str, Any]) -> str:
+        """The reply's text; a lone surrogate (``"\\ud800"`` in the JSON body) becomes U+FFFD,
+        so the reply can be stored and written (ragmeter.text._unicode)."""
+        from ragmeter.text._unicode import replace_lone_surrogates
+
         message = choice.get("message")
         if isinstance(message, dict):
             content = message.get("content")
             if content is None:
                 return ""
             if isinstance(content, str):
-                return content
+                return replace_lone_surrogates(content)
         if isinstance(choice.get("text"), str):
-            return str(choice["text"])
+            return replace_lone_surrogates(str(choice["text"]))
         raise BackendError("bad_response", "choices[0] has no message.content", retryable=True)
 
     @staticmethod

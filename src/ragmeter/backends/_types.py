@@ -54,6 +54,16 @@ class Request:
     choices: tuple[str, ...] | None = None
     repeat: int = 0
 
+    def __post_init__(self) -> None:
+        # A sampling parameter of nan or inf (temperature=float("nan")) would be sent with
+        # every call and fail at the server, or worse, be accepted: refused before any call,
+        # by the same finite-number check as every other option (issue 29.3).
+        for name, value in self.params.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                from ragmeter._util import check_number
+
+                check_number(value, f"{name}=", component="backends")
+
     @classmethod
     def chat(cls, id: str, messages: Sequence[Mapping[str, str]] | Sequence[Message],
              params: Mapping[str, Any] | None = None, choices: Sequence[str] | None = None,

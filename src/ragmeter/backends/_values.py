@@ -23,6 +23,24 @@ from typing import Any
 __all__ = ["ModelBackend", "local", "openai", "endpoint", "resolve", "from_options",
            "capabilities_of", "scores_choices"]
 
+# The numeric fields of a ModelBackend: (lower bound, lower bound excluded, whole number,
+# None allowed).  Checked where the value is made (ragmeter._util.check_number), so a price of
+# nan or a timeout of inf fails at once instead of after the calls were paid (issue 29.3).
+_NUMBERS: dict[str, tuple[float, bool, bool, bool]] = {
+    "concurrency": (1, False, True, False),
+    "rpm": (0, True, False, True),
+    "tpm": (0, True, False, True),
+    "timeout": (0, True, False, False),
+    "max_retries": (0, False, True, False),
+    "price_prompt": (0, False, False, True),
+    "price_completion": (0, False, False, True),
+    "batch_size": (1, False, True, False),
+    "ray_workers": (1, False, True, False),
+    "ray_cpus_per_worker": (1, False, True, False),
+    "ray_num_gpus": (0, False, False, False),
+    "ray_batch_size": (1, False, True, False),
+}
+
 
 @dataclass(frozen=True, eq=False)
 class ModelBackend:
@@ -49,6 +67,18 @@ class ModelBackend:
     ray_batch_size: int = 16
     _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
     _instance: list[Any] = field(default_factory=list, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        from ragmeter._util import check_number
+
+        for name, (lo, lo_open, whole, optional) in _NUMBERS.items():
+            value = getattr(self, name)
+            if value is None and optional:
+                continue
+            checked = check_number(value, f"{name}=", lo=lo, lo_open=lo_open, whole=whole,
+                                   component="backends")
+            if checked is not value:
+                object.__setattr__(self, name, checked)  # 8.0 -> 8
 
     def recipe(self) -> Any:
         """The :class:`ragmeter.backends._registry.BackendRecipe` that builds this backend, without

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from ragmeter._version import __version__
+from ragmeter.cli.options import FiniteFloat
 from ragmeter.errors import RunFailedError, UserError, did_you_mean
 
 __all__ = ["main", "cli", "COMMANDS"]
@@ -79,7 +80,7 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, lazy=COMMANDS,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="ragmeter")
-@click.option("--max-line-mb", type=click.FloatRange(min=0.001), default=None, metavar="N",
+@click.option("--max-line-mb", type=FiniteFloat(min=0.001), default=None, metavar="N",
               help="Largest line (JSONL, CSV) or record (JSON) read from a data file, in MiB "
                    "(default 32, or RAGMETER_MAX_LINE_MB).")
 def cli(max_line_mb: float | None) -> None:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import click
 
 from ragmeter.backends._types import Backend
-from ragmeter.cli.options import input_file
+from ragmeter.cli.options import FiniteFloat, input_file
 from ragmeter.runner._run import RunnerConfig
 from ragmeter.runner._store import Store
 
@@ -62,12 +62,12 @@ def backend_options(f: F) -> F:
                           "forward pass (left-padded; greedy outputs equal one at a time, "
                           "choice probabilities within 1e-4). 1 runs them one at a time, the "
                           "exact reference path. Set --concurrency to at least N."),
-        click.option("--rpm", default=None, type=click.FloatRange(min=0, min_open=True),
+        click.option("--rpm", default=None, type=FiniteFloat(min=0, min_open=True),
                      metavar="N", help="Limit requests per minute."),
-        click.option("--tpm", default=None, type=click.FloatRange(min=0, min_open=True),
+        click.option("--tpm", default=None, type=FiniteFloat(min=0, min_open=True),
                      metavar="N", help="Limit tokens per minute (prompt + completion, estimated)."),
         click.option("--timeout", default=120.0, show_default=True,
-                     type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+                     type=FiniteFloat(min=0, min_open=True), metavar="SECONDS",
                      help="Give up on one attempt of a call to a remote backend after this "
                           "long (then retry). The local model's calls run to the end (they "
                           "cannot be interrupted)."),
@@ -80,11 +80,11 @@ def backend_options(f: F) -> F:
         click.option("--replay", is_flag=True,
                      help="Use stored responses only; fail on a cache miss instead of calling."),
         click.option("--price-in", "--price-prompt", "price_prompt", default=None,
-                     type=click.FloatRange(min=0), metavar="USD",
+                     type=FiniteFloat(min=0), metavar="USD",
                      help="Price per million input (prompt) tokens: money in --dry-run and in "
                           "the running cost counter."),
         click.option("--price-out", "--price-completion", "price_completion", default=None,
-                     type=click.FloatRange(min=0), metavar="USD",
+                     type=FiniteFloat(min=0), metavar="USD",
                      help="Price per million output (completion) tokens."),
         click.option("--dry-run", is_flag=True,
                      help="Print how many calls and roughly how many tokens would be spent, "
@@ -106,7 +106,7 @@ def backend_options(f: F) -> F:
                           "model computes with (torch, BLAS, Arrow), so that N actors are N "
                           "times one."),
         click.option("--ray-num-gpus", default=0.0, show_default=True,
-                     type=click.FloatRange(min=0), metavar="N",
+                     type=FiniteFloat(min=0), metavar="N",
                      help="With --engine ray: GPUs reserved per actor (e.g. 1, or 0.5 to pack "
                           "two actors on a GPU)."),
         click.option("--ray-batch-size", default=16, show_default=True,

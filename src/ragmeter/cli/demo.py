@@ -28,8 +28,9 @@ def demo(out_dir: str, no_model: bool) -> None:
     from ragmeter._demo._demo import demo as run_demo
     from ragmeter._demo._demo import require_local_model
     from ragmeter.cli.report import _command_line
+    from ragmeter.multilingual._report import print_multilingual
     from ragmeter.reliability._report import print_reliability
-    from ragmeter.reports.console import console, print_multilingual
+    from ragmeter.reports.console import console
 
     con = console()
     if not no_model:

@@ -78,19 +78,21 @@ def score(path: str, baseline: str | None, json_out: str | None, items_out: str 
     Beyond one process: ragmeter multilingual score 'answers/*.parquet' --engine ray
     """
     import ragmeter.multilingual
-    from ragmeter.reports.console import print_multilingual
+    from ragmeter._verb._options import EngineOptions, OutputOptions
+    from ragmeter.multilingual._report import print_multilingual
 
     result = ragmeter.multilingual.score(
-        path, baseline=baseline, ci=ci, paired=paired, rlc_lid=rlc_lid, resamples=resamples,
-        seed=seed, fields=fields, normalize=normalize, by=by, engine=engine,
-        ray_address=ray_address, ray_workers=ray_workers,
-        ray_cpus_per_worker=ray_cpus_per_worker,
+        path, baseline=baseline, normalize=normalize, rlc_lid=rlc_lid, paired=paired,
+        fields=fields,
         # answer text is kept only when something writes it (--items); the run record keeps
         # ids and scores (issue 14: 1M rows in < 1 GiB)
-        keep_text=items_out is not None)
+        keep_text=items_out is not None,
+        output=OutputOptions(ci=ci, resamples=resamples, seed=seed, by=by),
+        engine=EngineOptions(engine=engine, ray_address=ray_address, ray_workers=ray_workers,
+                             ray_cpus_per_worker=ray_cpus_per_worker))
     print_multilingual(result.detail)
     if by:
-        from ragmeter.reports.console import print_groups
+        from ragmeter.multilingual._report import print_groups
 
         print_groups(result.summary["groups"])
     write_outputs(result, json_out, items_out)

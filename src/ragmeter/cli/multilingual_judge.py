@@ -45,15 +45,19 @@ def judge(path: str, out: str, scoring: str, repeats: int, by: str | None,
     Example: ragmeter multilingual judge answers.jsonl --out judged.jsonl
     """
     import ragmeter.multilingual
+    from ragmeter._verb._options import OutputOptions, RunOptions
     from ragmeter.backends import from_options
     from ragmeter.io import write_jsonl
     from ragmeter.judges._card import alarm_lines, card_line
     from ragmeter.reports.console_extras import print_extras
 
     result, failure = run_verb(
-        ragmeter.multilingual.judge, path, scoring=scoring, backend=from_options(**kwargs), store=kwargs.get("store"),
-        replay=bool(kwargs.get("replay")), dry_run=bool(kwargs.get("dry_run")), fields=fields,
-        repeats=repeats, by=by)
+        ragmeter.multilingual.judge, path, fields=fields,
+        judge=ragmeter.multilingual.JudgeOptions(scoring=scoring, repeats=repeats),
+        backend=from_options(**kwargs),
+        run=RunOptions(store=kwargs.get("store"), replay=bool(kwargs.get("replay")),
+                       dry_run=bool(kwargs.get("dry_run"))),
+        output=OutputOptions(by=by))
     if result.summary.get("dry_run"):
         click.echo(result.dry_run_text)  # type: ignore[attr-defined]
         return

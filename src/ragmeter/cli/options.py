@@ -10,6 +10,27 @@ import click
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class FiniteFloat(click.FloatRange):
+    """A number flag: ``click.FloatRange`` that also refuses ``nan``, ``inf`` and values that
+    overflow a float (``1e999``), which pass every range comparison and used to fail after
+    the calls were paid (issue 29.3).  The check is :func:`ragmeter._util.number_problem`,
+    the same one the Python API's options and the web form's fields use."""
+
+    name = "float"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        from ragmeter._util import number_problem
+
+        number = click.FLOAT.convert(value, param, ctx)
+        problem = number_problem(number, lo=self.min, hi=self.max, lo_open=self.min_open)
+        if problem is None and self.max_open and self.max is not None and number >= self.max:
+            problem = f"must be below {self.max:g}, got {number!r}."
+        if problem is not None:
+            self.fail(problem, param, ctx)
+        return number
+
+
 def field_option(f: F) -> F:
     return click.option(
         "--field", "fields", multiple=True, metavar="NAME=COLUMN",

@@ -8,6 +8,7 @@ import click
 
 from ragmeter.cli.backend_options import backend_options
 from ragmeter.cli.options import (
+    FiniteFloat,
     by_option,
     end_run,
     input_file,
@@ -44,14 +45,14 @@ def _setting_options(f: Any) -> Any:
     f = click.option("--passage-num", default=5, show_default=True, type=click.IntRange(0),
                      help="Documents per question (0: no documents, no system prompt).")(f)
     f = click.option("--correct-rate", default=0.0, show_default=True,
-                     type=click.FloatRange(0, 1),
+                     type=FiniteFloat(0, 1),
                      help="Share of correct documents among counterfactual ones (_fact).")(f)
     return f
 
 
 @group.command(name="build")
 @_data_options
-@click.option("--noise-rate", required=True, type=click.FloatRange(0, 1),
+@click.option("--noise-rate", required=True, type=FiniteFloat(0, 1),
               help="Share of noise documents, e.g. 0.4.")
 @_setting_options
 @click.option("--prompts", "prompts_path", default=None, type=input_file(),
@@ -83,7 +84,7 @@ def build(data: str, kind: str | None, lang: str | None, noise_rate: float,
 @group.command(name="score")
 @click.argument("predictions", type=input_file())
 @_data_options
-@click.option("--noise-rate", required=True, type=click.FloatRange(0, 1),
+@click.option("--noise-rate", required=True, type=FiniteFloat(0, 1),
               help="The noise rate the predictions were made with.")
 @_setting_options
 @click.option("--mode", type=click.Choice(["strict", "lenient", "refactor"]), default="strict",
@@ -129,7 +130,7 @@ _judge_method_option = click.option(
 @group.command(name="judge")
 @click.argument("predictions", type=input_file())
 @_data_options
-@click.option("--noise-rate", default=None, type=click.FloatRange(0, 1),
+@click.option("--noise-rate", default=None, type=FiniteFloat(0, 1),
               help="The noise rate the predictions were made at [default: 1.0 for default "
                    "data (the rejection setting), 0 for _fact data].")
 @_setting_options
@@ -191,10 +192,10 @@ def judge(predictions: str, data: str, kind: str | None, lang: str | None,
               help="Noise rates for _int data (the paper's integration table).")
 @click.option("--no-rejection", is_flag=True, help="Do not run noise 1.0 on default data.")
 @click.option("--passage-num", default=5, show_default=True, type=click.IntRange(1))
-@click.option("--correct-rate", default=0.0, show_default=True, type=click.FloatRange(0, 1),
+@click.option("--correct-rate", default=0.0, show_default=True, type=FiniteFloat(0, 1),
               help="Correct documents among counterfactual ones (_fact data).")
 @click.option("--seed", default=2333, show_default=True, type=int)
-@click.option("--temperature", default=0.7, show_default=True, type=click.FloatRange(0),
+@click.option("--temperature", default=0.7, show_default=True, type=FiniteFloat(0),
               help="Sampling temperature of the answers (evalue.py's default 0.7).")
 @click.option("--max-tokens", default=256, show_default=True, type=click.IntRange(1),
               help="Completion limit of each answer.")

@@ -11,6 +11,7 @@ import click
 
 from ragmeter.cli.backend_options import backend_options
 from ragmeter.cli.options import (
+    FiniteFloat,
     end_run,
     field_option,
     input_file,
@@ -74,7 +75,7 @@ _judge_options = [
     click.option("--repeats", default=1, show_default=True, type=click.IntRange(1, 50),
                  help="Judge each item K times (repeat index in the cache key; seed+repeat) "
                       "and report judge stability."),
-    click.option("--temperature", default=None, type=click.FloatRange(0, 2),
+    click.option("--temperature", default=None, type=FiniteFloat(0, 2),
                  help="Judge sampling temperature for --scoring generate [default: the "
                       "prompt's: 0 for ragmeter's, 0.001 for a --prompt-file]."),
     click.option("--seed", default=0, show_default=True, type=int,
@@ -165,7 +166,7 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
               show_default=True, help="Request shape: vllm {model, query, documents} -> "
                                       "results[].relevance_score; tei {query, texts} -> "
                                       "[].score.")
-@click.option("--rerank-threshold", default=0.1, show_default=True, type=float,
+@click.option("--rerank-threshold", default=0.1, show_default=True, type=FiniteFloat(),
               help="Keep chunks whose reranker score is above this (RAGaliq: > 0.1 on "
                    "bge-reranker logits).")
 @click.option("--max-context", default=6, show_default=True, type=click.IntRange(1, 200),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ragmeter.cli.options import FiniteFloat
+
 
 @click.group(name="runs")
 def group() -> None:
@@ -14,7 +16,7 @@ def group() -> None:
 @click.option("--keep", default=None, type=click.IntRange(min=0), metavar="N",
               help="Keep the newest N runs and remove the rest [default: $RAGMETER_KEEP_RUNS, "
                    "else 500; 0 keeps all].")
-@click.option("--older-than", "older_than", default=None, type=click.FloatRange(min=0),
+@click.option("--older-than", "older_than", default=None, type=FiniteFloat(min=0),
               metavar="DAYS", help="Also remove runs older than DAYS days.")
 @click.option("--runs-dir", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Folder of run records [default: $RAGMETER_HOME/runs].")
@@ -24,6 +26,8 @@ def prune(keep: int | None, older_than: float | None, runs_dir: str | None,
     """Remove old run records (summary and items file).
 
     New records already prune beyond $RAGMETER_KEEP_RUNS (default 500) as they are written.
+    An items file left without its summary for an hour (a run killed while saving, a summary
+    deleted by hand) is removed too.
 
     Example: ragmeter runs prune --keep 50 --older-than 30
     """

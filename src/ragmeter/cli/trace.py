@@ -8,6 +8,7 @@ import click
 
 from ragmeter.cli.backend_options import backend_options
 from ragmeter.cli.options import (
+    FiniteFloat,
     by_option,
     end_run,
     field_option,
@@ -159,7 +160,7 @@ def _label_options(f: Any) -> Any:
                      help="Choice strategy: which labels to produce (comma-separated) "
                           "[default: relevance,utilization,support]."),
         click.option("--threshold", default=0.5, show_default=True,
-                     type=click.FloatRange(0, 1), help="Choice strategy: p(yes) needed."),
+                     type=FiniteFloat(0, 1), help="Choice strategy: p(yes) needed."),
         click.option("--evidence-sentences", default=6, show_default=True,
                      type=click.IntRange(0, 10000),
                      help="Choice strategy: document sentences shown as evidence for a "
@@ -296,7 +297,7 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
                    "features); embeddings are kept in the store (--store).")
 @click.option("--store", "store", type=click.Path(dir_okay=False), default=None,
               help="Store holding the embedding cache [default: the user store].")
-@click.option("--threshold", default=None, type=click.FloatRange(0, 1),
+@click.option("--threshold", default=None, type=FiniteFloat(0, 1),
               help="p(unsupported) at which a response sentence is labelled unsupported "
                    "[default: fitted so that the share labelled unsupported on the training "
                    "rows equals the annotated share].")

@@ -11,6 +11,7 @@ import csv
 import json
 import math
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,10 +94,126 @@ def _bounded_lines(fh: Any, path: Path, component: str) -> Iterator[tuple[int, b
         yield number, raw
 
 
-def _loads(text: str, path: Path, component: str, *, line: int | None = None) -> Any:
-    """``json.loads`` whose every failure is an InputError at ``where`` (line= or row=)."""
+class _NotFinite(ValueError):
+    """A number in JSON that is no finite float: NaN, Infinity, 1e999, a 400-digit integer."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def _refuse(text: str) -> Any:
+    raise _NotFinite(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value - value != 0.0:  # inf (a JSON number is never nan)
+        raise _NotFinite(text)
+    return value
+
+
+def _finite_int(text: str) -> int:
+    if len(text) > 300:  # beyond a float's range (or Python's 4300-digit limit)
+        try:
+            float(int(text))
+        except (OverflowError, ValueError):
+            raise _NotFinite(text[:12] + f"... ({len(text)} digits)") from None
+    return int(text)
+
+
+class _Mark:
+    """Stands in for a refused number while :func:`_field_of_number` looks for its field."""
+
+
+# Every decode refuses NaN and Infinity (parse_constant: no cost) and floats that overflow
+# (parse_float: one Python call per float, ~0.2 us).  Integers are checked one by one only in
+# text with a run of 300 digits: an int beyond a float's range (beyond 4300 digits, int()
+# itself refuses it).  A regex for a three-digit exponent would cost more than the floats'
+# check: every "e" of English text starts a match attempt.
+_DECODER = json.JSONDecoder(parse_constant=_refuse, parse_float=_finite_float)
+_CHECKING = json.JSONDecoder(parse_constant=_refuse, parse_float=_finite_float,
+                             parse_int=_finite_int)
+_MARKING = json.JSONDecoder(parse_constant=lambda t: _Mark(), parse_float=lambda t: (
+    _Mark() if not math.isfinite(float(t)) else 0.0), parse_int=lambda t: _Mark()
+    if len(t) > 300 else 0)
+_BIG_INT = re.compile(r"[0-9]{300}")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _decode_value(text: str, pos: int = 0) -> tuple[Any, int]:
+    """``raw_decode`` of the JSON value at ``pos`` that refuses non-finite numbers."""
     try:
-        return json.loads(text)
+        obj, end = _DECODER.raw_decode(text, pos)
+    except (_NotFinite, json.JSONDecodeError):
+        raise
+    except ValueError:  # an integer of more than 4300 digits
+        return _CHECKING.raw_decode(text, pos)  # type: ignore[no-any-return]
+    if _BIG_INT.search(text, pos, end):
+        obj, end = _CHECKING.raw_decode(text, pos)
+    return obj, end
+
+
+def _field_of_number(text: str, pos: int = 0) -> str | None:
+    """The top-level field of a refused number in the JSON value at ``pos``."""
+    try:
+        obj, _ = _MARKING.raw_decode(text, pos)
+    except (ValueError, RecursionError):
+        return None
+
+    def has_mark(v: Any) -> bool:
+        if isinstance(v, _Mark):
+            return True
+        if isinstance(v, dict):
+            return any(has_mark(x) for x in v.values())
+        return isinstance(v, list) and any(has_mark(x) for x in v)
+
+    if isinstance(obj, dict):
+        return next((str(k) for k, v in obj.items() if has_mark(v)), None)
+    return None
+
+
+def _not_finite_error(exc: _NotFinite, text: str, pos: int, path: Path, component: str,
+                      **where: Any) -> InputError:
+    from ragmeter.text._unicode import shown
+
+    field = _field_of_number(text, pos)
+    return InputError(
+        f"holds the number {exc.text}, which is not finite: JSON has no NaN or Infinity, and "
+        f"numbers beyond ±1.8e308 do not fit a float.", component=component, path=path,
+        field=None if field is None else shown(field),
+        fix="write null for a missing value, or a finite number.", **where)
+
+
+def check_text(obj: Any, raw: str | None, path: Path | str, component: str,
+               **where: Any) -> None:
+    """Refuse a record holding a lone UTF-16 surrogate (:mod:`ragmeter.text._unicode`):
+    one line naming the place, the field and the position.  ``raw``: the JSON text it was
+    decoded from (only a ``\\uD8xx``-``\\uDFxx`` escape there can make one), or None for
+    in-memory data (always looked at)."""
+    if raw is not None and not _SURROGATE_ESCAPE.search(raw):
+        return
+    from ragmeter.text._unicode import find_lone_surrogate
+
+    found = find_lone_surrogate(obj)
+    if found is None:
+        return
+    field, index, char = found
+    raise InputError(
+        f"holds a lone UTF-16 surrogate (\\u{ord(char):04x} at character {index + 1}), which "
+        f"is not valid Unicode text and cannot be written to any output.",
+        component=component, path=path, field=field,
+        fix="re-encode the text as UTF-8; in JSON, an escape \\uD800-\\uDBFF must be "
+            "followed by its second half \\uDC00-\\uDFFF.", **where)
+
+
+def _loads(text: str, path: Path, component: str, *, line: int | None = None) -> Any:
+    """The JSON value of ``text``, every failure an InputError at ``line``: invalid JSON,
+    nesting too deep, a non-finite number, a lone surrogate."""
+    try:
+        obj = (_CHECKING if _BIG_INT.search(text) else _DECODER).decode(text)
+    except _NotFinite as exc:
+        raise _not_finite_error(exc, text.strip(), 0, path, component, line=line) from None
     except json.JSONDecodeError as exc:
         raise InputError(
             f"is not valid JSON ({exc.msg} at column {exc.colno}).",
@@ -105,6 +222,8 @@ def _loads(text: str, path: Path, component: str, *, line: int | None = None) ->
         ) from None
     except RecursionError:
         raise _too_deep(path, component, line=line) from None
+    check_text(obj, text, path, component, line=line)
+    return obj
 
 
 def _too_deep(path: Path, component: str, *, line: int | None = None,
@@ -173,7 +292,6 @@ class _JsonStream:
         self.component = component
         self.limit = max_line_bytes()
         self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
-        self.json = json.JSONDecoder()
         self.buf = ""
         self.pos = 0
         self.eof = False
@@ -214,7 +332,10 @@ class _JsonStream:
         tried_end = False
         while True:
             try:
-                obj, end = self.json.raw_decode(self.buf, self.pos)
+                obj, end = _decode_value(self.buf, self.pos)
+            except _NotFinite as exc:
+                raise _not_finite_error(exc, self.buf, self.pos, self.path, self.component,
+                                        row=number) from None
             except json.JSONDecodeError as exc:
                 # Cut by the end of the buffer (or a string still open): read more and retry.
                 cut = exc.pos >= len(self.buf) - 16 or exc.msg.startswith("Unterminated")
@@ -232,6 +353,8 @@ class _JsonStream:
                 tried_end = True  # a number may go on in the next chunk
                 self._grow(number)
                 continue
+            if _SURROGATE_ESCAPE.search(self.buf, self.pos, end):
+                check_text(obj, None, self.path, self.component, row=number)
             self.pos = end
             return obj
 

@@ -30,6 +30,7 @@ from ragmeter.io._formats import (
     _iter_json,
     _iter_jsonl,
     _iter_parquet,
+    check_text,
 )
 from ragmeter.io._write import (
     write_bytes,
@@ -37,6 +38,7 @@ from ragmeter.io._write import (
     write_jsonl,
     write_text,
 )
+from ragmeter.text._unicode import SURROGATE, find_lone_surrogate, shown
 
 __all__ = [
     "FieldMap",
@@ -51,6 +53,9 @@ __all__ = [
     "write_text",
     "write_bytes",
     "parse_field_options",
+    "rereadable",
+    "is_one_shot",
+    "as_paths",
 ]
 
 FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
@@ -129,11 +134,35 @@ def source_label(source: Any) -> str:
     return "<list of dicts>" if isinstance(source, Sequence) else f"<{kind}>"
 
 
+class _Refused(Exception):
+    """A value :func:`_plain` will not pass on: :func:`_memory_row` says where and why."""
+
+
 def _plain(value: Any) -> Any:
-    """numpy/pandas scalars and arrays as plain Python values; pandas' missing values as None."""
+    """numpy/pandas scalars and arrays as plain Python values; pandas' missing values as None.
+
+    Also the checks a file's values get from its decoder, at no extra pass: an infinite float
+    or text with a lone surrogate raises :class:`_Refused` (issues 29.3, 29.6)."""
+    kind = type(value)
+    if kind is str:
+        if value.isascii() or not SURROGATE.search(value):
+            return value
+        raise _Refused
+    if kind is float:
+        if value - value == 0.0:
+            return value
+        if value != value:
+            return None  # pandas stores missing cells as NaN
+        raise _Refused
+    if value is None or kind is int or kind is bool:
+        return value
+    if kind is list or kind is dict:
+        if find_lone_surrogate(value) is None:
+            return value
+        raise _Refused
     if isinstance(value, float):
-        return None if value != value else value  # pandas stores missing cells as NaN
-    if value is None or isinstance(value, (str, int, bool, list, dict)):
+        return _plain(float(value))
+    if isinstance(value, (str, int, bool, list, dict)):
         return value
     tolist = getattr(value, "tolist", None)  # numpy scalars and arrays
     if callable(tolist):
@@ -143,6 +172,49 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _duplicate_columns(names: Iterable[Any], label: str, component: str) -> None:
+    """Refuse a table with two columns of one name (a dict per row would keep only one)."""
+    seen: set[str] = set()
+    for name in map(str, names):
+        if name in seen:
+            raise InputError(f'has two columns named "{shown(name)}"; a row would keep only '
+                             "one of them.", component=component, path=label,
+                             fix="rename or drop one of the columns.")
+        seen.add(name)
+
+
+def _arrow_value(value: Any) -> Any:
+    """An Arrow row's value, checked as :func:`_plain` checks; a NaN stays NaN (Arrow marks a
+    missing value with null, so a NaN there is a value)."""
+    return value if value != value else _plain(value)
+
+
+def _memory_row(data: Mapping[Any, Any], i: int, label: str, component: str,
+                plain_value: Any = _plain) -> Row:
+    """A row of in-memory data as plain values (:func:`_plain`), after the checks a file gets
+    from its decoder: no infinite number (pandas' NaN is a missing value, None) and no lone
+    surrogate in its text or its field names; the error names the index and the field."""
+    try:
+        plain = {str(k): plain_value(v) for k, v in data.items()}
+        if all(map(str.isascii, plain)) or not find_lone_surrogate(list(plain)):
+            return Row(plain, i, "index", label)
+    except _Refused:
+        pass
+    for key, value in data.items():
+        try:
+            _plain(value)
+        except _Refused:
+            if isinstance(value, float) or hasattr(value, "dtype"):
+                raise InputError(f"is {value}, which is not a finite number.",
+                                 component=component, path=label, index=i,
+                                 field=shown(str(key)),
+                                 fix="give a finite number, or None for a missing value.") \
+                    from None
+    check_text({str(k): v for k, v in data.items()}, None, label, component, index=i)
+    check_text(dict.fromkeys(map(str, data)), None, label, component, index=i)
+    raise AssertionError("a refused value was not found again")  # pragma: no cover
+
+
 def _iter_memory(source: Any, component: str) -> Iterator[Row]:
     """Rows of in-memory data: a sequence of dicts, a pandas DataFrame or a pyarrow Table.
 
@@ -150,18 +222,19 @@ def _iter_memory(source: Any, component: str) -> Iterator[Row]:
     """
     label = source_label(source)
     if hasattr(source, "schema") and hasattr(source, "to_pylist"):  # pyarrow Table/RecordBatch
+        _duplicate_columns(source.schema.names, label, component)
         batches = source.to_batches() if hasattr(source, "to_batches") else [source]
         i = 0
         for batch in batches:
             for rec in batch.to_pylist():
-                yield Row(rec, i, "index", label)
+                yield _memory_row(rec, i, label, component, _arrow_value)
                 i += 1
         return
     if hasattr(source, "to_dict") and hasattr(source, "columns"):  # pandas DataFrame
         columns = [str(c) for c in source.columns]
+        _duplicate_columns(columns, label, component)
         for i, values in enumerate(source.itertuples(index=False, name=None)):
-            yield Row({c: _plain(v) for c, v in zip(columns, values, strict=True)}, i, "index",
-                      label)
+            yield _memory_row(dict(zip(columns, values, strict=True)), i, label, component)
         return
     if isinstance(source, Mapping) or isinstance(source, (bytes, bytearray)) \
             or not isinstance(source, Iterable):
@@ -173,7 +246,49 @@ def _iter_memory(source: Any, component: str) -> Iterator[Row]:
             raise InputError(f"is a {type(rec).__name__}, expected a dict of fields.",
                              component=component, path=label, index=i,
                              fix="give one dict per row, e.g. {\"id\": ..., ...}.")
-        yield Row({str(k): _plain(v) for k, v in rec.items()}, i, "index", label)
+        yield _memory_row(rec, i, label, component)
+
+
+def as_paths(value: Any, arg: str, component: str, *, what: str = "files") -> list[Any]:
+    """An argument that takes a path or a list of paths (``knowledge_base=``) as a list, read
+    once (a generator of paths is fine).  A table, dicts or anything else is a one-line
+    ConfigError naming the argument: a DataFrame's column names are not file names (issue
+    29.9)."""
+    from ragmeter.errors import ConfigError
+
+    if value is None:
+        return []
+    if is_path(value):
+        return [value]
+    if isinstance(value, Iterable) and not isinstance(value, (Mapping, bytes, bytearray)) \
+            and not hasattr(value, "columns") and not hasattr(value, "schema"):
+        items = list(value)
+        wrong = [v for v in items if not is_path(v)]
+        if not wrong:
+            return items
+        got = f"a list holding {type(wrong[0]).__name__}"
+    else:
+        got = f"a {type(value).__name__}"
+    raise ConfigError(f"{component}: {arg}= takes a path or a list of paths ({what}), got "
+                      f"{got}. Fix: {arg}=\"kb.md\" or {arg}=[\"a.md\", \"b.md\"].")
+
+
+def is_one_shot(source: Any) -> bool:
+    """True for data that can be read only once: an iterator or generator (``iter(x) is x``),
+    as opposed to a path, a list, a DataFrame or an Arrow table."""
+    if is_path(source) or isinstance(source, (Sequence, Mapping)):
+        return False
+    try:
+        return iter(source) is source
+    except TypeError:
+        return False
+
+
+def rereadable(source: Any) -> Any:
+    """``source`` itself, or a one-shot iterator's rows as a list, read now, once: a verb that
+    reads its input twice (``by=`` groups, a second file's lookup) calls this first, so its
+    second pass does not find the generator empty (issue 29.9)."""
+    return list(source) if is_one_shot(source) else source
 
 
 def iter_rows(source: Any, *, component: str = "ragmeter",
@@ -191,8 +306,12 @@ def iter_rows(source: Any, *, component: str = "ragmeter",
             seen = True
             yield Row(fm.apply(row.data), row.number, row.unit, row.path) if fm.mapping else row
         if not seen and not allow_empty:
-            raise InputError("has no rows.", component=component, path=source_label(source),
-                             fix="give at least one row.")
+            one_shot = is_one_shot(source)
+            raise InputError("has no rows" + (" (an iterator is empty once it was read)"
+                                              if one_shot else "") + ".",
+                             component=component, path=source_label(source),
+                             fix="pass a list (list(rows)) when the data is read more than "
+                                 "once." if one_shot else "give at least one row.")
         return
     path = source
     p = Path(path)
@@ -293,6 +412,10 @@ def as_number(row: Row, name: str, value: Any, *, component: str,
                             field=name, fix="give a plain number such as 0.5.") from None
     try:
         num = float(value)
+    except OverflowError:  # an int beyond the float range (10**400)
+        raise row.error("is a number too large for a float, expected a finite number.",
+                        component=component, field=name,
+                        fix="give a number within ±1.8e308.") from None
     except (TypeError, ValueError):
         raise row.error(f"is {_short(value)}, expected a number.", component=component,
                         field=name, fix="give a plain number.") from None

@@ -14,6 +14,19 @@ from typing import Any
 
 # ---------------------------------------------------------------- writing
 
+# How every writer encodes text that UTF-8 cannot hold (a lone surrogate, "\ud800"): as the
+# escape \ud800.  Inside a JSON string that is the very escape that decodes back to it, so a
+# JSON or JSON Lines output stays valid and exact; in other text it shows as written.  A writer
+# never fails half-way on such text (issue 29.6; readers refuse it in user data, see
+# ragmeter.text._unicode).
+UTF8_ERRORS = "backslashreplace"
+
+
+def utf8(text: str) -> bytes:
+    """``text`` as UTF-8 bytes, lone surrogates escaped (:data:`UTF8_ERRORS`)."""
+    return text.encode("utf-8", UTF8_ERRORS)
+
+
 
 def _default_file_mode() -> int:
     """0o666 less the process umask: what ``open()`` would give a new file."""
@@ -58,7 +71,7 @@ def _atomic_write(path: Path, write: Any, *, binary: bool = False,
                 fb.flush()
                 os.fsync(fb.fileno())
         else:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            with os.fdopen(fd, "w", encoding="utf-8", errors=UTF8_ERRORS, newline="\n") as fh:
                 write(fh)
                 fh.flush()
                 os.fsync(fh.fileno())

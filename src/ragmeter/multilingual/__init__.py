@@ -1,9 +1,13 @@
 """Multilingual QA (LBRAG): EM, language-aware F1, RLC, RLC_OK, cost, CNBE, semantic score.
 
-The façade: the verbs (``ragmeter.multilingual.<verb>(data, **options)``), nothing else."""
+The façade: the verbs (``ragmeter.multilingual.<verb>(data, **options)``) and the family's
+option group, nothing else."""
 
 from __future__ import annotations
 
+from ragmeter.multilingual._options import (
+    JudgeOptions,
+)
 from ragmeter.multilingual._verbs import (
     ajudge,
     judge,
@@ -11,6 +15,7 @@ from ragmeter.multilingual._verbs import (
 )
 
 __all__ = [
+    "JudgeOptions",
     "ajudge",
     "judge",
     "score",

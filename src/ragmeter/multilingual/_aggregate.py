@@ -11,6 +11,7 @@ from typing import Any
 from ragmeter import stats
 from ragmeter.errors import InputError, UnknownNameError
 from ragmeter.multilingual._cost import cnbe, cnbe_many
+from ragmeter.multilingual._metrics import PAIRED_METRICS, ROWS
 from ragmeter.multilingual._rows import FastPathUnsupported
 from ragmeter.multilingual._scorer import (
     COMPONENT,
@@ -20,7 +21,7 @@ from ragmeter.multilingual._scorer import (
     _Accumulator,
     _Columns,
 )
-from ragmeter.text._rlc import RLC_OK_THRESHOLD, LidRlc
+from ragmeter.text._rlc import LidRlc
 
 __all__ = ["aggregate", "group_summary"]
 
@@ -49,32 +50,38 @@ def _cnbe_values(f1: array, base_f1: array, positions: list[int], cost: array) -
 
 
 def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str, path: str,
-              unit: str, exact_places: bool) -> dict[str, list[float | None]]:
+              unit: str, exact_places: bool, base_unscored: frozenset[str] = frozenset()
+              ) -> dict[str, list[float | None]]:
+    """CNBE per row of each system against the baseline's row of the same sample: None for a
+    row without cost, or whose baseline row is unscored (``base_unscored``: a null baseline
+    prediction, issue 29.10); a sample with no baseline row at all is an InputError."""
     base = columns[baseline]
-    base_f1 = base.f1
+    base_f1 = base.values["f1"]
     base_index = base.index
     out: dict[str, list[float | None]] = {}
     for system in systems:
         cols = columns[system]
+        f1, cost = cols.values["f1"], cols.values["cost"]
         if system == baseline:
-            out[system] = [0.0] * len(cols.f1)
+            out[system] = [0.0] * len(f1)
             continue
         get = base_index.get
         positions = [get(sid, -1) for sid in cols.sample_ids]
-        vals: list[float | None] = _cnbe_values(cols.f1, base_f1, positions,  # type: ignore[assignment]
-                                                cols.cost)
+        vals: list[float | None] = _cnbe_values(f1, base_f1, positions, cost)  # type: ignore[assignment]
         if len(positions) < SMALL_BATCH:
             missing = [i for i, p in enumerate(positions) if p < 0]
-            no_value = [i for i, c in enumerate(cols.cost) if c != c] + missing
+            no_value = [i for i, c in enumerate(cost) if c != c] + missing
         else:
             import numpy as np
 
             pos = np.asarray(positions)
             missing = np.flatnonzero(pos < 0).tolist()
             no_value = np.flatnonzero(
-                (pos < 0) | np.isnan(np.frombuffer(cols.cost, dtype=np.float64))).tolist()
+                (pos < 0) | np.isnan(np.frombuffer(cost, dtype=np.float64))).tolist()
         for i in no_value:
             vals[i] = None  # no cost, or no baseline row
+        if missing and base_unscored:  # the baseline has the row, unscored: no CNBE here
+            missing = [i for i in missing if cols.sample_ids[i] not in base_unscored]
         if missing:
             if not exact_places:
                 raise FastPathUnsupported("missing baseline rows")
@@ -100,8 +107,28 @@ def _present(values: array | list[float | None]) -> list[float]:
     return [v for v in values if v is not None and v == v]
 
 
+def _per_metric(cols: _Columns, cnbe: list[float | None], lid: bool) -> dict[str, list[float]]:
+    """Every metric's present per-row values of one system, in the table's order (``lid``:
+    ``rlc_lid`` was computed)."""
+    per: dict[str, list[float]] = {}
+    for m in ROWS:
+        if m.row in ("answer", "response"):
+            per[m.name] = cols.values[m.name].tolist()
+        elif m.of is not None:
+            assert m.fn is not None
+            per[m.name] = list(map(m.fn, per.get(m.of) or cols.values[m.of].tolist()))
+        elif m.row == "baseline":
+            per[m.name] = _present(cnbe)
+        elif m.row == "given" or (m.row == "lid" and lid):
+            per[m.name] = _present(cols.values[m.name])
+    return per
+
+
 def aggregate(acc: _Accumulator, config: MultilingualConfig, lid: LidRlc | None,
                exact_places: bool) -> MultilingualResult:
+    unscored_ids: dict[str, set[str]] = {}
+    for u in acc.unscored:
+        unscored_ids.setdefault(u["system"], set()).add(u["sample_id"])
     acc.fix_places()
     columns = acc.columns
     systems = list(columns)
@@ -116,23 +143,23 @@ def aggregate(acc: _Accumulator, config: MultilingualConfig, lid: LidRlc | None,
     if baseline is not None and not columns[baseline].sample_ids:
         notes.append(f"the baseline {baseline!r} has no scored row: CNBE is not computed.")
         baseline = None
-    cnbe = (_cnbe_for(columns, systems, baseline, acc.path, acc.unit, exact_places)
-            if baseline else {})
+    base_unscored = frozenset(unscored_ids.get(baseline, ())) if baseline else frozenset()
+    cnbe = (_cnbe_for(columns, systems, baseline, acc.path, acc.unit, exact_places,
+                      base_unscored) if baseline else {})
+    if baseline and base_unscored:
+        orphans = [sid for s in systems if s != baseline for sid in columns[s].sample_ids
+                   if sid in base_unscored]
+        if orphans:
+            notes.append(f"{len(orphans)} row(s) have no CNBE: the baseline {baseline!r} row "
+                         f"of their sample is unscored (first {orphans[0]!r}); their other "
+                         f"metrics count.")
     metrics: dict[str, dict[str, float | int | None]] = {}
     ci: dict[str, dict[str, list[float] | None]] = {}
     rows_without_cost = 0
     for system in systems:
         cols = columns[system]
-        n = len(cols.em)
-        rlc_list = cols.rlc.tolist()
-        per: dict[str, list[float]] = {
-            "em": cols.em.tolist(), "f1": cols.f1.tolist(), "rlc": rlc_list,
-            "rlc_ok": [1.0 if v >= RLC_OK_THRESHOLD else 0.0 for v in rlc_list],
-            "cost": _present(cols.cost), "cnbe": _present(cnbe.get(system, [])),
-            "semantic_score": _present(cols.semantic),
-        }
-        if lid is not None:
-            per["rlc_lid"] = _present(cols.rlc_lid)
+        n = len(cols.sample_ids)
+        per = _per_metric(cols, cnbe.get(system, []), lid is not None)
         rows_without_cost += n - len(per["cost"])
         m: dict[str, float | int | None] = {}
         sys_ci: dict[str, list[float] | None] = {}
@@ -163,7 +190,7 @@ def aggregate(acc: _Accumulator, config: MultilingualConfig, lid: LidRlc | None,
     reasons: dict[str, int] = {}
     for u in acc.unscored:
         reasons[u["reason"]] = reasons.get(u["reason"], 0) + 1
-    scored = sum(len(columns[s].em) for s in systems)
+    scored = sum(len(columns[s].sample_ids) for s in systems)
     coverage = {"rows": acc.n_rows, "scored": scored, "unscored": acc.n_rows - scored,
                 "reasons": reasons}
     base_f1 = metrics[baseline]["f1"] if baseline else None
@@ -189,11 +216,11 @@ def _paired_tests(columns: dict[str, _Columns], systems: list[str], baseline: st
         if not pairs:
             continue
         res: dict[str, dict[str, float | int | str]] = {}
-        for key in ("f1", "em"):
+        for key in PAIRED_METRICS:
             import numpy as np
 
-            a = np.array([getattr(cols, key)[i] for i, _ in pairs])
-            b = np.array([getattr(base, key)[j] for _, j in pairs])
+            a = np.array([cols.values[key][i] for i, _ in pairs])
+            b = np.array([base.values[key][j] for _, j in pairs])
             boot = stats.paired_bootstrap(a, b, n_resamples=config.n_resamples, seed=config.seed)
             perm = stats.paired_permutation(a, b, seed=config.seed)
             res[key] = {"n": boot.n, "mean_diff": boot.mean_diff, "ci_low": boot.ci_low,

@@ -104,11 +104,13 @@ class ScoreRowGroups:
         """The columns a worker returns (texts typed, so that a null stays None)."""
         import pyarrow as pa
 
+        from ragmeter.multilingual._scorer import GIVEN, LID, TEXT_METRICS
+
         fields = [("sample_id", pa.string()), ("system", pa.string()), ("lang", pa.string()),
-                  ("em", pa.float64()), ("f1", pa.float64()), ("rlc", pa.float64()),
-                  ("cost", pa.float64()), ("semantic", pa.float64()), ("missing", pa.bool_())]
+                  *((m.name, pa.float64()) for m in (*TEXT_METRICS, *GIVEN)),
+                  ("missing", pa.bool_())]
         if self.lid is not None:
-            fields.append(("rlc_lid", pa.float64()))
+            fields += [(m.name, pa.float64()) for m in LID]
         if self.by:
             fields.append(("group", pa.string()))
         if self.keep_text:
@@ -166,17 +168,19 @@ class ScoreRowGroups:
         preds = cols["pred_answer"]
         missing = [p is None for p in preds]
         acc = _Accumulator("", "row", None, False, self.normalize)
-        em, f1, rlc = acc.score_texts([p or "" for p in preds], cols["gold_answer"], langs,
-                                      golds_are_text=True)
+        scores = acc.score_texts([p or "" for p in preds], cols["gold_answer"], langs,
+                                 golds_are_text=True)
         out: dict[str, Any] = {
             "sample_id": cols["sample_id"], "system": cols["system"], "lang": langs,
-            "em": np.asarray(em), "f1": np.asarray(f1), "rlc": np.asarray(rlc),
-            "cost": cost, "semantic": sem, "missing": np.asarray(missing, dtype=bool)}
+            **{name: np.asarray(values) for name, values in scores.items()},
+            "cost": cost, "semantic_score": sem, "missing": np.asarray(missing, dtype=bool)}
         if self.lid is not None:  # the row path scores the rows that have a prediction
+            from ragmeter.multilingual._scorer import LID
+
             lid = [None if p is None else self.lid.score(p, lg)
                    for p, lg in zip(preds, langs, strict=True)]
-            out["rlc_lid"] = np.asarray([FLOAT_NAN if v is None else v for v in lid],
-                                        dtype=np.float64)
+            out.update({m.name: np.asarray([FLOAT_NAN if v is None else v for v in lid],
+                                           dtype=np.float64) for m in LID})
         if self.by:
             out["group"] = self._groups(batch, langs)
         if self.keep_text:
@@ -361,13 +365,14 @@ class _Feed:
         numbers = self.numbers[:size]
         for values in (*self.pending.values(), self.numbers):
             del values[:size]
+        from ragmeter.multilingual._scorer import GIVEN, LID, TEXT_METRICS
+
         texts = ((chunk["question"], chunk["gold"], chunk["pred"]) if self.keep_text
                  else None)
-        lid = chunk.get("rlc_lid")
-        self.acc.add_scored(chunk["system"], chunk["sample_id"], chunk["lang"], chunk["em"],
-                            chunk["f1"], chunk["rlc"], chunk["cost"],
-                            [None if s != s else s for s in chunk["semantic"]],
-                            numbers, chunk["missing"], texts, lid=lid)
+        scores = {m.name: chunk[m.name] for m in (*TEXT_METRICS, *LID) if m.name in chunk}
+        given = {m.name: [None if v != v else v for v in chunk[m.name]] for m in GIVEN}
+        self.acc.add_scored(chunk["system"], chunk["sample_id"], chunk["lang"], scores, given,
+                            numbers, chunk["missing"], texts)
 
 
 def _take_groups(feeds: dict[str, _Feed], columns: dict[str, list[Any]],

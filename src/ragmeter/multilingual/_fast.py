@@ -157,7 +157,7 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
             try:
                 acc.add(col["system"].to_pylist(), col["sample_id"].to_pylist(), langs,
                         col["gold_answer"].to_pylist(), col["pred_answer"].to_pylist(),
-                        costs, sems, numbers,
+                        {"cost": costs, "semantic_score": sems}, numbers,
                         col["question"].to_pylist() if config.keep_text else None,
                         golds_are_text=True)
             except InputError:

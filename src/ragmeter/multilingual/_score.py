@@ -32,7 +32,7 @@ def _score_row_path(rows: Iterable[Row], config: MultilingualConfig, path: str,
         assert acc is not None
         acc.add([p.system for p in batch], [p.sample_id for p in batch],
                 [p.lang for p in batch], [p.gold for p in batch], [p.pred for p in batch],
-                [p.cost for p in batch], [p.semantic for p in batch],
+                {"cost": [p.cost for p in batch], "semantic_score": [p.semantic for p in batch]},
                 [p.number for p in batch], [p.question for p in batch])
         batch.clear()
 

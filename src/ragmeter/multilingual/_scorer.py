@@ -13,7 +13,7 @@ millions of rows fits in little memory.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import itemgetter
@@ -22,17 +22,21 @@ from typing import Any
 from ragmeter import stats
 from ragmeter.errors import InputError
 from ragmeter.io import FieldMap
+from ragmeter.multilingual._metrics import (
+    METRIC_KEYS,
+    METRIC_VERSION,
+    ROWS,
+    RowMetric,
+    rows_of,
+    signature_fields,
+)
 from ragmeter.multilingual._rows import COMPONENT
 from ragmeter.signature import Signature
-from ragmeter.text._languages import CHAR_TOKEN_LANGUAGES
 from ragmeter.text._normalize import NORMALIZERS, normalize_many, normalize_text
-from ragmeter.text._overlap import f1_from_normalized, f1_from_tokens
-from ragmeter.text._rlc import RLC_OK_THRESHOLD, LidRlc, rlc, rlc_batch
+from ragmeter.text._rlc import LidRlc
 
 __all__ = ["MultilingualConfig", "MultilingualResult", "METRIC_KEYS"]
 
-METRIC_VERSION = "lbrag-1"
-METRIC_KEYS = ("em", "f1", "rlc", "rlc_ok", "cost", "cnbe", "semantic_score")
 BATCH = 4096
 SMALL_BATCH = 256
 """Batches smaller than this run the per-text reference functions (:func:`normalize_text`,
@@ -56,8 +60,7 @@ class MultilingualConfig:
     normalize: str = "lbrag"  # answer normalization: "lbrag" (default) or "squad" (v1.1)
 
     def signature(self) -> Signature:
-        settings: dict[str, Any] = {"norm": self.normalize, "f1": "char:ja,zh,zh_cn,zh_tw",
-                                    "rlc": f"script>={RLC_OK_THRESHOLD}",
+        settings: dict[str, Any] = {"norm": self.normalize, **signature_fields(),
                                     "baseline": self.baseline or "none"}
         if self.ci or self.paired:
             settings["bootstrap"] = f"{self.n_resamples}@seed{self.seed}"
@@ -68,31 +71,59 @@ class MultilingualConfig:
 
 ABSENT = float("nan")  # internal marker for "no value" in the float columns; never output
 
+STORED = tuple(m for m in ROWS if m.row in ("answer", "response", "given", "lid"))
+"""The metrics whose per-row values are kept as columns (the others are computed from them)."""
+ANSWER = rows_of("answer")
+RESPONSE = rows_of("response")
+GIVEN = rows_of("given")
+LID = rows_of("lid")
+TEXT_METRICS = ANSWER + RESPONSE
+"""What :meth:`_Accumulator.score_texts` computes from the texts (a Ray worker's work)."""
+ITEM_METRICS = tuple(m for m in ROWS if m.row != "lid")  # rlc_lid: only when computed
+ITEM_KEYS = ("sample_id", "system", "sample_lang", "status", *(m.name for m in ITEM_METRICS))
+"""The keys of a scored item, in order (then ``rlc_lid`` and the texts when present)."""
+_ABSENT_MARKED = frozenset(m.name for m in STORED if m.row in ("given", "lid"))
+
 
 @dataclass
 class _Columns:
     """Compact per-row values of one system, in input order.
 
     Floats live in ``array('d')`` (8 bytes a value) so that millions of rows fit in little
-    memory; ``cost``, ``semantic`` and ``rlc_lid`` use NaN internally for "absent" (input NaN is
-    rejected at parsing), turned into None before anything leaves this module.
+    memory, one column per stored metric (``values``, by name); ``given`` and ``lid`` metrics
+    (cost, semantic score, ``rlc_lid``) use NaN internally for "absent" (input NaN is rejected
+    at parsing), turned into None before anything leaves this module.
     """
 
     sample_ids: list[str] = field(default_factory=list)
     langs: list[str] = field(default_factory=list)
-    em: array = field(default_factory=lambda: array("d"))
-    f1: array = field(default_factory=lambda: array("d"))
-    rlc: array = field(default_factory=lambda: array("d"))
-    cost: array = field(default_factory=lambda: array("d"))
-    semantic: array = field(default_factory=lambda: array("d"))
-    rlc_lid: array = field(default_factory=lambda: array("d"))
+    values: dict[str, array] = field(
+        default_factory=lambda: {m.name: array("d") for m in STORED})
     places: array = field(default_factory=lambda: array("q"))  # line/row number
     index: dict[str, int] = field(default_factory=dict)  # sample_id -> position
     texts: list[tuple[str | None, str, str]] = field(default_factory=list)  # keep_text only
 
+    def has_lid(self) -> bool:
+        return any(self.values[m.name] for m in LID)
+
 
 def _opt(x: float) -> float | None:
     return None if x != x else x
+
+
+def _column(m: RowMetric, values: Sequence[Any], cnbe: Sequence[Any] | None, n: int
+            ) -> Sequence[Any]:
+    """One metric's per-row values of some rows, for items: ``values`` are the rows' stored
+    column (of the metric, or of the one an ``of:`` metric is computed from), ``cnbe`` their
+    CNBE values (None: no baseline)."""
+    if m.of is not None:
+        assert m.fn is not None
+        return list(map(m.fn, values))
+    if m.row == "baseline":
+        return cnbe if cnbe else repeat(None, n)  # type: ignore[return-value]
+    if m.name in _ABSENT_MARKED:
+        return [None if v != v else v for v in values]
+    return values
 
 
 @dataclass
@@ -131,21 +162,25 @@ class MultilingualResult:
             out["notes"] = self.notes
         return out
 
+    def rows_by_system(self) -> dict[str, int]:
+        """Each system's rows, unscored ones included (the headline's coverage)."""
+        out = {s: len(self.columns[s].sample_ids) for s in self.systems}
+        for item in self.unscored_items:
+            out[item["system"]] = out.get(item["system"], 0) + 1
+        return out
+
     def iter_items(self) -> Iterator[dict[str, Any]]:
         """Per-row results (scored rows by system in input order, then unscored rows)."""
         for system in self.systems:
             cols = self.columns[system]
-            cnbe = self.cnbe_values.get(system, [])
-            for i, sid in enumerate(cols.sample_ids):
-                item: dict[str, Any] = {
-                    "sample_id": sid, "system": system, "sample_lang": cols.langs[i],
-                    "status": "ok", "em": cols.em[i], "f1": cols.f1[i], "rlc": cols.rlc[i],
-                    "rlc_ok": 1.0 if cols.rlc[i] >= RLC_OK_THRESHOLD else 0.0,
-                    "cost": _opt(cols.cost[i]), "cnbe": cnbe[i] if i < len(cnbe) else None,
-                    "semantic_score": _opt(cols.semantic[i]),
-                }
-                if cols.rlc_lid and cols.rlc_lid[i] == cols.rlc_lid[i]:
-                    item["rlc_lid"] = cols.rlc_lid[i]
+            n = len(cols.sample_ids)
+            rows = self._rows_of(system)(range(n))
+            lid = [(m.name, cols.values[m.name]) for m in LID if cols.values[m.name]]
+            for i, row in enumerate(rows):
+                item = dict(zip(ITEM_KEYS, row, strict=True))
+                for name, column in lid:
+                    if column[i] == column[i]:
+                        item[name] = column[i]
                 if cols.texts:
                     question, gold, pred = cols.texts[i]
                     gold = list(gold) if isinstance(gold, tuple) else gold
@@ -162,11 +197,9 @@ class MultilingualResult:
         ``rlc_lid``)."""
         from ragmeter.runs._columns import ItemColumns, ItemPart
 
-        if any(c.texts or c.rlc_lid for c in self.columns.values()):
+        if any(c.texts or c.has_lid() for c in self.columns.values()):
             return None
-        keys = ("sample_id", "system", "sample_lang", "status", "em", "f1", "rlc", "rlc_ok",
-                "cost", "cnbe", "semantic_score")
-        parts = [ItemPart(keys, len(self.columns[s].sample_ids), self._rows_of(s))
+        parts = [ItemPart(ITEM_KEYS, len(self.columns[s].sample_ids), self._rows_of(s))
                  for s in self.systems]
         return ItemColumns(parts, self.unscored_items)
 
@@ -177,15 +210,13 @@ class MultilingualResult:
         def rows(positions: Sequence[int]) -> list[tuple[Any, ...]]:
             whole = positions == range(len(cols.sample_ids))
             take = _taker(None if whole else list(positions))
-            rlc = take(cols.rlc)
-            n = len(rlc)
-            return list(zip(
-                take(cols.sample_ids), repeat(system, n), take(cols.langs), repeat("ok", n),
-                take(cols.em), take(cols.f1), rlc,
-                [1.0 if v >= RLC_OK_THRESHOLD else 0.0 for v in rlc],
-                [None if v != v else v for v in take(cols.cost)],
-                take(cnbe) if cnbe else repeat(None, n),
-                [None if v != v else v for v in take(cols.semantic)], strict=False))
+            ids = take(cols.sample_ids)
+            n = len(ids)
+            picked = take(cnbe) if cnbe else None
+            columns = [_column(m, take(cols.values[m.of or m.name]) if m.row != "baseline"
+                               else (), picked, n) for m in ITEM_METRICS]
+            return list(zip(ids, repeat(system, n), take(cols.langs), repeat("ok", n),
+                            *columns, strict=False))
         return rows
 
     def ordered_items(self) -> list[dict[str, Any]]:
@@ -199,30 +230,7 @@ class MultilingualResult:
         return [items[i] for i in order]
 
 
-# ------------------------------------------------------------------ row validation
-
-
 # ------------------------------------------------------------------ scoring
-
-
-def _f1_fast(pn: str, gn: str, lang: str) -> float:
-    """:func:`f1_from_normalized` with two exact shortcuts (identical, disjoint)."""
-    if pn == gn:
-        return 1.0  # identical non-empty token lists give p = r = 1; both empty give 1.0
-    if not pn or not gn:
-        return 0.0
-    return _f1_differing(pn, gn, lang)
-
-
-def _f1_differing(pn: str, gn: str, lang: str) -> float:
-    """:func:`f1_from_normalized` of two different, non-empty normalized answers; whitespace
-    tokens with no token in common score 0.0 without counting (exact)."""
-    if lang in CHAR_TOKEN_LANGUAGES:
-        return f1_from_normalized(pn, gn, lang)
-    pt, gt = pn.split(), gn.split()
-    if set(pt).isdisjoint(gt):
-        return 0.0
-    return f1_from_tokens(pt, gt)
 
 
 def _taker(idx: list[int] | None) -> Callable[[Sequence[Any]], Sequence[Any]]:
@@ -281,11 +289,11 @@ class _Accumulator:
 
     def add(self, systems: list[str], sample_ids: list[str], langs: list[str],
             golds: Sequence[str | tuple[str, ...]], preds: list[str | None],
-            costs: list[float | None],
-            semantics: list[float | None], numbers: Sequence[int],
+            given: Mapping[str, list[float | None]], numbers: Sequence[int],
             questions: list[str | None] | None = None, golds_are_text: bool = False) -> None:
-        """Score one batch of rows (all sequences of equal length).  ``golds_are_text``:
-        the caller knows every gold is one string (the columnar path)."""
+        """Score one batch of rows (all sequences of equal length).  ``given``: the values
+        read from the rows (cost, semantic score), by metric name.  ``golds_are_text``: the
+        caller knows every gold is one string (the columnar path)."""
         if questions is None:
             questions = [None] * len(systems)
         n = len(systems)
@@ -298,68 +306,65 @@ class _Accumulator:
             langs = [langs[i] for i in keep]
             golds = [golds[i] for i in keep]
             preds = [preds[i] for i in keep]
-            costs = [costs[i] for i in keep]
-            semantics = [semantics[i] for i in keep]
+            given = {k: [v[i] for i in keep] for k, v in given.items()}
             numbers = [numbers[i] for i in keep]
             questions = [questions[i] for i in keep]
             n = len(keep)
             if not n:
                 return
-        em, f1, rlc_values = self.score_texts(preds, golds, langs, golds_are_text)  # type: ignore[arg-type]
-        lid = None
+        values: dict[str, Sequence[float | None]] = {
+            **self.score_texts(preds, golds, langs, golds_are_text), **given}  # type: ignore[arg-type]
         if self.lid is not None:
-            scores = [self.lid.score(p, lg) for p, lg in zip(preds, langs, strict=True)]  # type: ignore[arg-type]
-            lid = [ABSENT if v is None else v for v in scores]
-        self._store(systems, sample_ids, langs, em, f1, rlc_values, costs, semantics, numbers,
-                    lid, (questions, golds, preds) if self.keep_text else None)
+            for m in LID:
+                scores = [self.lid.score(p, lg) for p, lg in zip(preds, langs, strict=True)]  # type: ignore[arg-type]
+                values[m.name] = scores
+        self._store(systems, sample_ids, langs, values, numbers,
+                    (questions, golds, preds) if self.keep_text else None)
 
     def score_texts(self, preds: list[str], golds: Sequence[str | tuple[str, ...]],
-                    langs: list[str], golds_are_text: bool = False
-                    ) -> tuple[list[float], list[float], list[float]]:
-        """EM, F1 and RLC of each row: the per-row text work (what a Ray worker runs)."""
-        em, f1 = self._match(preds, golds, langs, golds_are_text)
-        if len(preds) < SMALL_BATCH:  # the reference function: no numpy import for a small file
-            rlc_values = [rlc(p, lg) for p, lg in zip(preds, langs, strict=True)]
-        else:
-            rlc_values = rlc_batch(preds, langs).tolist()
-        return em, f1, rlc_values
+                    langs: list[str], golds_are_text: bool = False) -> dict[str, list[float]]:
+        """The ``answer`` and ``response`` metrics of each row, by name: the per-row text work
+        (what a Ray worker runs)."""
+        out = self._answers(preds, golds, langs, golds_are_text)
+        for m in RESPONSE:
+            if len(preds) < SMALL_BATCH or m.batch is None:  # the reference function
+                assert m.fn is not None
+                out[m.name] = list(map(m.fn, preds, langs))
+            else:
+                out[m.name] = m.batch(preds, langs).tolist()
+        return out
 
     def add_scored(self, systems: list[str], sample_ids: list[str], langs: list[str],
-                   em: list[float], f1: list[float], rlc_values: list[float],
-                   costs: list[float | None], semantics: list[float | None],
+                   scores: Mapping[str, list[float]], given: Mapping[str, list[float | None]],
                    numbers: Sequence[int], missing: Sequence[bool],
-                   texts: tuple[list[Any], list[Any], list[Any]] | None = None,
-                   lid: list[float] | None = None) -> None:
-        """Rows whose EM, F1 and RLC were computed elsewhere (:meth:`score_texts` on a Ray
+                   texts: tuple[list[Any], list[Any], list[Any]] | None = None) -> None:
+        """Rows whose ``answer``/``response`` metrics (``scores``, by name, and ``rlc_lid``
+        when computed; NaN: none) were computed elsewhere (:meth:`score_texts` on a Ray
         worker), in input order; ``missing``: rows without a prediction (unscored, their
-        scores ignored); ``lid``: their ``--rlc-lid`` values (NaN: none)."""
+        scores ignored)."""
         self.n_rows += len(systems)
+        values: dict[str, Sequence[float | None]] = {**scores, **given}
         if any(missing):
             self._add_unscored(systems, sample_ids, langs,
                                [None if m else "" for m in missing], numbers)
             keep = [i for i, m in enumerate(missing) if not m]
             systems, sample_ids, langs = ([seq[i] for i in keep]
                                           for seq in (systems, sample_ids, langs))
-            em, f1, rlc_values = ([seq[i] for i in keep] for seq in (em, f1, rlc_values))
-            costs, semantics = ([seq[i] for i in keep] for seq in (costs, semantics))
+            values = {k: [v[i] for i in keep] for k, v in values.items()}
             numbers = [numbers[i] for i in keep]
-            if lid is not None:
-                lid = [lid[i] for i in keep]
             if texts is not None:
                 texts = tuple([seq[i] for i in keep] for seq in texts)  # type: ignore[assignment]
             if not keep:
                 return
-        self._store(systems, sample_ids, langs, em, f1, rlc_values, costs, semantics, numbers,
-                    lid, texts)
+        self._store(systems, sample_ids, langs, values, numbers, texts)
 
     def _store(self, systems: list[str], sample_ids: list[str], langs: list[str],
-               em: list[float], f1: list[float], rlc_values: list[float],
-               costs: list[float | None], semantics: list[float | None],
-               numbers: Sequence[int], lid: list[float] | None,
+               values: Mapping[str, Sequence[float | None]], numbers: Sequence[int],
                texts: tuple[Sequence[Any], Sequence[Any], Sequence[Any]] | None) -> None:
         """Append scored rows to their systems' columns (duplicates are an error)."""
-        cost = [ABSENT if c is None else c for c in costs] if None in costs else costs
-        sem = [ABSENT if x is None else x for x in semantics] if None in semantics else semantics
+        columns = {name: ([ABSENT if v is None else v for v in seq]
+                          if name in _ABSENT_MARKED and None in seq else seq)
+                   for name, seq in values.items()}
         for system, idx in _group_positions(systems).items():
             take = _taker(idx)
             cols = self._cols(system)
@@ -372,19 +377,15 @@ class _Accumulator:
             cols.sample_ids.extend(sids)
             cols.places.extend(take(numbers))
             cols.langs.extend(take(langs))
-            cols.em.extend(take(em))
-            cols.f1.extend(take(f1))
-            cols.rlc.extend(take(rlc_values))
-            cols.cost.extend(take(cost))
-            cols.semantic.extend(take(sem))
-            if lid is not None:
-                cols.rlc_lid.extend(take(lid))
+            for name, seq in columns.items():
+                cols.values[name].extend(take(seq))  # type: ignore[arg-type]
             if texts is not None:
                 cols.texts.extend(zip(*(take(t) for t in texts), strict=True))
 
-    def _match(self, preds: list[str], golds: Sequence[str | tuple[str, ...]],
-               langs: list[str], golds_are_text: bool = False) -> tuple[list[float], list[float]]:
-        """EM and F1 per row; with several golds, the max over them (SQuAD's rule)."""
+    def _answers(self, preds: list[str], golds: Sequence[str | tuple[str, ...]],
+                 langs: list[str], golds_are_text: bool = False) -> dict[str, list[float]]:
+        """The ``answer`` metrics of each row; with several golds, the max over them (SQuAD's
+        rule)."""
         if self.normalize == "lbrag" and (golds_are_text or
                                           all(isinstance(g, str) for g in golds)):
             if len(preds) < SMALL_BATCH:  # the reference function: no numpy import
@@ -396,19 +397,15 @@ class _Accumulator:
                 distinct = list(dict.fromkeys(golds))
                 norm_of = dict(zip(distinct, normalize_many(distinct), strict=True))  # type: ignore[arg-type]
                 norm_g = list(map(norm_of.__getitem__, golds))
-            em = [1.0 if pn == gn else 0.0 for pn, gn in zip(norm_p, norm_g, strict=True)]
-            # _f1_fast inlined: no call for the identical and the empty answers
-            f1 = [1.0 if pn == gn else 0.0 if not pn or not gn else _f1_differing(pn, gn, lang)
-                  for pn, gn, lang in zip(norm_p, norm_g, langs, strict=True)]
-            return em, f1
+            return {m.name: list(map(m.fn, norm_p, norm_g, langs))  # type: ignore[arg-type]
+                    for m in ANSWER}
         norm = NORMALIZERS[self.normalize]
-        em, f1 = [], []
-        for pred, gold, lang in zip(preds, golds, langs, strict=True):
-            pn = norm(pred)
-            gns = [norm(g) for g in ((gold,) if isinstance(gold, str) else gold)]
-            em.append(max(1.0 if pn == gn else 0.0 for gn in gns))
-            f1.append(max(_f1_fast(pn, gn, lang) for gn in gns))
-        return em, f1
+        norm_p = [norm(p) for p in preds]
+        norm_gs = [[norm(g) for g in ((gold,) if isinstance(gold, str) else gold)]
+                   for gold in golds]
+        return {m.name: [max(m.fn(pn, gn, lang) for gn in gns)  # type: ignore[misc]
+                         for pn, gns, lang in zip(norm_p, norm_gs, langs, strict=True)]
+                for m in ANSWER}
 
     def _add_unscored(self, systems: list[str], sample_ids: list[str], langs: list[str],
                       preds: list[str | None], numbers: Sequence[int]) -> None:

@@ -3,14 +3,17 @@
 ::
 
     import ragmeter
-    result = ragmeter.multilingual.score(df, ci=True)      # df: a pandas DataFrame
+    result = ragmeter.multilingual.score(df, output=ragmeter.OutputOptions(ci=True))
     result.summary["metrics"]["lbrag"]["f1"]; result.to_pandas()
 
 ``data`` is a path (JSONL, JSON, CSV/TSV, Parquet), a list of dicts, a pandas DataFrame or a
 pyarrow Table, with one row per (system, sample): ``sample_id``, ``sample_lang``, ``system``,
 ``gold_answer``, ``pred_answer`` and optional ``translate_tokens``/``evidence``,
 ``semantic_score``, ``question``.  Options are the CLI flags in snake_case with the same
-defaults; ``ragmeter multilingual score`` calls exactly these functions.
+defaults: those that define the measurement as keywords, the others in typed groups
+(:class:`JudgeOptions`, ``ragmeter.RunOptions``, ``OutputOptions``, ``EngineOptions``), whose
+fields are also accepted as plain keywords.  ``ragmeter multilingual score`` and ``judge``
+call exactly these functions.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from ragmeter._verb._context import (
     model_context,
 )
 from ragmeter._verb._failure import check_run
+from ragmeter._verb._options import EngineOptions, OutputOptions, RunOptions, gather
+from ragmeter.multilingual._options import JudgeOptions
 from ragmeter.result import Result
 
 __all__ = ["score", "judge", "ajudge"]
@@ -33,52 +38,68 @@ __all__ = ["score", "judge", "ajudge"]
 COMPONENT = "multilingual"
 
 
-def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: bool = False,
-          rlc_lid: bool = False, resamples: int = 1000, seed: int = 12345,
-          fields: Mapping[str, str] | Iterable[str] | None = None,
-          keep_text: bool = True, normalize: str = "lbrag", by: str | None = None,
-          engine: str = "local", ray_address: str | None = None, ray_workers: int = 2,
-          ray_cpus_per_worker: int = 1) -> Result:
+def score(data: Any, *, baseline: str | None = None, normalize: str = "lbrag",
+          rlc_lid: bool = False, paired: bool = False,
+          fields: Mapping[str, str] | Iterable[str] | None = None, keep_text: bool = True,
+          output: OutputOptions | None = None, engine: EngineOptions | str | None = None,
+          **options: Any) -> Result:
     """EM, F1, RLC, RLC_OK, cost, CNBE and semantic score per system, exactly as LBRAG.
 
     ``baseline``: the system CNBE and paired tests compare against (default ``direct``, skipped
-    with a note when absent; naming one that is absent is an error).  ``ci``: 95% bootstrap
-    intervals; ``paired``: paired tests against the baseline; ``rlc_lid``: language-ID RLC
-    (needs ``ragmeter[lang]``).  ``fields``: your column names, ``{"pred_answer": "answer"}``.
-    ``keep_text``: keep question/gold/prediction in the items (off saves memory on huge files).
-    ``normalize``: ``lbrag`` (LBRAG's normalization, keeps articles; the default) or ``squad``
-    (SQuAD v1.1's: drops punctuation and a/an/the); the signature says which ran.
+    with a note when absent; naming one that is absent is an error).  ``normalize``: ``lbrag``
+    (LBRAG's normalization, keeps articles; the default) or ``squad`` (SQuAD v1.1's: drops
+    punctuation and a/an/the); the signature says which ran.  ``rlc_lid``: language-ID RLC
+    (needs ``ragmeter[lang]``).  ``paired``: paired tests against the baseline.
+    ``fields``: your column names, ``{"pred_answer": "answer"}``.  ``keep_text``: keep
+    question/gold/prediction in the items (off saves memory on huge files).
     ``gold_answer`` may be a list: EM and F1 are then the max over the golds (SQuAD's rule).
-    ``by``: also score each group of rows sharing this field's value (``sample_lang``, or any
-    column such as ``dataset``), with the same settings: ``summary["groups"]``.
-    ``engine="ray"``: ``data`` is a Parquet file, a folder of them or a glob; the per-row work
-    runs on Ray (``ray_address``: a cluster, else Ray on this machine; ``ray_workers``
-    workers of ``ray_cpus_per_worker`` CPUs each) and the numbers equal one process on the files
-    concatenated in sorted order (docs/scale.md); the signature says ``engine:ray``.
+
+    ``output`` (:class:`ragmeter.OutputOptions`): ``ci`` (95% bootstrap intervals),
+    ``resamples`` and ``seed`` (of the bootstrap and the paired tests), ``by`` (also score each
+    group of rows sharing this field's value, ``sample_lang`` or any column such as
+    ``dataset``, with the same settings: ``summary["groups"]``).
+    ``engine`` (:class:`ragmeter.EngineOptions`): ``engine="ray"``: ``data`` is a Parquet
+    file, a folder of them or a glob; the per-row work runs on Ray (``ray_address``: a
+    cluster, else Ray on this machine; ``ray_workers`` workers of ``ray_cpus_per_worker`` CPUs
+    each) and the numbers equal one process on the files concatenated in sorted order
+    (docs/scale.md); the signature says ``engine:ray``.
+    The groups' fields are also accepted as plain keywords (``score(df, ci=True)``).
     """
+    if isinstance(engine, str):  # the plain keyword of earlier releases: engine="ray"
+        options = {**options, "engine": engine}
+        engine = None
+    chosen = gather("multilingual.score", options, output=(OutputOptions, output),
+                    engine=(EngineOptions, engine))
+    out: OutputOptions = chosen["output"]
+    eng: EngineOptions = chosen["engine"]
+    ci, resamples, seed, by = out.ci, out.resamples, out.seed, out.by
     from ragmeter.errors import ConfigError
 
     if normalize not in ("lbrag", "squad"):
         raise ConfigError(f"multilingual: normalize={normalize!r}; expected lbrag or squad.")
-    from ragmeter.io import is_path, iter_rows
+    from ragmeter.io import is_path, iter_rows, rereadable
+    from ragmeter.multilingual._metrics import headline
     from ragmeter.multilingual._score import score_file, score_rows
+
+    if by:
+        data = rereadable(data)  # read again for the groups (issue 29.9)
     from ragmeter.multilingual._scorer import MultilingualConfig
 
     config = MultilingualConfig(
         keep_text=keep_text, baseline=baseline or "direct", baseline_required=baseline is not None,
         ci=ci, paired=paired, rlc_lid=rlc_lid, n_resamples=resamples, seed=seed,
         field_map=field_map(fields, COMPONENT), normalize=normalize)
-    if engine not in ("local", "ray"):
-        raise ConfigError(f"multilingual: engine={engine!r}; expected local or ray.")
-    if engine == "ray":
+    if eng.engine not in ("local", "ray"):
+        raise ConfigError(f"multilingual: engine={eng.engine!r}; expected local or ray.")
+    if eng.engine == "ray":
         if not is_path(data):
             raise ConfigError("multilingual: engine='ray' scores Parquet files (a file, folder "
                               "or glob).")
         from ragmeter.multilingual._distributed import parquet_files, score_parquet_on_ray
 
         detail, groups = score_parquet_on_ray(
-            data, config, address=ray_address, workers=ray_workers,
-            cpus_per_worker=ray_cpus_per_worker, by=_by_field(by) if by else None)
+            data, config, address=eng.ray_address, workers=eng.ray_workers,
+            cpus_per_worker=eng.ray_cpus_per_worker, by=_by_field(by) if by else None)
         detail.signature = f"{detail.signature}|engine:ray"  # the console shows it too
         summary = detail.to_json()
         if groups is not None:
@@ -86,7 +107,8 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
         return Result(COMPONENT, "score", summary, items=detail.iter_items,
                       ordered_items=detail.ordered_items, detail=detail,
                       item_columns=detail.item_columns, engine="ray",
-                      inputs=[input_record(f) for f in parquet_files(data)])
+                      inputs=[input_record(f) for f in parquet_files(data)],
+                      headline=headline(summary, detail.rows_by_system()))
     if is_path(data):
         from pathlib import Path
 
@@ -106,7 +128,8 @@ def score(data: Any, *, baseline: str | None = None, ci: bool = False, paired: b
     return Result(COMPONENT, "score", summary, items=detail.iter_items,
                   ordered_items=detail.ordered_items, detail=detail,
                   item_columns=detail.item_columns,
-                  inputs=[input_record(data, detail.coverage.get("rows"))])
+                  inputs=[input_record(data, detail.coverage.get("rows"))],
+                  headline=headline(summary, detail.rows_by_system()))
 
 
 def _score_groups(data: Any, by: str, config: Any) -> dict[str, Any]:
@@ -137,23 +160,28 @@ def _by_field(by: str) -> str:
     return "sample_lang" if by == "lang" else by
 
 
-def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any = None,
-          replay: bool = False, dry_run: bool = False, progress: bool | None = None,
-          fields: Mapping[str, str] | Iterable[str] | None = None, repeats: int = 1,
-          by: str | None = None, on_progress: Any = None) -> Result:
+def judge(data: Any, *, fields: Mapping[str, str] | Iterable[str] | None = None,
+          judge: JudgeOptions | None = None, backend: Any = None,
+          run: RunOptions | None = None, output: OutputOptions | None = None,
+          **options: Any) -> Result:
     """Add LBRAG's 0–1 ``semantic_score`` to each answer with a judge model.
 
-    ``scoring``: ``generate`` (the judge writes ``{"score", "explanation"}``, LBRAG's way),
-    ``choices`` (P(yes) of a yes/no question from logits/logprobs) or ``auto`` (choices when the
-    backend declares choice scoring, as the local one does).  ``backend``: :func:`ragmeter.backends.local` (default) or ``.openai(...)``.
+    ``judge`` (:class:`JudgeOptions`): ``scoring`` ``generate`` (the judge writes
+    ``{"score", "explanation"}``, LBRAG's way), ``choices`` (P(yes) of a yes/no question from
+    logits/logprobs) or ``auto`` (choices when the backend declares choice scoring, as the
+    local one does); ``repeats``: judge every answer N times (distinct samples); the score is
+    the mean over the scored repeats and ``summary["stability"]`` holds the flip rate, the
+    per-item agreement and Fleiss' κ over the verdicts rounded to 0.1.  ``backend``: :func:`ragmeter.backends.local` (default) or
+    ``.openai(...)``.  ``run`` (:class:`ragmeter.RunOptions`): the store, replay, dry run,
+    progress.  ``output`` (:class:`ragmeter.OutputOptions`): ``by``: the mean semantic score,
+    coverage, stability and spend per group of rows sharing this field (``lang`` =
+    ``sample_lang``, ``system``, any column); ``resamples``/``seed`` of the bootstrap 95% CI
+    the mean always carries.  The groups' fields are also accepted as plain keywords
+    (``judge(df, scoring="generate", dry_run=True)``).
     A failed or unparseable judgement leaves ``semantic_score`` None with ``semantic_reason``.
     The result's ``items`` are the input rows with the semantic columns added: feed them to
-    :func:`score`.  ``repeats``: judge every answer N times (distinct samples); the score is
-    the mean over the scored repeats and ``summary["stability"]`` holds the flip rate, the
-    per-item agreement and Fleiss' κ over the verdicts rounded to 0.1.  ``by``: the mean
-    semantic score (bootstrap 95% CI), coverage, stability and spend per group of rows
-    sharing this field (``lang`` = ``sample_lang``, ``system``, any column).
-    ``summary["spend"]``: tokens and money of the judge's calls (``semantic_usage`` per row).
+    :func:`score`.  ``summary["spend"]``: tokens and money of the judge's calls
+    (``semantic_usage`` per row); the signature names the judge.
     """
     from dataclasses import replace
 
@@ -162,9 +190,17 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
     from ragmeter.judges._repeats import check_repeats, repeat_requests
     from ragmeter.judges._spend import add_usage, spend, usage_of
     from ragmeter.judges._types import Answer
+    from ragmeter.multilingual._metrics import judge_headline, judge_signature
     from ragmeter.multilingual._semantic import SemanticPrompt, semantic_requests, semantic_rows
     from ragmeter.runner._run import estimate_requests, run_requests
 
+    chosen = gather("multilingual.judge", options, judge=(JudgeOptions, judge),
+                    run=(RunOptions, run), output=(OutputOptions, output))
+    how: JudgeOptions = chosen["judge"]
+    calls: RunOptions = chosen["run"]
+    shown: OutputOptions = chosen["output"]
+    scoring, repeats, by = how.scoring, how.repeats, shown.by
+    bootstrap = (shown.resamples, shown.seed)
     fm = field_map(fields, COMPONENT)
     raw_rows = list(iter_rows(data, component=COMPONENT, field_map=fm))
     answers = []
@@ -179,10 +215,10 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
             response=None if pred is None else as_text(row, "pred_answer", pred,
                                                        component=COMPONENT),
             extra={"sample_lang": str(row.data.get("sample_lang", ""))}))
-    backend_obj, the_store, config = model_context(backend, store, replay=replay,
-                                                   progress=progress,
+    backend_obj, the_store, config = model_context(backend, calls.store, replay=calls.replay,
+                                                   progress=calls.progress,
                                                    description="semantic judge",
-                                                   on_progress=on_progress)
+                                                   on_progress=calls.on_progress)
     from ragmeter.backends import scores_choices
 
     mode = scoring if scoring != "auto" else ("choices" if scores_choices(backend_obj)
@@ -194,30 +230,33 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
                           "generate.")
     check_repeats(repeats, COMPONENT)
     prompt = SemanticPrompt.default()
+    identity = backend_obj.identity()
+    model = str(identity.get("model", backend_obj.name))
+    signature = judge_signature(backend_obj.name, model, mode, prompt.version, repeats,
+                                bootstrap)
     # Repeats are distinct samples: their own cache keys, and a per-repeat seed for servers
     # that honour it (ragmeter.judges._repeats, shared by every judged verb).
     requests = repeat_requests(semantic_requests(answers, prompt, mode),  # type: ignore[arg-type]
                                repeats)
-    if dry_run:
+    if calls.dry_run:
         return dry_run_result(COMPONENT, "judge", estimate_requests(requests, backend_obj,
-                                                                    the_store, config))
+                                                                    the_store, config),
+                              signature=signature)
     outcomes = run_requests(requests, backend_obj, the_store, config)
-    identity = backend_obj.identity()
-    model = str(identity.get("model", backend_obj.name))
     per_repeat = []
     for k in range(repeats):
         mine = [replace(o, request=replace(o.request, id=o.request.id.rsplit("#", 1)[0]))
                 for o in outcomes if o.request.repeat == k] if repeats > 1 else outcomes
         per_repeat.append(semantic_rows(answers, mine, mode, prompt, model))  # type: ignore[arg-type]
     sem = per_repeat[0] if repeats == 1 else _mean_over_repeats(per_repeat)
-    calls: dict[str, list[Any]] = {}
+    by_answer: dict[str, list[Any]] = {}
     for o in outcomes:
-        calls.setdefault(o.request.id.rsplit("#", 1)[0], []).append(o)
+        by_answer.setdefault(o.request.id.rsplit("#", 1)[0], []).append(o)
     merged = []
     for i, (row, s) in enumerate(zip(raw_rows, sem, strict=True)):
         out = dict(row.data)
         out.update({k: v for k, v in s.items() if k not in ("id", "sample_lang")})
-        out["semantic_usage"] = usage_of(calls.get(answers[i].id, []))
+        out["semantic_usage"] = usage_of(by_answer.get(answers[i].id, []))
         merged.append(out)
     reasons: dict[str, int] = {}
     for s in sem:
@@ -230,8 +269,8 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
                              judge=judge_name, what="semantic score",
                              probabilities=values if mode == "choices" else None)
     summary: dict[str, Any] = {
-        "family": COMPONENT, "verb": "judge", "judge": model, "method": mode,
-        "prompt_version": prompt.version, "repeats": repeats,
+        "family": COMPONENT, "verb": "judge", "signature": signature, "judge": model,
+        "method": mode, "prompt_version": prompt.version, "repeats": repeats,
         "coverage": {"rows": len(sem), "scored": scored, "unscored": len(sem) - scored,
                      "reasons": reasons},
     }
@@ -244,41 +283,47 @@ def judge(data: Any, *, scoring: str = "auto", backend: Any = None, store: Any =
         summary["stability"] = repeat_agreement(verdicts, repeats)
         for k, out_row in enumerate(merged):
             out_row["_verdicts"] = verdicts[str(k)]
-    headline = _judge_block(merged, 1)
-    summary["metrics"], summary["ci95"] = headline["metrics"], headline["ci95"]
+    overall = _judge_block(merged, 1, bootstrap)
+    summary["metrics"], summary["ci95"] = overall["metrics"], overall["ci95"]
     prices = (config.price_prompt_per_mtok, config.price_completion_per_mtok)
     summary["spend"] = spend(add_usage(r["semantic_usage"] for r in merged), *prices)
     if by:
-        summary["groups"] = _judge_groups(merged, by, repeats, prices)
+        summary["groups"] = _judge_groups(merged, by, repeats, prices, bootstrap)
     for out_row in merged:
         out_row.pop("_verdicts", None)
+    alarms = [alarm] if alarm else []
     return check_run(Result(COMPONENT, "judge", summary, items=merged,
-                  inputs=[input_record(data, len(raw_rows))], backends=[identity],
-                  models=[model], prompt_versions={"semantic": prompt.version},
-                  judges=[judge_card(judge_name)], alarms=[alarm] if alarm else [], engine=config.engine_name),
+                            inputs=[input_record(data, len(raw_rows))], backends=[identity],
+                            models=[model], prompt_versions={"semantic": prompt.version},
+                            judges=[judge_card(judge_name)], alarms=alarms,
+                            engine=config.engine_name,
+                            headline=judge_headline({**summary, "alarms": alarms})),
                      "multilingual.judge")
 
 
 def _judge_groups(rows: list[dict[str, Any]], by: str, repeats: int,
-                  prices: tuple[Any, Any]) -> dict[str, Any]:
+                  prices: tuple[Any, Any], bootstrap: tuple[int, int]) -> dict[str, Any]:
     """``multilingual judge --by``: mean semantic score with a bootstrap 95% CI, coverage,
     stability (with repeats) and spend per group (:mod:`ragmeter._verb._groups`)."""
     from ragmeter._verb._groups import FieldLookup, grouped
 
     field = "sample_lang" if by == "lang" else by
     return grouped(by, rows, FieldLookup(field, COMPONENT),
-                   lambda part: _judge_block(part, repeats), price_in=prices[0],
+                   lambda part: _judge_block(part, repeats, bootstrap), price_in=prices[0],
                    price_out=prices[1], usage_of=lambda r: r.get("semantic_usage"))
 
 
-def _judge_block(part: list[dict[str, Any]], repeats: int) -> dict[str, Any]:
-    """Mean semantic score with a bootstrap 95% CI and coverage (and stability with repeats)
-    of some judged rows: the whole run's headline and each ``--by`` group's."""
+def _judge_block(part: list[dict[str, Any]], repeats: int,
+                 bootstrap: tuple[int, int]) -> dict[str, Any]:
+    """Mean semantic score with a bootstrap 95% CI (``bootstrap``: resamples and seed) and
+    coverage (and stability with repeats) of some judged rows: the whole run's headline and
+    each ``--by`` group's."""
     from ragmeter import stats
     from ragmeter.stats._stability import repeat_agreement
 
     values = [float(r["semantic_score"]) for r in part if r["semantic_score"] is not None]
-    ci = stats.bootstrap_ci(values) if values else None
+    ci = stats.bootstrap_ci(values, n_resamples=bootstrap[0], seed=bootstrap[1]) \
+        if values else None
     out: dict[str, Any] = {
         "metrics": {"semantic_score": stats.mean(values), "n": len(values)},
         "ci95": {"semantic_score": list(ci) if ci else None},

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter import stats
+from ragmeter._util import check_number
 from ragmeter.errors import ConfigError, UnknownNameError
 from ragmeter.io import FieldMap, Row, as_text, is_blank, iter_rows, require
 from ragmeter.reliability import _metrics as rel
@@ -84,6 +85,8 @@ class ReliabilityResult:
     rows: int
     notes: list[str] = field(default_factory=list)
     items: list[ItemResult] = field(default_factory=list, repr=False)
+    # (item_id, evaluator) -> position of its row in the input, for ordered_items
+    positions: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document of ``--json`` (schema_version 1)."""
@@ -118,6 +121,13 @@ class ReliabilityResult:
             yield {"item_id": item.id, "evaluator": item.group, "status": item.status,
                    **({"reason": item.reason, "detail": item.detail} if not item.ok else {}),
                    **item.values}
+
+    def ordered_items(self) -> list[dict[str, Any]]:
+        """:meth:`iter_items` in input order (``Result.to_pandas``): the items are grouped by
+        evaluator for ``--items`` and run records; a notebook's table follows the rows."""
+        last = len(self.positions)
+        return sorted(self.iter_items(), key=lambda i: self.positions.get(
+            (str(i["item_id"]), str(i["evaluator"])), last))
 
 
 # ------------------------------------------------------------------ row validation
@@ -217,9 +227,10 @@ def score_annotations(rows: Iterable[Row | Mapping[str, Any]],
     """
     if not config.qc:
         raise ConfigError("reliability: name the QC evaluator(s) with --qc NAME.")
-    if config.min_applicable < 0:
-        raise ConfigError("reliability: --min-applicable must be 0 or more.")
+    check_number(config.min_applicable, "min_applicable=", lo=0, whole=True,
+                 component=COMPONENT)
     seen: dict[tuple[str, str], str] = {}
+    positions: dict[tuple[str, str], int] = {}
     annotations: dict[str, dict[str, rel.Annotation]] = {}  # evaluator -> item -> annotation
     n_rows = choice_ignored = 0
     for row in _as_rows(rows, config.field_map):
@@ -232,6 +243,7 @@ def score_annotations(rows: Iterable[Row | Mapping[str, Any]],
                 f"(first at {seen[key]}).", component=COMPONENT, field="item_id",
                 fix="keep one annotation per (item_id, evaluator).")
         seen[key] = p.place
+        positions[key] = n_rows
         annotations.setdefault(p.evaluator, {})[p.item_id] = p.annotation
         choice_ignored += p.choice_ignored
     del seen
@@ -247,7 +259,9 @@ def score_annotations(rows: Iterable[Row | Mapping[str, Any]],
     qc_items = list(dict.fromkeys(i for name in qc for i in annotations[name]))
     consensus = {i: rel.qc_consensus([annotations[n][i] for n in qc if i in annotations[n]])
                  for i in qc_items}
-    return _aggregate(annotations, evaluators, qc, consensus, config, n_rows, choice_ignored)
+    result = _aggregate(annotations, evaluators, qc, consensus, config, n_rows, choice_ignored)
+    result.positions = positions
+    return result
 
 
 def _aggregate(annotations: dict[str, dict[str, rel.Annotation]], evaluators: list[str],

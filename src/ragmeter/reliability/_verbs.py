@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ragmeter._verb._context import field_map, input_record
+from ragmeter._verb._options import names
 from ragmeter.result import Result
 
 __all__ = ["score"]
@@ -26,7 +27,8 @@ COMPONENT = "reliability"
 
 def score(data: Any, *, qc: str | Sequence[str], min_applicable: int = 30,
           fields: Mapping[str, str] | Iterable[str] | None = None,
-          flag_yes: Sequence[str] | None = None, flag_no: Sequence[str] | None = None,
+          flag_yes: str | Sequence[str] | None = None,
+          flag_no: str | Sequence[str] | None = None,
           plot: str | None = None, by: str | None = None) -> Result:
     """Every evaluator against QC: reliability, flag mismatch, Cohen's κ, Wilson 95% CIs.
 
@@ -47,14 +49,18 @@ def score(data: Any, *, qc: str | Sequence[str], min_applicable: int = 30,
     )
 
     config = ReliabilityConfig(
-        qc=(qc,) if isinstance(qc, str) else tuple(qc), min_applicable=min_applicable,
-        flag_yes=tuple(flag_yes or ()) or DEFAULT_FLAG_YES,
-        flag_no=tuple(flag_no or ()) or DEFAULT_FLAG_NO,
+        qc=names(qc, "qc", COMPONENT), min_applicable=min_applicable,
+        flag_yes=names(flag_yes, "flag_yes", COMPONENT) or DEFAULT_FLAG_YES,
+        flag_no=names(flag_no, "flag_no", COMPONENT) or DEFAULT_FLAG_NO,
         field_map=field_map(fields, COMPONENT))
     if plot:
         from ragmeter.reports.plots import require_matplotlib
 
         require_matplotlib()  # fail on a missing extra before reading the data
+    if by:
+        from ragmeter.io import rereadable
+
+        data = rereadable(data)  # read again for the groups (issue 29.9)
     detail = score_file(data, config)
     if plot:
         from ragmeter.io import write_bytes
@@ -69,6 +75,7 @@ def score(data: Any, *, qc: str | Sequence[str], min_applicable: int = 30,
     if by:
         doc["groups"] = _groups(data, by, config)
     return Result(COMPONENT, "score", doc, items=detail.iter_items, detail=detail,
+                  ordered_items=detail.ordered_items,
                   inputs=[input_record(data, doc["coverage"].get("rows"))],
                   headline=headline(doc))
 

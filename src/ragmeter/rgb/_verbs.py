@@ -26,6 +26,7 @@ from typing import Any
 from ragmeter._verb._context import async_variant, dry_run_result, input_record, model_context
 from ragmeter._verb._failure import check_run
 from ragmeter._verb._options import RunOptions, gather
+from ragmeter.io import rereadable
 from ragmeter.result import Result
 from ragmeter.rgb._options import GenerationOptions, JudgeOptions, SettingOptions
 
@@ -97,6 +98,8 @@ def score(predictions: Any, *, data: Any, noise_rate: float, kind: str | None = 
     from ragmeter.rgb._scoring import read_predictions, score_predictions
 
     groups = gather("rgb.score", options, setting=(SettingOptions, setting))
+    if by:  # predictions and data are read again for the groups (issue 29.9)
+        predictions, data = rereadable(predictions), rereadable(data)
     dataset = _dataset(data, kind, lang, name)
     config = _setting(noise_rate, groups["setting"])
     detail = score_predictions(dataset, read_predictions(predictions), config, mode=mode)
@@ -203,6 +206,8 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
     from ragmeter.rgb._scoring import read_predictions, score_predictions
     from ragmeter.runner._run import estimate_requests
 
+    if by:  # predictions and data are read again for the groups (issue 29.9)
+        predictions, data = rereadable(predictions), rereadable(data)
     dataset = _dataset(data, kind, lang, name)
     preds = read_predictions(predictions)
     jprompts = _judge_prompts(jopts.judge_prompts)

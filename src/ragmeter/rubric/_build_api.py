@@ -28,11 +28,9 @@ __all__ = ["run_build", "estimate", "make_config", "make_prompts"]
 Paths = str | Path | Sequence[str | Path] | None
 
 def _paths(knowledge_base: Paths) -> list[str | Path]:
-    if knowledge_base is None:
-        return []
-    if isinstance(knowledge_base, (str, Path)):
-        return [knowledge_base]
-    return list(knowledge_base)
+    from ragmeter.io import as_paths
+
+    return as_paths(knowledge_base, "knowledge_base", "rubric", what="Markdown or text files")
 
 def _languages(languages: str | Sequence[str] | None) -> tuple[str, ...]:
     if languages is None:

@@ -47,8 +47,13 @@ class Template:
 
 
 def _file_template(path: str | Path, fields: tuple[str, ...], what: str,
-                   params: Mapping[str, Any]) -> Template:
+                   params: Mapping[str, Any], required: tuple[tuple[str, ...], ...]) -> Template:
+    """A user's prompt file, checked before any call (ragmeter.prompts.check_template): it
+    must parse, use only ``fields`` and use each of ``required`` (a critique of groundedness
+    without ``{context}`` would rate every question blind, issue 29.11)."""
     import hashlib
+
+    from ragmeter.prompts import check_template
 
     p = Path(path)
     try:
@@ -56,11 +61,12 @@ def _file_template(path: str | Path, fields: tuple[str, ...], what: str,
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot be read ({exc}).", component=COMPONENT, path=p,
                          fix="give a UTF-8 text file.") from None
+    check_template(text, p, component=COMPONENT, required=required, known=fields)
     tpl = Template(user=text, params=params,
                    version=f"file:{p.name}:{hashlib.sha256(text.encode()).hexdigest()[:12]}")
     try:
         tpl.render(**{f: "x" for f in fields})
-    except (KeyError, IndexError, ValueError) as exc:
+    except (KeyError, IndexError, ValueError, AttributeError) as exc:
         raise InputError(f"is not a valid {what} template ({type(exc).__name__}: {exc}).",
                          component=COMPONENT, path=p,
                          fix=f"use only the fields {', '.join('{' + f + '}' for f in fields)}; "
@@ -71,6 +77,14 @@ def _file_template(path: str | Path, fields: tuple[str, ...], what: str,
 GEN_FIELDS = ("context", "audience")
 CRITIQUE_FIELDS = ("context", "question", "answer", "audience")
 TRANSLATE_FIELDS = ("text", "language", "source_language")
+# The fields a user's file must use: those the built-in prompt it replaces rates on (the
+# audience is optional).
+GEN_REQUIRED: tuple[tuple[str, ...], ...] = (("context",),)
+CRITIQUE_REQUIRED: dict[str, tuple[tuple[str, ...], ...]] = {
+    "groundedness": (("context",), ("question",)),
+    "relevance": (("question",),),
+    "standalone": (("question",),),
+}
 
 
 @dataclass(frozen=True)
@@ -107,12 +121,13 @@ class BuildPrompts:
         message each, with the built-in prompt's sampling parameters)."""
         gen = self.generate
         if generation is not None:
-            gen = _file_template(generation, GEN_FIELDS, "generation", self.generate.params)
+            gen = _file_template(generation, GEN_FIELDS, "generation", self.generate.params,
+                                 GEN_REQUIRED)
         crit = dict(self.critique)
         choices = dict(self.critique_choices)
         for name, path in (critique or {}).items():
             crit[name] = _file_template(path, CRITIQUE_FIELDS, f"{name} critique",
-                                        self.critique[name].params)
+                                        self.critique[name].params, CRITIQUE_REQUIRED[name])
             choices[name] = crit[name]  # a user's template is used as it is
         parts = [self.version]
         if gen is not self.generate:

@@ -33,7 +33,7 @@ from ragmeter._verb._context import (
     model_context,
 )
 from ragmeter._verb._failure import check_run
-from ragmeter._verb._options import RunOptions, gather
+from ragmeter._verb._options import RunOptions, gather, names
 from ragmeter.judges._card import model_id
 from ragmeter.result import Result
 from ragmeter.rubric._options import (
@@ -73,7 +73,7 @@ def _score_result(verb: str, detail: Any, inputs: list[Any]) -> Result:
                   inputs=inputs, headline=headline(summary))
 
 
-def score(data: Any, *, by: Sequence[str] = (), ci: bool = True, resamples: int = 1000,
+def score(data: Any, *, by: str | Sequence[str] = (), ci: bool = True, resamples: int = 1000,
           seed: int = 12345, fields: Fields = None) -> Result:
     """RAGaliq's table from graded answers: weighted score, mean/median grade, percentages,
     counts per grade, bootstrap CIs, judge stability when rows carry ``repeat``, and the mean
@@ -84,7 +84,8 @@ def score(data: Any, *, by: Sequence[str] = (), ci: bool = True, resamples: int 
     """
     from ragmeter.rubric._scorer import RubricConfig, score_files
 
-    config = RubricConfig(by=tuple(by), ci=ci, n_resamples=resamples, seed=seed,
+    config = RubricConfig(by=names(by, "by", COMPONENT), ci=ci, n_resamples=resamples,
+                          seed=seed,
                           field_map=field_map(fields, COMPONENT))
     sources = _sources(data)
     detail = score_files(sources, config)
@@ -127,7 +128,7 @@ def _alarm(rows: Sequence[Mapping[str, Any]], judge_name: str) -> dict[str, Any]
 
 
 def _judged_result(verb: str, rows: list[dict[str, Any]], mode: str, judge_model: str | None,
-                   by: Sequence[str], inputs: list[Any], backend_obj: Any,
+                   by: str | Sequence[str], inputs: list[Any], backend_obj: Any,
                    prompt_version: str | None, extra: Mapping[str, Any] | None = None,
                    prices: tuple[Any, Any] | None = None,
                    settings: Mapping[str, Any] | None = None,
@@ -135,7 +136,8 @@ def _judged_result(verb: str, rows: list[dict[str, Any]], mode: str, judge_model
     from ragmeter.rubric._metrics import headline
     from ragmeter.rubric._scorer import RubricConfig, score_files
 
-    detail = score_files([rows], RubricConfig(by=tuple(by)))
+    by = names(by, "by", COMPONENT)
+    detail = score_files([rows], RubricConfig(by=by))
     summary = detail.to_json()
     model_backend = None if mode.startswith("overlap") else backend_obj
     summary["signature"] = _signature(by, rows, judge_model, backend=model_backend,
@@ -202,7 +204,7 @@ def _judge_id(model: str | None, backend: Any) -> str | None:
     return full if full.endswith(f":{model}") else model
 
 
-def judge(data: Any, *, judge: JudgeOptions | None = None, by: Sequence[str] = (),
+def judge(data: Any, *, judge: JudgeOptions | None = None, by: str | Sequence[str] = (),
           fields: Fields = None, backend: Any = None, run: RunOptions | None = None,
           **options: Any) -> Result:
     """Grade answers 0–5 against their reference answers.
@@ -318,7 +320,7 @@ def _pipeline_settings(pipeline: Mapping[str, Any]) -> dict[str, Any]:
     return {k: pipeline[k] for k in keys if pipeline.get(k) is not None}
 
 
-def validate(data: Any, *, reference: Any, by: Sequence[str] = (), on: str = "auto",
+def validate(data: Any, *, reference: Any, by: str | Sequence[str] = (), on: str = "auto",
              ci: bool = True, resamples: int = 1000, seed: int = 12345,
              fields: Fields = None) -> Result:
     """Agreement of a rubric judge's grades (``data``) with reference grades
@@ -329,7 +331,8 @@ def validate(data: Any, *, reference: Any, by: Sequence[str] = (), on: str = "au
     """
     from ragmeter.rubric._validate import ValidateConfig, validate_files
 
-    config = ValidateConfig(by=tuple(by), on=on, ci=ci, n_resamples=resamples, seed=seed,
+    config = ValidateConfig(by=names(by, "by", COMPONENT), on=on, ci=ci,
+                            n_resamples=resamples, seed=seed,
                             field_map=field_map(fields, COMPONENT))
     preds, refs = _sources(data), _sources(reference)
     detail = validate_files(preds, refs, config)
@@ -368,12 +371,14 @@ def build(knowledge_base: Any = None, *, out: str | Path | None = None,
     chunk was long enough); then ``out`` is not written.  A build whose questions were all
     dropped by the critics returns normally (``summary["kept"] == 0``).
     """
+    from ragmeter.io import as_paths
     from ragmeter.judges._card import judge_card
     from ragmeter.rubric._build import alarms, build_failure
     from ragmeter.rubric._build_api import estimate, make_config, make_prompts, run_build
     from ragmeter.rubric._errors import BuildFailedError
     from ragmeter.rubric._metrics import headline
 
+    kb = as_paths(knowledge_base, "knowledge_base", COMPONENT, what="Markdown or text files")
     groups = gather("rubric.build", options, chunks=(ChunkOptions, chunks),
                     critique=(CritiqueOptions, critique),
                     translation=(TranslationOptions, translation), run=(RunOptions, run))
@@ -384,7 +389,6 @@ def build(knowledge_base: Any = None, *, out: str | Path | None = None,
     backend_obj, the_store, runner = model_context(backend, calls.store, replay=calls.replay,
                                                    progress=calls.progress, description="build",
                                                    on_progress=calls.on_progress)
-    kb = knowledge_base
     if calls.dry_run:
         est = estimate(kb, critique_path=critique_only, config=config, prompts=prompts,
                        backend=backend_obj, store=the_store, runner=runner)
@@ -400,8 +404,7 @@ def build(knowledge_base: Any = None, *, out: str | Path | None = None,
                         backend=backend_obj, store=the_store, runner=runner, out=out)
     summary = outcome.summary
     summary["coverage"] = _with_rows(summary["coverage"])
-    sources = [critique_only] if critique_only is not None else (
-        [knowledge_base] if isinstance(knowledge_base, (str, Path)) else list(knowledge_base))
+    sources = [critique_only] if critique_only is not None else kb
     model = str(summary.get("critic_model"))
     validation = None
     agree = summary.get("agreement") or {}

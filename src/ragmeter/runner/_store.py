@@ -185,6 +185,56 @@ def _writes(method: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
+def _damaged(exc: BaseException) -> bool:
+    """True for SQLite's "the file is damaged" errors (SQLITE_CORRUPT, SQLITE_NOTADB: "database
+    disk image is malformed", "file is not a database"), which SQLite raises as the plain
+    ``sqlite3.DatabaseError`` on any read of a damaged page."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    name = getattr(exc, "sqlite_errorname", None)  # Python 3.11+
+    if name is not None:
+        return str(name).startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+    return type(exc) is sqlite3.DatabaseError
+
+
+class _Access:
+    """The one door to the connection: every read and write of the store holds it
+    (``with self._lock:``).  It serializes the threads that share the connection and turns a
+    damaged file's error, wherever it surfaces (a read, a write, a migration), into one
+    :class:`UserError` that names the file and the fix, instead of a ``sqlite3.DatabaseError``
+    traceback (issue 29.7).  A full disk or a read-only file is left to :func:`_writes`, which
+    says what was kept."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        self._lock.release()
+        if exc is not None and _damaged(exc):
+            raise _damaged_error(self.path, exc) from None
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def _damaged_error(path: Path, exc: BaseException) -> UserError:
+    return UserError(
+        f"store: the store at {path} is damaged ({exc}); nothing more was read from or "
+        f"written to it. Fix: move it aside (mv {path} {path}.damaged, with its -wal and -shm "
+        f"files) and run the command again: calls it held are made again into a new store "
+        f"(or rescue them with `sqlite3 {path}.damaged .recover | sqlite3 NEW` and --store "
+        f"NEW).")
+
+
 class Store:
     """A SQLite store of model calls (the cache), runs and item results.
 
@@ -207,9 +257,11 @@ class Store:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
         except (sqlite3.Error, OSError) as exc:
+            if _damaged(exc) and _is_sqlite(self.path):  # else: not a store at all
+                raise _damaged_error(self.path, exc) from None
             raise UserError(f"store: cannot open {self.path} as a SQLite database ({exc}). "
                             f"Fix: choose another file with --store PATH.") from None
-        self._lock = threading.Lock()
+        self._lock = _Access(self.path)
         self._migrate()
 
     # -------------------------------------------------------------- schema

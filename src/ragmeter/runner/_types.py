@@ -11,7 +11,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
 from ragmeter.backends._types import Request, Response
-from ragmeter.errors import ConfigError
 
 __all__ = ["RunnerConfig", "Outcome", "RunStats", "Engine"]
 
@@ -70,16 +69,21 @@ class RunnerConfig:
     on_progress: Callable[[RunStats, int, int], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if self.concurrency < 1:
-            raise ConfigError(f"runner: --concurrency must be at least 1, got {self.concurrency}.")
+        # A backstop behind the doors' own checks (the CLI's flags, ModelBackend's fields):
+        # the same finite-number check (issue 29.3), so nan or inf never reaches the runner.
+        from ragmeter._util import check_number
+
+        check_number(self.concurrency, "--concurrency", lo=1, whole=True, component="runner")
         for name in ("rpm", "tpm"):
             value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ConfigError(f"runner: --{name} must be positive, got {value}.")
-        if self.max_retries < 0:
-            raise ConfigError(f"runner: --max-retries must be 0 or more, got {self.max_retries}.")
-        if not self.timeout_s > 0:
-            raise ConfigError(f"runner: --timeout must be positive, got {self.timeout_s}.")
+            if value is not None:
+                check_number(value, f"--{name}", lo=0, lo_open=True, component="runner")
+        check_number(self.max_retries, "--max-retries", lo=0, whole=True, component="runner")
+        check_number(self.timeout_s, "--timeout", lo=0, lo_open=True, component="runner")
+        for flag, value in (("--price-in", self.price_prompt_per_mtok),
+                            ("--price-out", self.price_completion_per_mtok)):
+            if value is not None:
+                check_number(value, flag, lo=0, component="runner")
 
 
 @dataclass(frozen=True)

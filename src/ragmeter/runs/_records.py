@@ -235,7 +235,7 @@ def write_items(path: Path, items: Iterable[Mapping[str, Any]]) -> None:
     """
     import gzip
 
-    from ragmeter.io import write_bytes_stream
+    from ragmeter.io import utf8, write_bytes_stream
 
     encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=str,
                               separators=(",", ":")).encode
@@ -273,7 +273,7 @@ def write_items(path: Path, items: Iterable[Mapping[str, Any]]) -> None:
     def write(fh: Any) -> None:
         with gzip.GzipFile(fileobj=fh, mode="wb", compresslevel=1, mtime=0) as gz:
             for block in blocks():
-                gz.write(encode(block).encode("utf-8") + b"\n")
+                gz.write(utf8(encode(block)) + b"\n")
 
     write_bytes_stream(path, write, private=True)  # items hold prompts and replies
 
@@ -311,11 +311,36 @@ def retention() -> int:
     return max(0, value)
 
 
+# An items file is written just before its summary (write_run): one without a summary that is
+# younger than this may belong to a record being written right now, and is left alone.
+ORPHAN_GRACE_S = 3600.0
+
+
+def _orphans(folder: Path, ids: set[str]) -> list[str]:
+    """Run ids of items files whose summary is gone (a process killed between the two
+    writes, a summary deleted by hand), older than :data:`ORPHAN_GRACE_S`."""
+    import time
+
+    cutoff = time.time() - ORPHAN_GRACE_S
+    out = []
+    for path in folder.glob(f"*{ITEMS_SUFFIX}"):
+        run_id = path.name[:-len(ITEMS_SUFFIX)]
+        if run_id in ids or path.name.startswith("."):
+            continue
+        try:
+            if path.stat().st_mtime < cutoff:
+                out.append(run_id)
+        except OSError:
+            continue
+    return out
+
+
 def prune_runs(*, keep: int | None = None, older_than_days: float | None = None,
                runs_dir_override: str | Path | None = None, dry_run: bool = False
                ) -> list[str]:
     """Remove run records (summary and items file): all but the newest ``keep`` (0 or None:
-    no count limit) and those older than ``older_than_days``.  Returns the removed run ids,
+    no count limit) and those older than ``older_than_days``; and, always, items files left
+    without their summary for an hour or more (issue 29.12).  Returns the removed run ids,
     oldest first."""
     folder = runs_dir(runs_dir_override)
     if not folder.is_dir():
@@ -332,7 +357,8 @@ def prune_runs(*, keep: int | None = None, older_than_days: float | None = None,
                     doomed.add(run_id)
             except OSError:
                 continue
-    removed = [run_id for run_id in ids if run_id in doomed]
+    removed = sorted([run_id for run_id in ids if run_id in doomed]
+                     + _orphans(folder, set(ids)))
     if not dry_run:
         for run_id in removed:
             for path in (folder / f"{run_id}.json", folder / f"{run_id}{ITEMS_SUFFIX}"):

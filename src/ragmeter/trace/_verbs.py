@@ -36,6 +36,7 @@ from ragmeter._verb._context import (
 )
 from ragmeter._verb._failure import check_run
 from ragmeter._verb._options import OutputOptions, RunOptions, gather
+from ragmeter.io import rereadable
 from ragmeter.result import Result
 from ragmeter.trace._options import JudgeOptions
 
@@ -141,6 +142,8 @@ def score(data: Any, *, definitions: str = "ragbench", fields: Fields = None,
 
     out = gather("trace.score", options, output=(OutputOptions, output))["output"]
     by = out.by
+    if by:
+        data = rereadable(data)  # read again for the groups (issue 29.9)
     config = ScoreConfig(n_resamples=out.resamples, seed=out.seed,
                          field_map=field_map(fields, COMPONENT), definitions=definitions)
     detail = score_file(data, config)
@@ -177,6 +180,8 @@ def validate(data: Any, *, pred: Any = None, pred_columns: Mapping[str, str] | N
 
     out = gather("trace.validate", options, output=(OutputOptions, output))["output"]
     by = out.by
+    if by:
+        data = rereadable(data)  # read again for the groups (issue 29.9)
     config = ValidateConfig(pred_path=pred, pred_columns=dict(pred_columns or {}),
                             judge_name=judge_name, baselines=not no_baselines,
                             subset_only=pred_rows_only, n_resamples=out.resamples,
@@ -260,6 +265,8 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
     from ragmeter.judges._repeats import check_repeats
 
     check_repeats(repeats, COMPONENT)
+    if out.by:
+        data = rereadable(data)  # read again for the groups (issue 29.9)
     from ragmeter.backends import resolve, scores_choices
     from ragmeter.judges._card import check_degenerate, judge_card
     from ragmeter.trace._data import judge_descriptor, read_sources
@@ -419,6 +426,7 @@ def run(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
     groups = gather("trace.run", options, judge=(JudgeOptions, judge), run=(RunOptions, run),
                     output=(OutputOptions, output))
     out: OutputOptions = groups["output"]
+    data = rereadable(data)  # labelled, then validated: read twice (issue 29.9)
     labelled = check_run(_label(data, groups["judge"], groups["run"], replace(out, by=None),
                                 language=language, limit=limit, repeats=repeats,
                                 fields=fields, backend=backend), "trace.run")
@@ -481,6 +489,10 @@ def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector
     )
     from ragmeter.trace._metrics import headline
 
+    if threshold is not None:  # as --threshold (issue 29.3)
+        from ragmeter._util import check_number
+
+        check_number(threshold, "threshold=", lo=0, hi=1, component=COMPONENT)
     fm = field_map(fields, COMPONENT)
     named: dict[str, Any]
     if isinstance(data, Mapping) and not {"question", "response"} & set(map(str, data)):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragmeter._util import number_problem
 from ragmeter._verb._form import BACKEND_FIELDS, DATA_SUFFIXES, Field, VerbSpec
 from ragmeter.backends._registry import DEFAULT_BACKEND
 from ragmeter.errors import ConfigError
@@ -156,6 +157,8 @@ def _number(spec: VerbSpec, f: Field, text: str) -> float | int:
     except ValueError:
         what = "a whole number" if f.kind == "int" else "a number"
         raise ConfigError(f"view: {spec.title}: {f.label} {text!r} is not {what}.") from None
+    if (problem := number_problem(value)) is not None:  # nan, inf, 1e999 (issue 29.3)
+        raise ConfigError(f"view: {spec.title}: {f.label} {problem}")
     if (f.lo is not None and not value >= f.lo) or (f.hi is not None and not value <= f.hi):
         lo = "" if f.lo is None else f"{f.lo:g}"
         hi = "" if f.hi is None else f"{f.hi:g}"

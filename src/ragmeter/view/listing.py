@@ -98,13 +98,17 @@ def _rgb(doc: Mapping[str, Any]) -> list[Headline]:
 
 
 def _multilingual(doc: Mapping[str, Any]) -> list[Headline]:
-    metrics = doc.get("metrics") or {}
-    ci = doc.get("ci95") or {}
-    if doc.get("verb") == "judge":  # one judged mean over every row
-        return [Headline("semantic score", _num(metrics.get("semantic_score")),
-                         _ci(ci.get("semantic_score")))]
-    return [Headline(f"{system} F1", _num(m.get("f1")), _ci((ci.get(system) or {}).get("f1")))
-            for system, m in metrics.items() if isinstance(m, Mapping)]
+    """The family's main metric (F1) per system, labelled from its METRICS table; for
+    ``multilingual judge`` the mean semantic score over every row (group ``all``).  Read from
+    the stored headline rows, or built by the family's ``headline`` from an older record."""
+    from ragmeter._families import FAMILIES
+
+    table, rows = _family_rows("multilingual", doc)
+    main = FAMILIES["multilingual"].main_metric
+    picked = [h for h in rows if h.metric == main] or [h for h in rows if h.group == "all"]
+    return [Headline(h.metric.replace("_", " ") if h.group == "all"
+                     else f"{h.group} {table.get(h.metric).label}", h.value, h.ci)
+            for h in picked if h.metric in table]
 
 
 def _trace(doc: Mapping[str, Any]) -> list[Headline]:

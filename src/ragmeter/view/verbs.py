@@ -4,7 +4,7 @@ Each spec's ``call`` is the public function its CLI command calls (``ragmeter.ge
 ...) with the same options, so a launch from the page and a command in a shell cannot differ.
 Defaults are the CLI's; the docs say where a form differs.  Families on the one-spine layout
 write their forms in ``<family>/_form.py`` (``FORMS``: RGB's ``rgb run`` and ``rgb judge``,
-TRACe's ``trace run``, rubric's ``rubric run``).
+TRACe's ``trace run``, rubric's ``rubric run``, multilingual's ``multilingual judge``).
 """
 
 from __future__ import annotations
@@ -20,12 +20,6 @@ __all__ = ["SPECS", "spec_of"]
 TABLES = TABLE_SUFFIXES
 
 
-def _multilingual_judge(args: dict[str, Any], common: dict[str, Any]) -> Any:
-    import ragmeter.multilingual
-
-    return ragmeter.multilingual.judge(args.pop(""), **args, **common)
-
-
 def _generate(args: dict[str, Any], common: dict[str, Any]) -> Any:
     from ragmeter._verb._generate import generate
 
@@ -33,18 +27,6 @@ def _generate(args: dict[str, Any], common: dict[str, Any]) -> Any:
 
 
 _HERE: tuple[VerbSpec, ...] = (
-    VerbSpec(
-        "multilingual-judge", "multilingual judge", "multilingual",
-        ("ragmeter", "multilingual", "judge"), call=_multilingual_judge,
-        about="Add LBRAG's 0-1 semantic score to multilingual answers with a judge model.",
-        phases=("judge",),
-        fields=(
-            Field("answers", "answers", "file", required=True, suffixes=TABLES, arg="",
-                  flag=None, samples=("multilingual_answers.jsonl",),
-                  empty_label="pick a file"),
-            Field("scoring", "scoring", "choice", "auto",
-                  choices=("auto", "choices", "generate"), flag="--scoring"),
-            Field("repeats", "repeats", "int", "1", lo=1, hi=50, flag="--repeats"))),
     VerbSpec(
         "generate", "generate", "generate", ("ragmeter", "generate"), call=_generate,
         about="Send a file of requests ({id, messages} or {id, system, prompt}) to a model; "

@@ -119,7 +119,9 @@ def test_prompt_files(tmp_path: Path):
                    encoding="utf-8")
     bad = tmp_path / "bad.txt"
     bad.write_text("Question: {question} and {nonsense}", encoding="utf-8")
-    p = BuildPrompts.default().with_files(gen, {"relevance": tmp_path / "gen.txt"})
+    rel = tmp_path / "rel.txt"  # a relevance critique must see the question (issue 29.11)
+    rel.write_text("How useful is this question for {audience}?\n{question}", encoding="utf-8")
+    p = BuildPrompts.default().with_files(gen, {"relevance": rel})
     assert p.version.startswith("ragmeter-rubric-build-2|gen=file:gen.txt:")
     assert p.generate.render(context="C", audience="x")[-1].content.startswith("Context: C")
     with pytest.raises(InputError, match="nonsense"):
