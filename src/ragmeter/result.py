@@ -279,7 +279,7 @@ def coverage_text(counts: Mapping[str, Any]) -> str:
 # ------------------------------------------------------------------ the wide headline table
 
 
-_CELL = "padding:2px 8px;text-align:right;vertical-align:top"
+_CELL = "padding:2px 8px;text-align:right;vertical-align:top;white-space:nowrap"
 
 
 def _metric_rows(family: str | None) -> Any:
