@@ -30,6 +30,8 @@ from ragmeter.errors import (
 
 # Public submodules and functions, imported on first attribute access.
 _LAZY = {
+    "criteria": "ragmeter.criteria",
+    "app": "ragmeter.app",
     "multilingual": "ragmeter.multilingual",
     "reliability": "ragmeter.reliability",
     "retrieval": "ragmeter.retrieval",
@@ -67,7 +69,9 @@ __all__ = [
     "RunOptions",
     "ademo",
     "agenerate",
+    "app",
     "backends",
+    "criteria",
     "demo",
     "generate",
     "judges",

@@ -10,7 +10,10 @@ The *degenerate-judge alarm* trips when a judge says the same thing for nearly e
 
 * ``share >= 0.95`` of the items get the same verdict or grade (at least ``min_items``), or
 * the judge's probabilities do not separate: the spread of p (95th minus 5th percentile) is
-  below ``0.05``.
+  below ``0.05``;
+
+and a judge whose measured agreement with reference labels is at or below chance
+(:func:`check_chance`) is flagged the same way.
 
 Such numbers are flagged in the console, the run record and every report, never shown as a
 plain measurement.  These are pure functions: no model, no I/O beyond reading that shipped
@@ -23,8 +26,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["DEGENERATE_SHARE", "MIN_PROBABILITY_SPREAD", "check_degenerate", "judge_card",
-           "card_line", "alarm_lines", "known_validations", "model_id"]
+__all__ = ["DEGENERATE_SHARE", "MIN_PROBABILITY_SPREAD", "check_degenerate", "check_chance",
+           "judge_card", "card_line", "alarm_lines", "known_validations", "model_id"]
 
 DEGENERATE_SHARE = 0.95
 MIN_PROBABILITY_SPREAD = 0.05
@@ -76,6 +79,20 @@ def model_id(backend: Any) -> str:
     judge card and signature names the model a judge runs on (issue 25: the backend too)."""
     ident = backend.identity()
     return f"{ident.get('backend', getattr(backend, 'name', '?'))}:{ident.get('model', '?')}"
+
+
+def check_chance(value: float | None, *, judge: str, what: str, metric: str,
+                 chance: float = 0.0, data: str = "") -> dict[str, Any] | None:
+    """The alarm dict when a judge's measured agreement ``value`` (``metric``, e.g. a kappa or
+    an AUROC) is at or below ``chance`` (0 for a kappa, 0.5 for an AUROC), else None: such a
+    judge is flagged like a degenerate one."""
+    if value is None or value > chance:
+        return None
+    return {"kind": "judge_at_chance", "judge": judge, "what": what, "metric": metric,
+            "value": value, "chance": chance,
+            "message": f"{what}: the judge {judge} agrees with the reference at or below chance "
+                       f"({metric} {value:.3f} <= {chance:g}{f', {data}' if data else ''}); "
+                       "treat these numbers as unmeasured"}
 
 
 def judge_card(identity: Mapping[str, Any] | str,
