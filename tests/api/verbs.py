@@ -39,6 +39,8 @@ def _trace_reply(text: str) -> str:
 def reply(body: dict[str, Any]) -> str:
     """One scripted model for every judged verb: each prompt kind gets a reply it can parse."""
     text = last_user_text(body)
+    if "Criterion: " in text:  # the criteria judge, one criterion per call
+        return json.dumps({"score": 4, "explanation": "scripted"})
     if "Answer, one sentence per line after its key" in text:  # trace json labelling
         return _trace_reply(text)
     if "Now judge:" in text:  # RGB's judge
@@ -121,7 +123,18 @@ def build(server_url: str, tmp: Path) -> dict[str, Callable[[], Any]]:
         "retrieval.compare": lambda: ragmeter.retrieval.compare(
             sample_path("retrieval_run.jsonl"), sample_path("retrieval_run_dense.trec"),
             qrels=sample_path("retrieval_qrels.txt")),
+        "criteria.judge": lambda: ragmeter.criteria.judge(
+            sample_path("criteria_answers.jsonl"), criteria="relevance",
+            reference_field="human", scoring="generate", backend=backend, **calls),
+        "app.run": lambda: ragmeter.app.run(
+            sample_path("retrieval_contexts.jsonl"),
+            ragmeter.app.function(_app_answer, name="sample-app"), **calls),
     }
+
+
+def _app_answer(question: str) -> dict[str, Any]:
+    """A tiny RAG application as a Python callable: an answer and the context it used."""
+    return {"answer": f"An answer to: {question}", "contexts": [f"A passage on {question}"]}
 
 
 # The verbs that use a judge (a model or a fitted detector): their signature must name it.
@@ -133,4 +146,4 @@ JUDGED = {"rgb.judge:detector": "refusal-patterns", "rgb.judge": f"openai:{MODEL
           "multilingual.judge": f"judge:{MODEL}", "rubric.judge:overlap": "overlap",
           "rubric.judge": f"openai:{MODEL}", "rubric.validate": "overlap",
           "rubric.run": f"openai:{MODEL}", "generate": f"model:openai:{MODEL}",
-          "rubric.build": f"openai:{MODEL}"}
+          "rubric.build": f"openai:{MODEL}", "criteria.judge": f"openai:{MODEL}"}
