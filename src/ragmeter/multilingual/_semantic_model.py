@@ -124,8 +124,9 @@ class SemanticModel:
         return {"metric": "AUROC at reference >= 0.5 (leave-one-language-out)",
                 "statistic": "auroc", "value": judge["auroc"].get("value"),
                 "ci": judge["auroc"].get("ci95"), "more": more,
-                "data": f"{data.get('name', 'LBRAG')}: {data.get('rows', '?')} answers, "
-                        "against the released GPT-4o-mini semantic_score "
+                "data": f"{data.get('name', 'the fitting data')}; {data.get('fitted_rows', '?')} "
+                        f"answers against their {data.get('reference_field', 'reference')}, "
+                        "each scored by a model fitted without its language (or system) "
                         "(benchmarks/bench_semantic.py)"}
 
 

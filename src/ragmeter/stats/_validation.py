@@ -31,6 +31,8 @@ from ragmeter.stats._core import (
 __all__ = ["Estimate", "auroc_estimate", "rmse_estimate", "mae_estimate", "spearman_estimate",
            "spearman_rho", "score_agreement", "AGREEMENT_STATS"]
 
+Numbers = Sequence[float] | np.ndarray
+
 AGREEMENT_STATS = ("auroc", "spearman", "mae")
 """The statistics of :func:`score_agreement`, in the order tables show them."""
 
@@ -49,7 +51,7 @@ class Estimate:
         return {"value": self.value, "ci95": ci, "n": self.n}
 
 
-def rmse_estimate(pred: Sequence[float], true: Sequence[float], *,
+def rmse_estimate(pred: Numbers, true: Numbers, *,
                   n_resamples: int = DEFAULT_RESAMPLES,
                   seed: int = DEFAULT_SEED) -> Estimate:
     """RMSE with a bootstrap CI: the CI of the mean squared error, square-rooted (the square
@@ -66,7 +68,7 @@ def rmse_estimate(pred: Sequence[float], true: Sequence[float], *,
     return Estimate(value, math.sqrt(interval[0]), math.sqrt(interval[1]), int(p.size))
 
 
-def mae_estimate(pred: Sequence[float], true: Sequence[float], *,
+def mae_estimate(pred: Numbers, true: Numbers, *,
                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Estimate:
     """Mean absolute error with the percentile-bootstrap CI of the mean of ``|pred - true|``."""
     p = np.asarray(pred, dtype=np.float64)
@@ -83,7 +85,7 @@ def mae_estimate(pred: Sequence[float], true: Sequence[float], *,
     return Estimate(value, float(interval[0]), float(interval[1]), int(p.size))
 
 
-def auroc_estimate(scores: Sequence[float], positives: Sequence[bool], *,
+def auroc_estimate(scores: Numbers, positives: Sequence[bool] | np.ndarray, *,
                    n_resamples: int = DEFAULT_RESAMPLES,
                    seed: int = DEFAULT_SEED) -> Estimate:
     """AUROC (rank statistic, ties 1/2) with a percentile-bootstrap CI over rows.
@@ -131,7 +133,7 @@ def _spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.asarray((ra * rb).sum(axis=-1) / den)
 
 
-def spearman_rho(a: Sequence[float], b: Sequence[float]) -> float | None:
+def spearman_rho(a: Numbers, b: Numbers) -> float | None:
     """Spearman's rho of two sequences (average ranks for ties); None for fewer than two
     items or a constant side."""
     x = np.asarray(a, dtype=np.float64)
@@ -144,7 +146,7 @@ def spearman_rho(a: Sequence[float], b: Sequence[float]) -> float | None:
     return None if math.isnan(rho) else rho
 
 
-def spearman_estimate(pred: Sequence[float], true: Sequence[float], *,
+def spearman_estimate(pred: Numbers, true: Numbers, *,
                       n_resamples: int = DEFAULT_RESAMPLES,
                       seed: int = DEFAULT_SEED) -> Estimate:
     """Spearman's rho (Pearson's r of the average ranks) with a percentile-bootstrap CI over
@@ -166,7 +168,7 @@ def spearman_estimate(pred: Sequence[float], true: Sequence[float], *,
     return Estimate(rho, float(lo), float(hi), int(p.size))
 
 
-def score_agreement(pred: Sequence[float], reference: Sequence[float], *,
+def score_agreement(pred: Numbers, reference: Numbers, *,
                     threshold: float = 0.5, n_resamples: int = DEFAULT_RESAMPLES,
                     seed: int = DEFAULT_SEED) -> dict[str, Estimate]:
     """How well 0-1 scores ``pred`` stand in for ``reference`` scores of the same items:

@@ -99,16 +99,21 @@ def _rgb(doc: Mapping[str, Any]) -> list[Headline]:
 
 def _multilingual(doc: Mapping[str, Any]) -> list[Headline]:
     """The family's main metric (F1) per system, labelled from its METRICS table; for
-    ``multilingual judge`` the mean semantic score over every row (group ``all``).  Read from
+    ``multilingual judge`` the mean semantic score over every row (group ``all``) and, on
+    data with reference scores, the judge's AUROC and Spearman against them.  Read from
     the stored headline rows, or built by the family's ``headline`` from an older record."""
     from ragmeter._families import FAMILIES
 
     table, rows = _family_rows("multilingual", doc)
     main = FAMILIES["multilingual"].main_metric
     picked = [h for h in rows if h.metric == main] or [h for h in rows if h.group == "all"]
-    return [Headline(h.metric.replace("_", " ") if h.group == "all"
-                     else f"{h.group} {table.get(h.metric).label}", h.value, h.ci)
-            for h in picked if h.metric in table]
+    out = [Headline(h.metric.replace("_", " ") if h.group == "all"
+                    else f"{h.group} {table.get(h.metric).label}", h.value, h.ci)
+           for h in picked if h.metric in table]
+    # multilingual judge on data with reference scores: the judge's agreement with them
+    out += [Headline(table.get(h.metric).label, h.value, h.ci) for h in rows
+            if h.metric in ("semantic_auroc", "semantic_spearman") and " / " not in h.group]
+    return out
 
 
 def _trace(doc: Mapping[str, Any]) -> list[Headline]:
@@ -184,7 +189,10 @@ def flags(record: RunRecord) -> list[str]:
     kinds = [a.get("kind") if isinstance(a, Mapping) else str(a) for a in doc.get("alarms") or []]
     if "degenerate_judge" in kinds or any("degenerate" in n.lower() for n in notes):
         out.append("degenerate judge")
-    out += [f"alarm: {k}" for k in dict.fromkeys(kinds) if k and k != "degenerate_judge"]
+    if "judge_at_chance" in kinds:
+        out.append("judge at chance")
+    out += [f"alarm: {k}" for k in dict.fromkeys(kinds)
+            if k and k not in ("degenerate_judge", "judge_at_chance")]
     if any("lenient" in n.lower() and "not" in n.lower() for n in notes):
         out.append("lenient (not paper)")
     if record.items_truncated:
