@@ -34,7 +34,7 @@ from ragmeter.text._languages import CHAR_TOKEN_LANGUAGES
 from ragmeter.text._overlap import f1_from_normalized, f1_from_tokens
 from ragmeter.text._rlc import RLC_OK_THRESHOLD, rlc, rlc_batch, rlc_ok
 
-__all__ = ["METRIC_VERSION", "METRICS", "METRIC_KEYS", "PAIRED_METRICS", "RowMetric",
+__all__ = ["METRIC_VERSION", "METRICS", "AGREEMENT_METRICS", "METRIC_KEYS", "PAIRED_METRICS", "RowMetric",
            "ROWS", "contains", "exact_match_normalized", "f1_normalized", "rows_of", "signature_fields",
            "headline", "judge_headline", "judge_signature", "degenerate_flag", "fit_headline"]
 
@@ -145,6 +145,14 @@ METRICS = MetricTable("multilingual", METRIC_VERSION, [
               "(multilingual judge, or the input's semantic_score)",
               "LBRAG semantic judge (experiments/scripts/experiment.py)", row="given",
               judged=True),
+    RowMetric("rlc_lid", "RLC (LID)",
+              "language-identification RLC: lingua's confidence that the prediction is in the "
+              "expected language (among the data's languages); catches a wrong language in "
+              "the same script",
+              "ragmeter (--rlc-lid), beyond LBRAG", row="lid", lbrag=False, compact=False),
+])
+
+AGREEMENT_METRICS = MetricTable("multilingual", METRIC_VERSION, [
     Metric("semantic_auroc", "semantic AUROC",
            "the judge's semantic score ranking the answers whose reference semantic score is "
            "at least 0.5 above the others (multilingual judge on data with reference scores; "
@@ -156,12 +164,10 @@ METRICS = MetricTable("multilingual", METRIC_VERSION, [
     Metric("semantic_mae", "semantic MAE",
            "mean absolute difference of the judge's semantic scores and the reference "
            "scores", _VALIDATION, higher_is_better=False, aggregation="mae"),
-    RowMetric("rlc_lid", "RLC (LID)",
-              "language-identification RLC: lingua's confidence that the prediction is in the "
-              "expected language (among the data's languages); catches a wrong language in "
-              "the same script",
-              "ragmeter (--rlc-lid), beyond LBRAG", row="lid", lbrag=False, compact=False),
 ])
+"""The semantic judge's agreement with reference semantic scores (``multilingual judge`` on
+data that has them; ``multilingual fit``'s held-out numbers): corpus-level statistics, not
+per-row metrics, so a table of their own beside ``METRICS``."""
 
 ROWS: tuple[RowMetric, ...] = tuple(m for m in METRICS if isinstance(m, RowMetric))
 """``METRICS`` typed as this family's rows."""
@@ -274,7 +280,7 @@ def judge_headline(summary: Mapping[str, Any]) -> list[Headline]:
     return rows + _agreement_rows(summary)
 
 
-_AGREEMENT = ("semantic_auroc", "semantic_spearman", "semantic_mae")
+_AGREEMENT = tuple(AGREEMENT_METRICS.names)
 
 
 def _agreement_rows(summary: Mapping[str, Any]) -> list[Headline]:
@@ -301,7 +307,7 @@ def _agreement_rows(summary: Mapping[str, Any]) -> list[Headline]:
             cis[group] = {k: (found.get(k) or {}).get("ci95") for k in _AGREEMENT}
             n[group] = {k: (found.get(k) or {}).get("n") for k in _AGREEMENT}
             coverage[group] = _share((found.get("semantic_auroc") or {}).get("n"), rows)
-    return METRICS.headline(values, ci=cis, n=n, coverage=coverage, only=_AGREEMENT)
+    return AGREEMENT_METRICS.headline(values, ci=cis, n=n, coverage=coverage)
 
 
 def fit_headline(summary: Mapping[str, Any]) -> list[Headline]:
@@ -322,7 +328,7 @@ def fit_headline(summary: Mapping[str, Any]) -> list[Headline]:
                           for k in ("auroc", "spearman", "mae")}
             n[group] = {f"semantic_{k}": (ests.get(k) or {}).get("n")
                         for k in ("auroc", "spearman", "mae")}
-    return METRICS.headline(values, ci=cis, n=n, only=_AGREEMENT)
+    return AGREEMENT_METRICS.headline(values, ci=cis, n=n)
 
 
 def degenerate_flag(alarms: Sequence[Any]) -> str | None:

@@ -408,7 +408,8 @@ def headline(summary: Mapping[str, Any], *,
       numbers use;
     * ``fit``: per split, its leave-one-split-out scores (point values).
 
-    ``alarms`` (default: the summary's): a degenerate-judge alarm flags the judged numbers
+    ``alarms`` (default: the summary's): a degenerate-judge alarm (or a validity alarm: the
+    judge's known validation at or below chance) flags the judged numbers
     of its verdict kind (``adherence``, and the ``hallucination_auroc`` that validates it) of
     the judge that tripped it: every group of ``label``, the labelling judge's groups of
     ``run``.
@@ -419,8 +420,10 @@ def headline(summary: Mapping[str, Any], *,
         rows = _held_out(summary)
     else:
         rows = _scores(summary)
+    from ragmeter.judges._card import ALARM_KINDS, alarm_flag
+
     found = [a for a in (summary.get("alarms") if alarms is None else alarms) or ()
-             if isinstance(a, Mapping) and a.get("kind") == "degenerate_judge"]
+             if isinstance(a, Mapping) and a.get("kind") in ALARM_KINDS]
     if not found:
         return rows
     label = summary.get("label")
@@ -433,6 +436,7 @@ def headline(summary: Mapping[str, Any], *,
             mine = subject is None or h.group == subject or h.group.startswith(subject + " / ")
             if mine and what in (h.metric, VALIDATES.get(h.metric)):
                 h = replace(h, flag=f"degenerate judge: {what} verdicts do not vary (see "
-                                    "alarms)")
+                                    "alarms)" if alarm.get("kind") == "degenerate_judge"
+                            else alarm_flag(alarm))
         out.append(h)
     return out

@@ -111,8 +111,12 @@ def _multilingual(doc: Mapping[str, Any]) -> list[Headline]:
                     else f"{h.group} {table.get(h.metric).label}", h.value, h.ci)
            for h in picked if h.metric in table]
     # multilingual judge on data with reference scores: the judge's agreement with them
-    out += [Headline(table.get(h.metric).label, h.value, h.ci) for h in rows
-            if h.metric in ("semantic_auroc", "semantic_spearman") and " / " not in h.group]
+    from ragmeter._families import family_part
+
+    agreement = family_part("multilingual", "_metrics", "AGREEMENT_METRICS")
+    out += [Headline(agreement.get(h.metric).label, h.value, h.ci) for h in rows
+            if agreement is not None and h.metric in ("semantic_auroc", "semantic_spearman")
+            and " / " not in h.group]
     return out
 
 
