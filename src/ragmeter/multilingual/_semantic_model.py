@@ -21,7 +21,6 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -140,24 +139,13 @@ def _bad(where: Path | str, what: str) -> InputError:
 
 def load_semantic_model(path: str | Path | None = None) -> SemanticModel:
     """A user's file from ``ragmeter multilingual fit``, or (``path`` None) the shipped one."""
-    if path is None:
-        text = (resources.files("ragmeter.multilingual") / "data" / DEFAULT_MODEL) \
-            .read_text(encoding="utf-8")
-        where: Path | str = f"ragmeter/multilingual/data/{DEFAULT_MODEL}"
-    else:
-        p = Path(path)
-        if not p.is_file():
-            raise InputError("does not exist.", component=COMPONENT, path=p,
-                             fix="give the path of a model file from `ragmeter multilingual "
-                                 "fit`.")
-        text = p.read_text(encoding="utf-8")
-        where = p
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _bad(where, f"not JSON: {exc.msg} at line {exc.lineno}") from None
-    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-        raise _bad(where, f"\"format\" is not {FORMAT!r}")
+    from ragmeter.io._fitted import read_fitted_file
+
+    raw, where = read_fitted_file(
+        path, package="ragmeter.multilingual", shipped=DEFAULT_MODEL, file_format=FORMAT,
+        component=COMPONENT, what="a semantic judge file",
+        fix="give a file written by `ragmeter multilingual fit`.",
+        missing_fix="give the path of a model file from `ragmeter multilingual fit`.")
     if raw.get("features") != FEATURE_VERSION:
         raise ConfigError(f"multilingual: semantic judge {where} uses features "
                           f"{raw.get('features')!r}, this ragmeter computes "

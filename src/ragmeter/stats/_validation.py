@@ -51,15 +51,21 @@ class Estimate:
         return {"value": self.value, "ci95": ci, "n": self.n}
 
 
+def _pair(pred: Numbers, true: Numbers, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Two sequences of numbers as float arrays of equal length (else a ValueError)."""
+    p = np.asarray(pred, dtype=np.float64)
+    t = np.asarray(true, dtype=np.float64)
+    if p.size != t.size:
+        raise ValueError(f"{what} needs sequences of equal length")
+    return p, t
+
+
 def rmse_estimate(pred: Numbers, true: Numbers, *,
                   n_resamples: int = DEFAULT_RESAMPLES,
                   seed: int = DEFAULT_SEED) -> Estimate:
     """RMSE with a bootstrap CI: the CI of the mean squared error, square-rooted (the square
     root is monotone, so this equals the percentile interval of the resampled RMSE)."""
-    p = np.asarray(pred, dtype=np.float64)
-    t = np.asarray(true, dtype=np.float64)
-    if p.size != t.size:
-        raise ValueError("rmse_estimate needs sequences of equal length")
+    p, t = _pair(pred, true, "rmse_estimate")
     value = rmse(p, t)
     if value is None:
         return Estimate(None, None, None, 0)
@@ -71,10 +77,7 @@ def rmse_estimate(pred: Numbers, true: Numbers, *,
 def mae_estimate(pred: Numbers, true: Numbers, *,
                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Estimate:
     """Mean absolute error with the percentile-bootstrap CI of the mean of ``|pred - true|``."""
-    p = np.asarray(pred, dtype=np.float64)
-    t = np.asarray(true, dtype=np.float64)
-    if p.size != t.size:
-        raise ValueError("mae_estimate needs sequences of equal length")
+    p, t = _pair(pred, true, "mae_estimate")
     if p.size == 0:
         return Estimate(None, None, None, 0)
     errors = np.abs(p - t)
@@ -136,10 +139,7 @@ def _spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def spearman_rho(a: Numbers, b: Numbers) -> float | None:
     """Spearman's rho of two sequences (average ranks for ties); None for fewer than two
     items or a constant side."""
-    x = np.asarray(a, dtype=np.float64)
-    y = np.asarray(b, dtype=np.float64)
-    if x.size != y.size:
-        raise ValueError("spearman_rho needs sequences of equal length")
+    x, y = _pair(a, b, "spearman_rho")
     if x.size < 2:
         return None
     rho = float(_spearman_rows(x, y))
@@ -152,10 +152,7 @@ def spearman_estimate(pred: Numbers, true: Numbers, *,
     """Spearman's rho (Pearson's r of the average ranks) with a percentile-bootstrap CI over
     rows; resamples where a side is constant have no rho and are left out.  The value is
     None for fewer than two rows or a constant side."""
-    p = np.asarray(pred, dtype=np.float64)
-    t = np.asarray(true, dtype=np.float64)
-    if p.size != t.size:
-        raise ValueError("spearman_estimate needs sequences of equal length")
+    p, t = _pair(pred, true, "spearman_estimate")
     rho = spearman_rho(p, t)
     if rho is None:
         return Estimate(None, None, None, int(p.size))

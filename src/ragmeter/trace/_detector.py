@@ -34,7 +34,6 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -232,24 +231,14 @@ def fingerprint(content: Mapping[str, Any]) -> str:
 def load_detector(path: str | Path | None = None, *, mode: str = "lexical") -> Detector:
     """A user's file from ``ragmeter trace fit``, or (``path`` None) the shipped detector of
     ``mode`` (lexical, or embedding)."""
-    if path is None:
-        shipped = EMBEDDING_DETECTOR if mode == "embedding" else DEFAULT_DETECTOR
-        text = (resources.files("ragmeter.trace") / "data" / shipped) \
-            .read_text(encoding="utf-8")
-        where: Path | str = f"ragmeter/trace/data/{shipped}"
-    else:
-        p = Path(path)
-        if not p.is_file():
-            raise InputError("does not exist.", component=COMPONENT, path=p,
-                             fix="give the path of a detector JSON from `ragmeter trace fit`.")
-        text = p.read_text(encoding="utf-8")
-        where = p
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _bad(where, f"not JSON: {exc.msg} at line {exc.lineno}") from None
-    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-        raise _bad(where, f"\"format\" is not {FORMAT!r}")
+    from ragmeter.io._fitted import read_fitted_file
+
+    raw, where = read_fitted_file(
+        path, package="ragmeter.trace",
+        shipped=EMBEDDING_DETECTOR if mode == "embedding" else DEFAULT_DETECTOR,
+        file_format=FORMAT, component=COMPONENT, what="a TRACe detector file",
+        fix="give a file written by `ragmeter trace fit`.",
+        missing_fix="give the path of a detector JSON from `ragmeter trace fit`.")
     if raw.get("features") != FEATURE_VERSION:
         raise ConfigError(f"trace: detector {where} uses features {raw.get('features')!r}, "
                           f"this ragmeter computes {FEATURE_VERSION!r}; refit it with "
