@@ -567,6 +567,8 @@ def fit(data: Any, *, out: str | Path | None = None, name: str = "semantic-fitte
     provenance: dict[str, Any] = {
         "file": Path(record.path).name, "sha256": record.sha256, "rows": len(rows),
         "fitted_rows": len(usable), "reference_field": reference_field,
+        "rows_used": "every row with an answer and a reference score (none left out by "
+                     "hand); languages and systems as the rows name them",
         "name": source or (f"run {next(iter(run_ids))}" if len(run_ids) == 1
                            else Path(record.path).name)}
     if len(run_ids) == 1:
