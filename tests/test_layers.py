@@ -50,7 +50,8 @@ def test_the_contracts_can_fail(tmp_path: Path) -> None:
     assert "ragmeter.rgb is not allowed to import ragmeter.errors" in proc.stdout
 
 
-@pytest.mark.parametrize("family", ["rgb", "trace", "multilingual", "rubric", "reliability"])
+@pytest.mark.parametrize("family", ["rgb", "trace", "multilingual", "rubric", "reliability",
+                                    "criteria"])
 def test_each_family_is_one_package_with_a_thin_door(family: str) -> None:
     """A family is one package whose ``__init__`` only re-exports its verbs (no logic)."""
     import ast

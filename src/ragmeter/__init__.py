@@ -29,6 +29,7 @@ from ragmeter.errors import (
 
 # Public submodules and functions, imported on first attribute access.
 _LAZY = {
+    "criteria": "ragmeter.criteria",
     "multilingual": "ragmeter.multilingual",
     "reliability": "ragmeter.reliability",
     "retrieval": "ragmeter.retrieval",
@@ -66,6 +67,7 @@ __all__ = [
     "ademo",
     "agenerate",
     "backends",
+    "criteria",
     "demo",
     "generate",
     "judges",

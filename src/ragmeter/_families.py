@@ -47,6 +47,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("reliability", "Annotator reliability", "QC key for win/tie/loss evaluation",
            "reliability"),
     Family("retrieval", "Retrieval", "trec_eval (NIST), exact", "ndcg@10"),
+    Family("criteria", "Criteria judging", "your own criteria (G-Eval-style scoring)",
+           "criterion_normalized"),
 )}
 
 

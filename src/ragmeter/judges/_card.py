@@ -10,13 +10,15 @@ The *degenerate-judge alarm* trips when a judge says the same thing for nearly e
 
 * ``share >= 0.95`` of the items get the same verdict or grade (at least ``min_items``), or
 * the judge's probabilities do not separate: the spread of p (95th minus 5th percentile) is
-  below ``0.05``.
+  below ``0.05``;
 
-The *validity alarm* (:func:`check_validity`) trips when a judge's known validation (its card's,
-or one measured on the run's own reference labels) is at or below chance: an AUROC at most
-``0.55``, a kappa or a rank correlation at most ``0.2``, or a 95% CI that reaches chance (0.5
-for an AUROC, 0 for a kappa or correlation).  Uniform verdicts are not the only way a judge
-can print noise as measurement.
+and a judge whose agreement with reference labels is at or below chance is flagged the same
+way (alarm kind ``judge_at_chance``): :func:`check_validity` reads a judge card's validation
+(its shipped one, or one measured on the run's own reference labels) and trips on an AUROC at
+most ``0.55``, a kappa or a rank correlation at most ``0.2``, or a 95% CI that reaches chance
+(0.5 for an AUROC, 0 for a kappa or correlation); :func:`check_chance` trips on a single
+value at or below chance itself.  Uniform verdicts are not the only way a judge can print
+noise as measurement.
 
 Such numbers are flagged in the console, the run record and every report, never shown as a
 plain measurement.  These are pure functions: no model, no I/O beyond reading that shipped
@@ -29,9 +31,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["DEGENERATE_SHARE", "MIN_PROBABILITY_SPREAD", "check_degenerate", "judge_card",
-           "card_line", "alarm_lines", "known_validations", "AT_CHANCE", "ALARM_KINDS",
-           "validation_statistic", "check_validity", "alarm_flag"]
+__all__ = ["DEGENERATE_SHARE", "MIN_PROBABILITY_SPREAD", "check_degenerate", "check_chance",
+           "judge_card", "card_line", "alarm_lines", "known_validations", "AT_CHANCE",
+           "ALARM_KINDS", "validation_statistic", "check_validity", "alarm_flag"]
 
 DEGENERATE_SHARE = 0.95
 MIN_PROBABILITY_SPREAD = 0.05
@@ -76,6 +78,20 @@ def check_degenerate(verdicts: Iterable[Any], *, judge: str, what: str,
                                    f"{MIN_PROBABILITY_SPREAD}); treat these numbers as "
                                    "unmeasured"}
     return None
+
+
+def check_chance(value: float | None, *, judge: str, what: str, metric: str,
+                 chance: float = 0.0, data: str = "") -> dict[str, Any] | None:
+    """The alarm dict when a judge's measured agreement ``value`` (``metric``, e.g. a kappa or
+    an AUROC) is at or below ``chance`` (0 for a kappa, 0.5 for an AUROC), else None: such a
+    judge is flagged like a degenerate one."""
+    if value is None or value > chance:
+        return None
+    return {"kind": "judge_at_chance", "judge": judge, "what": what, "metric": metric,
+            "value": value, "chance": chance,
+            "message": f"{what}: the judge {judge} agrees with the reference at or below chance "
+                       f"({metric} {value:.3f} <= {chance:g}{f', {data}' if data else ''}); "
+                       "treat these numbers as unmeasured"}
 
 
 def judge_card(identity: Mapping[str, Any] | str,

@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
-
+from ragmeter.stats._agreement import Agreement, ordinal_agreement
+from ragmeter.stats._agreement import quadratic_weighted_kappa as stats_qwk
 from ragmeter.stats._metric import ALL_GROUP, Headline, Metric, MetricTable
 
 __all__ = [
@@ -326,141 +326,30 @@ def _clip(text: str, n: int = 60) -> str:
 
 
 # ------------------------------------------------------------------ agreement with reference
-
-
-@dataclass(frozen=True)
-class Agreement:
-    """Agreement of a judge's grades with reference grades on the same items.
-
-    ``ci95`` maps each statistic to its percentile bootstrap interval (items resampled with
-    replacement, the statistic recomputed on each resample), or None when undefined.
-    """
-
-    n: int
-    exact: float | None  # share of items with the same grade
-    within_one: float | None  # share with |judge - reference| <= 1
-    qwk: float | None  # quadratic-weighted Cohen's kappa over grades 0..5
-    mae: float | None  # mean |judge - reference|
-    spearman: float | None  # Spearman rank correlation; None when either side is constant
-    ci95: dict[str, list[float] | None]
-    confusion: list[list[int]]  # rows: reference grade 0..5, columns: judge grade 0..5
-
-    def to_dict(self) -> dict[str, object]:
-        return {"n": self.n, "exact": self.exact, "within_one": self.within_one,
-                "qwk": self.qwk, "mae": self.mae, "spearman": self.spearman,
-                "ci95": self.ci95, "confusion": self.confusion}
-
-
-def _confusions(ref: np.ndarray, pred: np.ndarray, k: int) -> np.ndarray:
-    """Confusion matrices (…, k, k) of integer grade arrays of shape (…, n)."""
-    codes = ref * k + pred
-    flat = codes.reshape(-1, codes.shape[-1])
-    offsets = (np.arange(flat.shape[0]) * k * k)[:, None]
-    counts = np.bincount((flat + offsets).ravel(), minlength=flat.shape[0] * k * k)
-    return counts.reshape(*codes.shape[:-1], k, k).astype(np.float64)
-
-
-def _qwk_from_confusions(conf: np.ndarray) -> np.ndarray:
-    """Quadratic-weighted kappa of each confusion matrix (Cohen 1968); NaN where undefined."""
-    k = conf.shape[-1]
-    idx = np.arange(k)
-    w = (idx[:, None] - idx[None, :]) ** 2 / float((k - 1) ** 2)
-    n = conf.sum(axis=(-2, -1))
-    rows = conf.sum(axis=-1)
-    cols = conf.sum(axis=-2)
-    expected = rows[..., :, None] * cols[..., None, :] / n[..., None, None]
-    num = (w * conf).sum(axis=(-2, -1))
-    den = (w * expected).sum(axis=(-2, -1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        kappa = 1.0 - num / den
-    # Both raters constant and equal: no disagreement is possible; agreement is perfect.
-    return np.where((den == 0) & (num == 0), 1.0, kappa)
+# The statistics are ragmeter.stats' ordinal agreement, on RAGaliq's grades 0..5 (ordered
+# 0 < 1 < ... < 5, the 0 "nothing found" included).
 
 
 def quadratic_weighted_kappa(judge: Sequence[int], reference: Sequence[int],
                              grades: Sequence[int] = GRADES) -> float | None:
-    """Cohen's quadratic-weighted kappa, weights (i - j)^2 / (K - 1)^2 over ``grades``.
-
-    kappa = 1 - sum(w * O) / sum(w * E), E the outer product of the marginals / n (Cohen 1968;
-    the same as ``sklearn.metrics.cohen_kappa_score(weights="quadratic")``).  Grades are taken
-    as ordered 0 < 1 < ... < 5, RAGaliq's 0 ("nothing found") included.  None for no items.
-    """
-    if len(judge) != len(reference):
-        raise ValueError("quadratic_weighted_kappa needs two sequences of equal length")
-    if not judge:
-        return None
-    pos = {g: i for i, g in enumerate(grades)}
-    conf = _confusions(np.array([pos[g] for g in reference]), np.array([pos[g] for g in judge]),
-                       len(grades))
-    value = float(_qwk_from_confusions(conf))
-    return None if math.isnan(value) else value
-
-
-def _spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Spearman's rho of each row pair (average ranks for ties); NaN for a constant row."""
-    from scipy.stats import rankdata
-
-    ra = rankdata(a, axis=-1)
-    rb = rankdata(b, axis=-1)
-    ra = ra - ra.mean(axis=-1, keepdims=True)
-    rb = rb - rb.mean(axis=-1, keepdims=True)
-    den = np.sqrt((ra * ra).sum(axis=-1) * (rb * rb).sum(axis=-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray((ra * rb).sum(axis=-1) / den)
-
-
-def _percentile(values: np.ndarray, confidence: float) -> list[float] | None:
-    finite = values[np.isfinite(values)]
-    if finite.size == 0:
-        return None
-    alpha = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(finite, [alpha, 1.0 - alpha])
-    return [float(lo), float(hi)]
+    """Cohen's quadratic-weighted kappa, weights (i - j)^2 / (K - 1)^2 over ``grades``
+    (:func:`ragmeter.stats.quadratic_weighted_kappa`).  None for no items."""
+    return stats_qwk(judge, reference, grades)
 
 
 def agreement(judge: Sequence[int], reference: Sequence[int], *, n_resamples: int = 1000,
               seed: int = 12345, confidence: float = 0.95, ci: bool = True) -> Agreement:
     """Exact agreement, within-one agreement, quadratic-weighted kappa, MAE and Spearman of
     ``judge`` against ``reference`` grades (0..5, same items in the same order), each with a
-    percentile bootstrap CI over items (statistics recomputed per resample; resamples where a
-    statistic is undefined, e.g. a constant side for Spearman, are left out of its interval).
+    percentile bootstrap CI over items (:func:`ragmeter.stats.ordinal_agreement`).
     """
     if len(judge) != len(reference):
         raise ValueError("agreement needs two grade sequences of equal length")
     bad = [g for g in (*judge, *reference) if g not in WEIGHTS]
     if bad:
         raise ValueError(f"grades must be integers 0..5, got {bad[0]!r}")
-    n = len(judge)
-    k = len(GRADES)
-    empty: dict[str, list[float] | None] = {s: None for s in
-                                            ("exact", "within_one", "qwk", "mae", "spearman")}
-    if n == 0:
-        return Agreement(0, None, None, None, None, None, empty, [[0] * k for _ in range(k)])
-    j = np.asarray(judge, dtype=np.int64)
-    r = np.asarray(reference, dtype=np.int64)
-    diff = np.abs(j - r)
-    conf = _confusions(r, j, k)
-    qwk = float(_qwk_from_confusions(conf))
-    rho = float(_spearman_rows(j.astype(float), r.astype(float)))
-    point = {"exact": float(np.mean(diff == 0)), "within_one": float(np.mean(diff <= 1)),
-             "qwk": None if math.isnan(qwk) else qwk, "mae": float(np.mean(diff)),
-             "spearman": None if math.isnan(rho) else rho}
-    intervals = dict(empty)
-    if ci and n > 1:
-        rng = np.random.default_rng(seed)
-        idx = rng.integers(0, n, size=(n_resamples, n))
-        jb, rb, db = j[idx], r[idx], diff[idx]
-        intervals = {
-            "exact": _percentile((db == 0).mean(axis=1), confidence),
-            "within_one": _percentile((db <= 1).mean(axis=1), confidence),
-            "qwk": _percentile(_qwk_from_confusions(_confusions(rb, jb, k)), confidence),
-            "mae": _percentile(db.mean(axis=1).astype(np.float64), confidence),
-            "spearman": _percentile(_spearman_rows(jb.astype(float), rb.astype(float)),
-                                    confidence),
-        }
-    return Agreement(n=n, exact=point["exact"], within_one=point["within_one"],
-                     qwk=point["qwk"], mae=point["mae"], spearman=point["spearman"],
-                     ci95=intervals, confusion=conf.astype(int).tolist())
+    return ordinal_agreement([int(g) for g in judge], [int(g) for g in reference], GRADES,
+                             n_resamples=n_resamples, seed=seed, confidence=confidence, ci=ci)
 
 
 # ------------------------------------------------------------------ the table

@@ -259,8 +259,8 @@ class _Run:
             f"choice-scored request without the logprobs that choice scoring needs ({kept}); "
             f"the run stopped instead of paying for more calls it cannot score. Fix: use the "
             f"text strategy (rubric judge --scoring generate, multilingual judge --scoring "
-            f"generate, trace label --strategy json), or a server that returns logprobs "
-            f"(vLLM, OpenAI).")
+            f"generate, criteria judge --scoring generate, trace label --strategy json), or a "
+            f"server that returns logprobs (vLLM, OpenAI).")
 
     async def run(self, requests: Sequence[Request]) -> list[Outcome]:
         start = time.monotonic()

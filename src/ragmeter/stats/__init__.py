@@ -1,8 +1,14 @@
 """Pure statistics: mean/std, bootstrap and paired tests, AUROC/RMSE, kappa/Wilson,
-repeat stability.  No I/O, no model, no globals."""
+repeat stability, ordinal agreement (QWK, Spearman).  No I/O, no model, no globals."""
 
 from __future__ import annotations
 
+from ragmeter.stats._agreement import (
+    Agreement,
+    ordinal_agreement,
+    quadratic_weighted_kappa,
+    spearman,
+)
 from ragmeter.stats._core import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
@@ -36,6 +42,7 @@ from ragmeter.stats._stability import (
 )
 
 __all__ = [
+    "Agreement",
     "ALL_GROUP",
     "Headline",
     "Metric",
@@ -53,12 +60,15 @@ __all__ = [
     "mean_std",
     "normal_cdf",
     "normal_ppf",
+    "ordinal_agreement",
     "paired_bootstrap",
     "paired_permutation",
     "percentile_interval",
+    "quadratic_weighted_kappa",
     "rankdata",
     "repeat_agreement",
     "rmse",
     "sample_std",
+    "spearman",
     "wilson_interval",
 ]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ragmeter.stats._agreement import spearman_rows
 from ragmeter.stats._core import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
@@ -124,25 +125,13 @@ def auroc_estimate(scores: Numbers, positives: Sequence[bool] | np.ndarray, *,
     return Estimate(value, float(lo), float(hi), int(n))
 
 
-def _spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Spearman's rho of each row pair of two ``(k, n)`` arrays; NaN where a side is
-    constant."""
-    ra = rankdata(a, axis=-1)
-    rb = rankdata(b, axis=-1)
-    ra = ra - ra.mean(axis=-1, keepdims=True)
-    rb = rb - rb.mean(axis=-1, keepdims=True)
-    den = np.sqrt((ra * ra).sum(axis=-1) * (rb * rb).sum(axis=-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray((ra * rb).sum(axis=-1) / den)
-
-
 def spearman_rho(a: Numbers, b: Numbers) -> float | None:
     """Spearman's rho of two sequences (average ranks for ties); None for fewer than two
     items or a constant side."""
     x, y = _pair(a, b, "spearman_rho")
     if x.size < 2:
         return None
-    rho = float(_spearman_rows(x, y))
+    rho = float(spearman_rows(x, y))
     return None if math.isnan(rho) else rho
 
 
@@ -157,7 +146,7 @@ def spearman_estimate(pred: Numbers, true: Numbers, *,
     if rho is None:
         return Estimate(None, None, None, int(p.size))
     idx = np.random.default_rng(seed).integers(0, p.size, size=(n_resamples, p.size))
-    found = _spearman_rows(p[idx], t[idx])
+    found = spearman_rows(p[idx], t[idx])
     found = found[np.isfinite(found)]
     if found.size == 0:
         return Estimate(rho, None, None, int(p.size))

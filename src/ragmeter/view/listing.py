@@ -162,6 +162,17 @@ def _retrieval(doc: Mapping[str, Any]) -> list[Headline]:
             for name in (f"ndcg@{top}", f"recall@{top}", "mrr", "map") if name in rows]
 
 
+def _criteria(doc: Mapping[str, Any]) -> list[Headline]:
+    """Across criteria (group ``all``) the normalized score and the share of rows passing
+    every criterion, then each criterion's mean score; flagged numbers are left out."""
+    table, rows = _family_rows("criteria", doc)
+    keep = [h for h in rows if h.flag is None and h.group == "all"]
+    keep += [h for h in rows if h.flag is None and h.metric == "criterion_score"
+             and h.group != "all" and "@" not in h.group]
+    return [Headline(f"{h.group} {table.get(h.metric).label}", _num(h.value), _ci(h.ci))
+            for h in keep]
+
+
 def _generic(doc: Mapping[str, Any]) -> list[Headline]:
     from ragmeter.reports.compare import flat_numbers
 
@@ -171,7 +182,7 @@ def _generic(doc: Mapping[str, Any]) -> list[Headline]:
 
 
 _FAMILY_HEADLINES = {"rgb": _rgb, "multilingual": _multilingual, "trace": _trace,
-                     "rubric": _rubric, "retrieval": _retrieval}
+                     "rubric": _rubric, "retrieval": _retrieval, "criteria": _criteria}
 
 
 def headlines(record: RunRecord) -> list[Headline]:
