@@ -22,7 +22,7 @@ decimals), so refitting the same rows gives the same file byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,11 +142,15 @@ def fit_model(data: Fitting, feature_sets: Mapping[str, Sequence[str]] | None = 
     return fit_logistic(data.columns(names), data.y, names, l2=choice.l2), choice
 
 
+def _r4(value: Any) -> float | None:
+    return None if value is None else round(float(value), 4)
+
+
 def _rounded(est: Any) -> dict[str, Any]:
+    """An estimate's ``{"value", "ci95", "n"}`` at 4 decimals (the stored precision)."""
     d = est.to_dict()
-    r4: Callable[[Any], Any] = lambda v: None if v is None else round(float(v), 4)  # noqa: E731
-    return {"value": r4(d["value"]), "ci95": None if d["ci95"] is None else
-            [r4(v) for v in d["ci95"]], "n": d["n"]}
+    return {"value": _r4(d["value"]),
+            "ci95": None if d["ci95"] is None else [_r4(v) for v in d["ci95"]], "n": d["n"]}
 
 
 def held_out(data: Fitting, by: str, *, n_resamples: int = 1000, seed: int = 12345,
