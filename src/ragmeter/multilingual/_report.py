@@ -135,7 +135,8 @@ def section(doc: Mapping[str, Any]) -> Markup:
                            with_ci(mean, (doc.get("ci95") or {}).get("semantic_score")),
                            doc["metrics"].get("n")]], caption="Semantic judge")
         head += _agreement_table(doc)
-        rest = {k: v for k, v in doc.items() if k not in ("metrics", "ci95", "judges")}
+        rest = {k: v for k, v in doc.items()
+                if k not in ("metrics", "ci95", "judges", "judge_cards")}  # shown above
         return Markup(head + note("Semantic scores added to the answers (see the items); score "
                                   "them with ragmeter multilingual score for LBRAG's table "
                                   "per system.") + generic(rest))
