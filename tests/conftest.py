@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.servers.scripted_openai", "pytester"]  # scripted_server; pytester
+pytest_plugins = ["tests.servers.scripted_openai", "tests.servers.rag_app",
+                  "tests.servers.scripted_embeddings",
+                  "pytester"]  # scripted_server; rag_app; embeddings_server; pytester
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("RAGMETER_SHARED_DATA", REPO.parent / "shared" / "data"))

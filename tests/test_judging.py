@@ -48,14 +48,15 @@ def test_card_lines() -> None:
     assert "unvalidated" in card_line(judge_card("local:SmolLM2"))
 
 
-def test_report_flags_alarms_and_shows_cards_before_provenance() -> None:
+def test_report_flags_alarms_and_shows_cards_after_results_before_provenance() -> None:
     summary = {"family": "multilingual", "coverage": {"rows": 5, "scored": 5, "unscored": 0},
                "alarms": [check_degenerate(["No"] * 5, judge="local:smol", what="Rej*")],
                "judges": [judge_card("local:smol")]}
     html = render_report([build_record("multilingual", summary, [])])
     assert "FLAGGED — degenerate judge" in html and "Rej*" in html
     assert "local:smol: unvalidated" in html
-    assert html.index("FLAGGED") < html.index("<h4>Results</h4>") < html.index("Provenance")
+    # results first, then judge cards and alarms, then provenance (issue 25.6)
+    assert html.index("<h4>Results</h4>") < html.index("FLAGGED") < html.index("Provenance")
 
 
 def test_shipped_validation_reaches_the_local_rubric_judges_card() -> None:

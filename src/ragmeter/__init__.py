@@ -30,6 +30,7 @@ from ragmeter.errors import (
 # Public submodules and functions, imported on first attribute access.
 _LAZY = {
     "criteria": "ragmeter.criteria",
+    "app": "ragmeter.app",
     "multilingual": "ragmeter.multilingual",
     "reliability": "ragmeter.reliability",
     "retrieval": "ragmeter.retrieval",
@@ -66,6 +67,7 @@ __all__ = [
     "RunOptions",
     "ademo",
     "agenerate",
+    "app",
     "backends",
     "criteria",
     "demo",

@@ -49,6 +49,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("retrieval", "Retrieval", "trec_eval (NIST), exact", "ndcg@10"),
     Family("criteria", "Criteria judging", "your own criteria (G-Eval-style scoring)",
            "criterion_normalized"),
+    Family("app", "Your RAG application", "ragmeter app run", "answered"),
 )}
 
 

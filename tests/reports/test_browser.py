@@ -59,8 +59,12 @@ def _open(browser, report: Path, *, javascript: bool = True):
 def test_sections_tables_and_plots_are_visible(browser, report: Path) -> None:
     context, page, requests = _open(browser, report)
     try:
-        for heading in ("Overview", "multilingual", "reliability", "newfamily"):
+        for heading in ("Results", "multilingual", "reliability", "newfamily",
+                        "Runs and signatures"):
             assert page.locator("h2", has_text=heading).first.is_visible(), heading
+        # results first: the first table is every run's main number, before any signature
+        first = page.locator("table").first
+        assert first.locator("caption").inner_text().startswith("Results at a glance")
         assert page.get_by_text("Comparison of 2 runs").is_visible()
         assert page.locator("caption", has_text="Systems (LBRAG metrics").first.is_visible()
         assert page.locator("caption", has_text="Annotators against QC").is_visible()
@@ -80,6 +84,8 @@ def test_sections_tables_and_plots_are_visible(browser, report: Path) -> None:
 def test_hostile_text_executes_nothing_and_shows_as_text(browser, report: Path) -> None:
     context, page, requests = _open(browser, report)
     try:
+        for wrap in page.locator("details.drill-wrap > summary").all():
+            wrap.click()  # item lists start folded
         item = page.locator("li.st-unscored", has_text="evil-1")
         item.locator("summary").click()
         assert item.get_by_text(cases.XSS_SCRIPT, exact=False).first.is_visible()
@@ -101,7 +107,9 @@ def test_status_filter_works_without_javascript(browser, report: Path) -> None:
         run = page.locator("article.run", has_text="reliability score")
         ok_items = run.locator("li.st-ok")
         unscored = run.locator("li.st-unscored")
-        assert unscored.first.is_visible()  # open by default: this run has unscored items
+        assert not unscored.first.is_visible()  # folded: the numbers come first
+        run.locator("details.drill-wrap > summary").click()
+        assert unscored.first.is_visible()
         assert ok_items.first.is_visible()
         run.locator("label", has_text="unscored (").click()
         assert unscored.first.is_visible() and not ok_items.first.is_visible()

@@ -80,6 +80,7 @@ class ScriptedServer:
     ignores_logprobs: bool = False  # accept the parameter, answer text without logprobs
     host: str = "127.0.0.1"
     port: int = 0
+    models: tuple[str, ...] = ("scripted",)  # what GET /models lists
 
     def __post_init__(self) -> None:
         self.calls = 0
@@ -87,6 +88,7 @@ class ScriptedServer:
         self.answered: list[str] = []  # last user text of each call answered with 200 + body
         self.answered_bodies: list[str] = []  # canonical JSON of each request answered 200
         self.bodies: list[Body] = []
+        self.models_auth: list[str | None] = []  # the Authorization header of each GET /models
         self.connections = 0
         self.open_connections = 0
         self.max_open_connections = 0
@@ -186,6 +188,8 @@ class ScriptedServer:
                         headers[k.strip().lower()] = v.strip()
                 length = int(headers.get("content-length", "0") or 0)
                 raw = await reader.readexactly(length) if length else b""
+                if method == "GET" and path.rstrip("/").endswith("/models"):
+                    self.models_auth.append(headers.get("authorization"))
                 status, extra, payload = await self._respond(method, path, raw)
                 if self.faults.first_byte_delay:
                     await asyncio.sleep(self.faults.first_byte_delay)
@@ -227,8 +231,9 @@ class ScriptedServer:
         if method == "GET" and path.rstrip("/").endswith("/stats"):
             return 200, {}, json.dumps(self.stats()).encode()
         if method == "GET" and path.rstrip("/").endswith("/models"):
-            return 200, {}, json.dumps({"data": [{"id": "scripted"}]}).encode()
-        if method != "POST" or path.rstrip("/") != "/v1/chat/completions":
+            return 200, {}, json.dumps({"object": "list", "data": [
+                {"id": m, "object": "model"} for m in self.models]}).encode()
+        if method != "POST" or not path.rstrip("/").endswith("/v1/chat/completions"):
             return 404, {}, b'{"error": {"message": "not found"}}'
         try:
             body = json.loads(raw)

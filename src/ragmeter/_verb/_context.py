@@ -16,17 +16,21 @@ __all__ = ["field_map", "model_context", "input_record", "dry_run_result", "asyn
 T = TypeVar("T")
 
 
-def field_map(fields: Mapping[str, str] | Iterable[str] | None, component: str) -> FieldMap:
-    """``fields`` as ``{"pred_answer": "answer"}`` or CLI-style ``["pred_answer=answer"]``."""
+def field_map(fields: Mapping[str, str] | Iterable[str] | None, component: str,
+              aliases: Mapping[str, tuple[str, ...]] | None = None) -> FieldMap:
+    """``fields`` as ``{"pred_answer": "answer"}`` or CLI-style ``["pred_answer=answer"]``;
+    ``aliases`` are the reader's fallback column names (:class:`ragmeter.io.FieldMap`)."""
     if not fields:
-        return FieldMap()
-    if isinstance(fields, FieldMap):
-        return fields
-    if isinstance(fields, Mapping):
-        return FieldMap({str(k): str(v) for k, v in fields.items()})
-    from ragmeter._verb._options import names
+        fm = FieldMap()
+    elif isinstance(fields, FieldMap):
+        fm = fields
+    elif isinstance(fields, Mapping):
+        fm = FieldMap({str(k): str(v) for k, v in fields.items()})
+    else:
+        from ragmeter._verb._options import names
 
-    return parse_field_options(names(fields, "fields", component), component=component)
+        fm = parse_field_options(names(fields, "fields", component), component=component)
+    return fm.with_aliases(aliases) if aliases else fm
 
 
 def model_context(backend: Any, store: Any, *, replay: bool = False,

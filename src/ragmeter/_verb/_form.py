@@ -19,7 +19,8 @@ TABLE_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")  # files of rows (predi
 class Field:
     """One input of a launch form.
 
-    ``kind``: ``backend`` (the dropdown of configured backends), ``choice``, ``int``,
+    ``kind``: ``backend`` (the dropdown of configured backends), ``model`` (the models the
+    chosen endpoint lists, empty for its own model), ``choice``, ``int``,
     ``float``, ``rates`` (comma-separated numbers in [0, 1]), ``text`` or ``file`` (a built-in
     sample named in ``samples`` or a file with one of ``suffixes`` from the data folders).
     An empty ``int``/``float``/``file`` is ``None`` unless ``required``.
@@ -50,6 +51,9 @@ class Field:
 # The backend fields every model verb shares (the CLI's backend flags).
 BACKEND_FIELDS = (
     Field("backend", "backend", "backend", "local", flag=""),
+    Field("model", "model", "model", "", flag="--model",
+          empty_label="the backend's own model",
+          help="an endpoint's models, as its /v1/models lists them"),
     Field("concurrency", "concurrency", "int", "8", lo=1, hi=256, flag="--concurrency"),
     Field("price_prompt", "USD / M prompt tokens", "float", lo=0, flag="--price-in"),
     Field("price_completion", "USD / M completion tokens", "float", lo=0, flag="--price-out"),
@@ -62,7 +66,8 @@ class VerbSpec:
 
     ``call(args, common)`` runs the verb: ``args`` are the validated field values under their
     API names (the positional data under ``""``), ``common`` the keywords every judged verb
-    takes (``backend``, ``store``, ``dry_run``, ``progress``, ``on_progress``).
+    takes (``backend``, ``store``, ``dry_run``, ``progress``, ``on_progress``; a verb with
+    ``uses_store`` and no backend gets all but ``backend``).
     ``check(values)`` validates across fields.  ``phases`` name the runner passes in order.
     """
 
@@ -76,6 +81,9 @@ class VerbSpec:
     phases: tuple[str, ...] = ()
     check: Callable[[dict[str, Any]], None] | None = None
     uses_backend: bool = True
+    # calls through the runner without a model backend (``app run``): gets ``store`` and
+    # ``on_progress`` in ``common`` like a model verb, and no backend fields
+    uses_store: bool = False
 
     def all_fields(self) -> tuple[Field, ...]:
         return self.fields + (BACKEND_FIELDS if self.uses_backend else ())

@@ -9,7 +9,8 @@ The file is ``endpoints.toml`` (or ``endpoints.yaml``/``endpoints.yml``) in
     api_key_env = "VLLM_KEY"          # optional: the NAME of the variable holding the key
 
 The CLI takes ``--endpoint NAME`` (``ragmeter rgb run --endpoint vllm-llama``) and the web app
-(``ragmeter view``) offers the names in its backend dropdown.  Keys stay in environment
+(``ragmeter view``) offers the names in its backend dropdown, and each endpoint's models
+(:meth:`Endpoint.list_models`: its ``GET /models``) in its model dropdown.  Keys stay in environment
 variables: the file names the variable, the key is read when the backend is created and never
 written anywhere (the backend's identity, the store and the pages hold no key).
 """
@@ -24,7 +25,8 @@ from typing import Any
 
 from ragmeter.errors import ConfigError, UnknownNameError
 
-__all__ = ["Endpoint", "endpoints_file", "load_endpoints", "get_endpoint", "ENDPOINT_BACKEND"]
+__all__ = ["Endpoint", "endpoints_file", "load_endpoints", "get_endpoint", "ENDPOINT_BACKEND",
+           "MODELS_TIMEOUT_S", "MAX_LISTED_MODELS"]
 
 # The backend every endpoint of the file is called through (ragmeter.backends.endpoint).
 ENDPOINT_BACKEND = "openai"
@@ -32,6 +34,10 @@ ENDPOINT_BACKEND = "openai"
 COMPONENT = "endpoints"
 _FILES = ("endpoints.toml", "endpoints.yaml", "endpoints.yml")
 _FIELDS = ("base_url", "model", "api_key_env")
+MODELS_TIMEOUT_S = 2.0  # a model list is a convenience: a slow server is not waited for
+MAX_LISTED_MODELS = 500
+_MAX_MODELS_BYTES = 2 * 2 ** 20
+_MAX_MODEL_ID = 200
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,41 @@ class Endpoint:
     def api_key(self) -> str | None:
         """The key from the environment variable ``api_key_env`` (None when unset)."""
         return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def list_models(self, timeout_s: float = MODELS_TIMEOUT_S) -> tuple[list[str], str | None]:
+        """The model ids the endpoint lists (``GET {base_url}/models``, OpenAI's list-models
+        reply ``{"data": [{"id": ...}]}``), and None; or no ids and why, in one line without
+        any secret.  At most :data:`MAX_LISTED_MODELS` ids of printable text; the key goes in
+        the ``Authorization`` header only (``api_key_env``, else ``RAGMETER_API_KEY`` or
+        ``OPENAI_API_KEY``, as the backend reads it)."""
+        import json
+
+        import httpx
+
+        key = self.api_key() or os.environ.get("RAGMETER_API_KEY") \
+            or os.environ.get("OPENAI_API_KEY")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        try:
+            with httpx.stream("GET", self.base_url.rstrip("/") + "/models", headers=headers,
+                              timeout=timeout_s, follow_redirects=False) as reply:
+                if reply.status_code != 200:
+                    return [], f"the server answered HTTP {reply.status_code}"
+                body = b""
+                for chunk in reply.iter_bytes():
+                    body += chunk
+                    if len(body) > _MAX_MODELS_BYTES:
+                        return [], "the model list is larger than 2 MiB"
+            data = json.loads(body).get("data")
+        except httpx.HTTPError as err:
+            return [], f"not reachable ({type(err).__name__})"  # no URL: no secret
+        except (ValueError, AttributeError):
+            return [], "the reply is not an OpenAI model list"
+        if not isinstance(data, list):
+            return [], "the reply is not an OpenAI model list"
+        ids: list[str] = [d["id"] for d in data if isinstance(d, Mapping)
+                          and isinstance(d.get("id"), str) and 0 < len(d["id"]) <= _MAX_MODEL_ID
+                          and d["id"].isprintable()]
+        return list(dict.fromkeys(ids))[:MAX_LISTED_MODELS], None
 
     def backend_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``create_backend`` for this endpoint (the key included)."""

@@ -25,17 +25,15 @@ body; retryable).
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
 import json
 import math
 import os
 import re
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragmeter._util._redact import redact_text, redact_url
+from ragmeter.backends._http import LoopClient, parse_retry_after, send
 from ragmeter.backends._types import (
     _OPENAI_REPLY_PRIMING,
     _OPENAI_TOKENS_PER_MESSAGE,
@@ -53,31 +51,6 @@ from ragmeter.errors import BackendError, ConfigError
 __all__ = ["OpenAIBackend", "DEFAULT_BASE_URL", "parse_retry_after", "choice_probs_from_top"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_RETRYABLE_4XX = {408, 409}
-
-
-def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
 def _norm(token: str) -> str:
     return token.strip().lower()
 
@@ -175,8 +148,11 @@ class OpenAIBackend(BaseBackend):
         self.max_connections = max(1, int(max_connections))
         self.top_logprobs = top_logprobs
         self.logprobs_supported: bool | None = None  # learned from the server
-        self._client: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        self._pool = LoopClient(base_url=self._url, headers=headers, timeout_s=timeout_s,
+                                max_connections=self.max_connections)
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r})"
@@ -203,27 +179,12 @@ class OpenAIBackend(BaseBackend):
     # -------------------------------------------------------------- HTTP
 
     def _http(self) -> Any:
-        import httpx
-
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            headers = {"Content-Type": "application/json"}
-            if self._api_key:
-                headers["Authorization"] = f"Bearer {self._api_key}"
-            self._client = httpx.AsyncClient(
-                base_url=self._url, headers=headers,
-                timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 30.0)),
-                limits=httpx.Limits(max_connections=self.max_connections,
-                                    max_keepalive_connections=self.max_connections))
-            self._loop = loop
-        return self._client
+        return self._pool.get()
 
     async def release(self) -> None:
         """Close the pooled client (bound to the running event loop); the next call opens a
         new one.  The runner awaits this at the end of :func:`ragmeter.runner._run.run_requests`."""
-        client, self._client, self._loop = self._client, None, None
-        if client is not None:
-            await client.aclose()
+        await self._pool.close()
 
     async def aclose(self) -> None:
         """Close the pooled client."""
@@ -237,32 +198,10 @@ class OpenAIBackend(BaseBackend):
         return redact_text(text)[:300]
 
     async def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        import httpx
-
-        client = self._http()
-        start = time.perf_counter()
-        try:
-            reply = await client.post("/chat/completions", content=json.dumps(body))
-        except httpx.TimeoutException as exc:
-            raise BackendError("timeout", f"{type(exc).__name__} after {self.timeout_s:g} s",
-                               retryable=True) from None
-        except (httpx.TransportError, OSError) as exc:
-            raise BackendError("connection", self._scrub(f"{type(exc).__name__}: {exc} "
-                                                         f"({self.base_url})"),
-                               retryable=True) from None
-        latency_ms = (time.perf_counter() - start) * 1000.0
-        status = reply.status_code
-        if status >= 400:
-            detail = self._scrub(self._error_message(reply))
-            if status == 429:
-                raise BackendError("http_429", detail, retryable=True,
-                                   retry_after=parse_retry_after(reply.headers))
-            if status >= 500 or status in _RETRYABLE_4XX:
-                raise BackendError(f"http_{status}", detail, retryable=True,
-                                   retry_after=parse_retry_after(reply.headers))
-            if status == 401:
-                detail += " (set RAGMETER_API_KEY or OPENAI_API_KEY)"
-            raise BackendError(f"http_{status}", detail, retryable=False)
+        reply, latency_ms = await send(
+            self._http(), "POST", "/chat/completions", content=json.dumps(body),
+            where=self.base_url, timeout_s=self.timeout_s, scrub=self._scrub,
+            unauthorized=" (set RAGMETER_API_KEY or OPENAI_API_KEY)")
         try:
             data = reply.json()
         except ValueError:
@@ -271,18 +210,6 @@ class OpenAIBackend(BaseBackend):
         if not isinstance(data, dict):
             raise BackendError("bad_response", "body is not a JSON object", retryable=True)
         return data, latency_ms
-
-    @staticmethod
-    def _error_message(reply: Any) -> str:
-        try:
-            err = reply.json().get("error")
-            if isinstance(err, dict) and err.get("message"):
-                return str(err["message"])
-            if isinstance(err, str):
-                return err
-        except (ValueError, AttributeError):
-            pass
-        return reply.text[:200] or reply.reason_phrase
 
     # -------------------------------------------------------------- the call
 

@@ -22,6 +22,8 @@ __all__ = ["main", "cli", "COMMANDS"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "criteria": ("ragmeter.cli.criteria:group",
                  "Judges on your own criteria: a scale per criterion, QWK against human scores."),
+    "app": ("ragmeter.cli.app:group",
+            "Run your own RAG application on a test set; keep its answers and contexts."),
     "demo": ("ragmeter.cli.demo:demo", "Run ragmeter's main job on its built-in sample."),
     "multilingual": ("ragmeter.cli.multilingual:group",
                      "Multilingual QA (LBRAG): EM, F1, RLC, cost, CNBE, semantic score."),

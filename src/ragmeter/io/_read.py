@@ -63,16 +63,33 @@ FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
 
 @dataclass(frozen=True)
 class FieldMap:
-    """Maps ragmeter's canonical field names to the user's column names."""
+    """Maps ragmeter's canonical field names to the user's column names.
+
+    ``mapping`` is what the user asked (``--field pred_answer=answer``).  ``aliases`` are the
+    reader's own fallbacks: ``{"pred_answer": ("response",)}`` reads ``pred_answer`` from a
+    ``response`` column when the row has no ``pred_answer`` and the user mapped none (so that
+    the rows ``ragmeter app run`` writes are read as they are).  The first alias present wins.
+    """
 
     mapping: Mapping[str, str] = field(default_factory=dict)
+    aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def source(self, canonical: str) -> str:
         return self.mapping.get(canonical, canonical)
 
+    @property
+    def renames(self) -> bool:
+        """Whether :meth:`apply` can change a row."""
+        return bool(self.mapping or self.aliases)
+
+    def with_aliases(self, aliases: Mapping[str, tuple[str, ...]]) -> FieldMap:
+        """This map with ``aliases`` as the reader's fallbacks (the user's mapping wins)."""
+        return FieldMap(self.mapping, {**aliases, **self.aliases})
+
     def apply(self, raw: Mapping[str, Any]) -> dict[str, Any]:
-        """Return ``raw`` with mapped columns renamed to their canonical names."""
-        if not self.mapping:
+        """Return ``raw`` with mapped columns renamed to their canonical names, and a canonical
+        column the row lacks (and the user did not map) read from its first alias present."""
+        if not self.renames:
             return dict(raw)
         out = dict(raw)
         for canonical, src in self.mapping.items():
@@ -80,6 +97,13 @@ class FieldMap:
                 out[canonical] = raw[src]
             else:  # the user named the column: the canonical one must not stand in for it
                 out.pop(canonical, None)
+        for canonical, names in self.aliases.items():
+            if canonical in out or canonical in self.mapping:
+                continue
+            for name in names:
+                if name in raw:
+                    out[canonical] = raw[name]
+                    break
         return out
 
     def hint(self, canonical: str) -> str:
@@ -304,7 +328,7 @@ def iter_rows(source: Any, *, component: str = "ragmeter",
         seen = False
         for row in _iter_memory(source, component):
             seen = True
-            yield Row(fm.apply(row.data), row.number, row.unit, row.path) if fm.mapping else row
+            yield Row(fm.apply(row.data), row.number, row.unit, row.path) if fm.renames else row
         if not seen and not allow_empty:
             one_shot = is_one_shot(source)
             raise InputError("has no rows" + (" (an iterator is empty once it was read)"
@@ -337,7 +361,7 @@ def iter_rows(source: Any, *, component: str = "ragmeter",
     seen = False
     for row in rows:
         seen = True
-        yield Row(fm.apply(row.data), row.number, row.unit, row.path) if fm.mapping else row
+        yield Row(fm.apply(row.data), row.number, row.unit, row.path) if fm.renames else row
     if not seen and not allow_empty:
         raise InputError("has no rows.", component=component, path=p,
                          fix="give a file with at least one row.")

@@ -12,6 +12,10 @@ from ragmeter.text._languages import canonical_language, is_known_language
 
 COMPONENT = "multilingual"
 REQUIRED = ("sample_id", "sample_lang", "system", "gold_answer", "pred_answer")
+# The names `ragmeter app run` writes, read when the row has no column of LBRAG's name (and
+# --field maps none): its output is scored as it is (docs/app.md).
+ALIASES = {"sample_id": ("id",), "sample_lang": ("lang",), "gold_answer": ("reference",),
+           "pred_answer": ("response",)}
 
 
 class FastPathUnsupported(Exception):

@@ -32,6 +32,7 @@ from ragmeter._verb._context import (
 )
 from ragmeter._verb._options import EngineOptions, OutputOptions, RunOptions, gather
 from ragmeter.multilingual._options import JudgeOptions
+from ragmeter.multilingual._rows import ALIASES
 from ragmeter.result import Result
 
 __all__ = ["score", "judge", "ajudge", "fit"]
@@ -89,7 +90,7 @@ def score(data: Any, *, baseline: str | None = None, normalize: str = "lbrag",
     config = MultilingualConfig(
         keep_text=keep_text, baseline=baseline or "direct", baseline_required=baseline is not None,
         ci=ci, paired=paired, rlc_lid=rlc_lid, n_resamples=resamples, seed=seed,
-        field_map=field_map(fields, COMPONENT), normalize=normalize)
+        field_map=field_map(fields, COMPONENT, aliases=ALIASES), normalize=normalize)
     if eng.engine not in ("local", "ray"):
         raise ConfigError(f"multilingual: engine={eng.engine!r}; expected local or ray.")
     if eng.engine == "ray":
@@ -214,7 +215,7 @@ def judge(data: Any, *, fields: Mapping[str, str] | Iterable[str] | None = None,
     shown: OutputOptions = chosen["output"]
     scoring, repeats, by = how.scoring, how.repeats, shown.by
     bootstrap = (shown.resamples, shown.seed)
-    fm = field_map(fields, COMPONENT)
+    fm = field_map(fields, COMPONENT, aliases=ALIASES)
     raw_rows = list(iter_rows(data, component=COMPONENT, field_map=fm))
     answers = []
     for i, row in enumerate(raw_rows):

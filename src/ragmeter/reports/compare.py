@@ -41,6 +41,19 @@ class Comparison:
     rows: list[ComparisonRow] = field(default_factory=list)
     headline: list[list[Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    no_common_items: bool = False  # no item (same key) is in two of the runs: nothing paired
+
+
+def _no_pairs(records: Sequence[RunRecord], units: Sequence[Any]) -> str:
+    """Why no item could be paired: the runs share none, or store none."""
+    counts = [len({k for u in unit.values() for k in u}) for unit in units]
+    if not any(counts):
+        return ("These runs store no scored items to pair (see each run's coverage): no "
+                "paired comparison; each run's numbers are over its own items.")
+    sizes = ", ".join(f"{n}" for n in counts)
+    return (f"These runs have no item in common (items scored per run: {sizes}; none has the "
+            "same key in the first run and another): they were run on different data, so no "
+            "paired comparison is possible; each run's numbers are over its own items.")
 
 
 def flat_numbers(doc: Any, prefix: str = "", depth: int = 0) -> dict[str, float | int]:
@@ -95,13 +108,14 @@ def compare_runs(records: Sequence[RunRecord], *, n_resamples: int = 2000,
                 t = stats.paired_permutation(a, b, n_resamples=n_resamples, seed=seed)
                 tests.append(PairedResult(n=len(pairs), mean_diff=t.mean_diff,
                                           p_value=t.p_value, significant=t.p_value < alpha))
-            comp.rows.append(ComparisonRow(group, metric, means, tests))
+            if any(t is not None for t in tests):  # a row without a pair says nothing
+                comp.rows.append(ComparisonRow(group, metric, means, tests))
         if any(r.items_truncated for r in records):
             comp.notes.append("Some records keep only a sample of their scored items: the "
                               "paired tests use the items they kept.")
         if not comp.rows:
-            comp.notes.append("No items with the same key are stored in these runs: no "
-                              "paired test.")
+            comp.no_common_items = True
+            comp.notes.append(_no_pairs(records, units))
     else:
         comp.notes.append(f"No per-item pairing is defined for family "
                           f"{records[0].family if records else '?'}; aggregates are shown "

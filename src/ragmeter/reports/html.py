@@ -8,11 +8,13 @@ renders as text.  The report reads records only: it never calls a model and neve
 a metric; the one statistic it computes is the paired permutation test of the comparison of
 several runs (stats.paired_permutation on the per-item values stored in the records).
 
-Layout: header (what was run, when, ragmeter version, inputs with SHA-256, backends, models,
-prompt versions, signatures) · per family: the comparison of its runs when there are several,
-then per run its section in the original's layout (reports/html_families.py, or a generic
-rendering of any result document for a family without one), coverage and the item drill-down
-(unscored first).
+Layout, results first (issue 25): a table of every run's main number · per family: the
+comparison of its runs when there are several, then per run its headline table (value, CI, n;
+flagged numbers marked; a legend of the metrics, reports/html_headline.py), its section in the
+original's layout with its plots (``<family>/_report.py``, or a generic rendering of any result
+document for a family without one), judge cards and alarms, coverage, provenance and
+signature, and the item drill-down (folded; unscored first) · at the end, every run's id,
+command and signature.
 """
 
 from __future__ import annotations
@@ -24,15 +26,29 @@ from typing import Any
 
 from ragmeter._version import __version__
 from ragmeter.reports._html import Markup, cell, esc, generic, kv_table, note, number, table
+from ragmeter.reports.html_headline import (
+    FLAG_MARK,
+    data_label,
+    digits_of,
+    headline_cell,
+    headline_inline,
+    headline_table,
+    label_of,
+    legend,
+    main_rows,
+    metrics_of,
+    rows_of,
+)
 from ragmeter.runs._records import RunRecord
 
 __all__ = ["render_report", "write_report", "render_run", "render_comparison", "REPORT_CSS",
-           "MAX_ITEMS_SHOWN", "MAX_TEXT_CHARS"]
+           "MAX_ITEMS_SHOWN", "MAX_TEXT_CHARS", "run_label"]
 
 MAX_ITEMS_SHOWN = 400  # per run; unscored first, the rest stay in the record file
 MAX_TEXT_CHARS = 3000  # per field of an item
 SIGNIFICANCE = 0.05
-PERMUTATIONS = 2000  # resamples of the comparison's paired permutation test (seeded)
+PERMUTATIONS = 2000
+GLANCE_GROUPS = 3  # groups of a run's main metric in the first table (the rest in its section)  # resamples of the comparison's paired permutation test (seeded)
 
 _CSS = """
 :root{--fg:#1d232b;--muted:#5b6672;--line:#d9dee4;--bg:#fff;--soft:#f4f6f8;--accent:#2f5f98;
@@ -95,6 +111,24 @@ ol.items details>div{padding:0 10px 8px}
 color:var(--bad)}
 .muted{color:var(--muted)}
 footer{color:var(--muted);font-size:12px;margin-top:40px}
+table.headline th[scope=row],table.headline tbody th{background:none;font-weight:600}
+table.headline .v{font-weight:600}
+.metric[title]{text-decoration:underline dotted var(--muted);cursor:help}
+.dir{color:var(--muted);font-size:11px}
+.flagged{color:var(--bad)}.flagged .v{text-decoration:line-through;font-weight:400}
+.flag-mark{display:inline-block;font-size:11px;font-weight:600;background:var(--badbg);
+color:var(--bad);border-radius:3px;padding:0 5px}
+tr.flagged-row td{background:var(--badbg)}
+div.flags{font-size:12.5px;color:var(--bad);margin:-6px 0 10px}
+div.flags ul{margin:2px 0;padding-left:20px}
+ul.legend{font-size:12px;color:var(--muted);margin:0 0 12px;padding-left:18px}
+ul.legend b{color:var(--fg);font-weight:600}
+p.runline{color:var(--muted);margin:-4px 0 8px;font-size:13px}
+table.glance td div{white-space:nowrap}
+details.legend>summary{cursor:pointer;color:var(--accent);font-size:12.5px;margin:0 0 10px}
+.diagnosis{border-left:4px solid var(--accent);background:var(--soft);padding:6px 10px;
+margin:8px 0 12px;font-size:13px}
+.diagnosis b{color:var(--accent)}
 """
 
 
@@ -129,9 +163,23 @@ def _provenance(record: RunRecord) -> Markup:
 
 
 def _backend_text(backend: Any) -> str:
-    if isinstance(backend, Mapping):
-        return " ".join(f"{k}={v}" for k, v in backend.items() if v is not None)
-    return str(backend)
+    """``local: SmolLM2-135M-Instruct.Q4_1 (runtime numpy, 93.8 MiB)`` from a recorded backend
+    identity: backend and model first, then what else was recorded (its runtime, its URL), as
+    recorded."""
+    if not isinstance(backend, Mapping):
+        return str(backend)
+    name = backend.get("backend")
+    model = backend.get("model")
+    head = ": ".join(str(v) for v in (name, model) if v is not None) or "?"
+    rest = []
+    for k, v in backend.items():
+        if k in ("backend", "model") or v is None:
+            continue
+        if k == "size" and isinstance(v, int) and not isinstance(v, bool):
+            rest.append(f"{v / 2 ** 20:.1f} MiB")
+        else:
+            rest.append(f"{k} {v}")
+    return head + (f" ({', '.join(rest)})" if rest else "")
 
 
 def _signatures(records: Sequence[RunRecord]) -> Markup:
@@ -240,11 +288,11 @@ def _items(record: RunRecord, index: int) -> Markup:
                                      ("unscored", "unscored", n_un, ""),
                                      ("ok", "scored", n_ok, "")))
     body = "".join(_item(it) for it in shown)
-    # Long lists start folded unless something went unscored (that is what people look for).
-    opened = " open" if n_un or len(shown) <= 12 else ""
-    return Markup(f'{head}<details class="drill-wrap"{opened}><summary>item list '
-                  f'({len(shown)})</summary><div class="drill">{radios}<ol class="items">'
-                  f'{body}</ol></div></details>')
+    # Folded: the numbers come first; the summary line says how many went unscored.
+    unscored = f", {n_un} unscored" if n_un else ""
+    return Markup(f'{head}<details class="drill-wrap"><summary>item list '
+                  f'({len(shown)}{unscored})</summary><div class="drill">{radios}'
+                  f'<ol class="items">{body}</ol></div></details>')
 
 
 # ------------------------------------------------------------------ sections
@@ -290,18 +338,99 @@ def _judging(record: RunRecord) -> Markup:
     return Markup("".join(str(p) for p in parts))
 
 
+def run_label(record: RunRecord) -> str:
+    """What a run was run on, in a few words: its data files' short names
+    (:func:`~ragmeter.reports.html_headline.data_label`: ``hotpotqa/test`` for a RAGBench
+    shard), else its verb."""
+    names = list(dict.fromkeys(data_label(i.path) for i in record.inputs))
+    if names:
+        return ", ".join(names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3 else "")
+    doc = record.result if isinstance(record.result, Mapping) else {}
+    return str(doc.get("verb") or doc.get("kind") or "")
+
+
+def _headline(record: RunRecord) -> Markup:
+    """The run's headline table and the legend of its metrics; a note when it has none."""
+    doc = record.result if isinstance(record.result, Mapping) else {}
+    rows = rows_of(record.family, doc)
+    if not rows:
+        return note("This result has no headline numbers; its tables follow.")
+    metrics = metrics_of(record.family)
+    return Markup(headline_table(rows, metrics, caption="Headline (95% CI under a value; n "
+                                                        "items; hover a metric for its "
+                                                        "definition)")
+                  + legend(rows, metrics))
+
+
 def _run(record: RunRecord, index: int) -> Markup:
-    """One run: the headline numbers first (alarms, judge cards, results with CIs, coverage),
-    then where they came from (provenance, notes), then the items."""
+    """One run, results first: its headline table and legend, then its section (the
+    original's tables and plots) and the shared blocks (groups, stability, spend), then judge
+    cards and alarms, coverage, provenance with the signature, and the items (folded)."""
     from ragmeter.reports.html_extras import extras
 
     notes = "".join(note(f"note: {n}") for n in record.notes)
+    label = run_label(record)
+    scored = record.items_total - record.items_unscored
+    line = " · ".join(x for x in (_when(record), ", ".join(record.models),
+                                  f"{scored} of {record.items_total} items scored"
+                                  if record.items_total else "") if x)
+    judging = _judging(record)
     return Markup(
-        f'<article class="run" id="run-{index}"><h3>{esc(record.family)} · '
-        f'{esc(_short_id(record))}</h3>{_judging(record)}'
-        f'<h4>Results</h4>{_family_body(record)}{extras(record.result)}{_coverage(record)}'
+        f'<article class="run" id="run-{index}"><h3>{esc(record.family)}'
+        f'{" · " + esc(label) if label else ""} <span class="muted">'
+        f'{esc(_short_id(record))}</span></h3><p class="runline">{esc(line)}</p>'
+        f'<h4>Results</h4>{_headline(record)}'
+        f'<h4>Tables and plots</h4>{_family_body(record)}{extras(record.result)}'
+        + (f"<h4>Judges and alarms</h4>{judging}" if judging else "")
+        + f'{_coverage(record)}'
         f'<h4>Provenance</h4>{_provenance(record)}{notes}'
         f'{_items(record, index)}</article>')
+
+
+def _glance(records: Sequence[RunRecord]) -> Markup:
+    """The report's first table: per run, its family, data and model, and its main number
+    (the family's main metric: value, 95% CI, n; :func:`main_rows`), linked to its section."""
+    rows = []
+    for i, r in enumerate(records, 1):
+        doc = r.result if isinstance(r.result, Mapping) else {}
+        heads = rows_of(r.family, doc)
+        main = main_rows(r.family, heads)
+        metrics = metrics_of(r.family)
+        shown = main[:GLANCE_GROUPS]
+        name = main[0].metric if main else None
+        digits = digits_of(metrics, name) if name else 4
+        cells = "".join(f'<div>{esc(h.group) + " " if h.group != "all" else ""}'
+                        f"{headline_inline(h, digits)}</div>" for h in shown)
+        if len(main) > len(shown):
+            cells += f'<div class="muted">(+{len(main) - len(shown)} more groups)</div>'
+        flagged = sum(1 for h in heads if h.flag)
+        rows.append([Markup(f'<a href="#run-{i}">{i}</a>'), r.family, run_label(r) or "—",
+                     ", ".join(r.models) or "—", label_of(metrics, name) if name else "—",
+                     Markup(cells or "—"),
+                     f"{r.items_total - r.items_unscored}/{r.items_total}",
+                     f"{FLAG_MARK} {flagged} flagged" if flagged else ""])
+    return table(["#", "family", "data", "model", "main metric", "value (95% CI, n)", "scored",
+                  "flags"], rows, numeric_from=99, cls="glance",
+                 caption="Results at a glance (each run's main metric; its section has all "
+                         "its numbers)")
+
+
+def _side_by_side(records: Sequence[RunRecord], labels: Sequence[str]) -> Markup:
+    """The runs' headline numbers side by side (value, CI, n per run; each run's own items)."""
+    metrics = metrics_of(records[0].family)
+    per_run = [{(h.group, h.metric): h for h in rows_of(r.family, r.result)
+                if isinstance(r.result, Mapping)} for r in records]
+    keys = list(dict.fromkeys(k for run in per_run for k in run))
+    if not keys:
+        return Markup("")
+    rows = []
+    for group, metric in keys:
+        digits = digits_of(metrics, metric)
+        rows.append([group, label_of(metrics, metric), *[headline_cell(run[(group, metric)],
+                                                                       digits)
+                                     if (group, metric) in run else None for run in per_run]])
+    return table(["group", "metric", *labels], rows, numeric_from=2, cls="headline",
+                 caption="Headline numbers side by side (each over its own run's items)")
 
 
 def _comparison(records: Sequence[RunRecord], first_index: int) -> Markup:
@@ -309,8 +438,8 @@ def _comparison(records: Sequence[RunRecord], first_index: int) -> Markup:
     from ragmeter.reports.html_families import comparison_plot_of
 
     labels = [f"run {first_index + i}" for i in range(len(records))]
-    legend = table(["run", "id", "models", "when", "signature"],
-                   [[lab, r.run_id, ", ".join(r.models) or "—", _when(r),
+    legend = table(["run", "id", "data", "models", "when", "signature"],
+                   [[lab, r.run_id, run_label(r) or "—", ", ".join(r.models) or "—", _when(r),
                      Markup(f'<span class="sigline">{esc(r.signature or "—")}</span>')]
                     for lab, r in zip(labels, records, strict=True)], numeric_from=99)
     parts = [f"<h3>Comparison of {len(records)} runs</h3>", str(legend)]
@@ -320,6 +449,9 @@ def _comparison(records: Sequence[RunRecord], first_index: int) -> Markup:
                           "so differences may come from the settings, not only the models.",
                           "warn"))
     comp = compare_runs(records, n_resamples=PERMUTATIONS, alpha=SIGNIFICANCE)
+    parts.append(str(_side_by_side(records, labels)))
+    if comp.no_common_items:
+        parts.append(note(comp.notes.pop(0), "warn"))
     if comp.rows:
         headers = ["group", "metric", *[f"{lab} mean" for lab in labels]]
         for lab in labels[1:]:
@@ -378,6 +510,8 @@ def render_report(records: Sequence[RunRecord], *, title: str = "ragmeter report
     now = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", " UTC")
     toc = "".join(f'<a href="#family-{k}">{esc(fam)} ({len(runs)})</a>'
                   for k, (fam, runs) in enumerate(families.items()))
+    if records:
+        toc += '<a href="#runs">runs and signatures</a>'
     out = ["<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            # No network, no scripts: the browser is told so as well.
@@ -389,18 +523,21 @@ def render_report(records: Sequence[RunRecord], *, title: str = "ragmeter report
            f'<nav class="toc">{toc}</nav></header><main>']
     if not records:
         out.append(note("No run records were given."))
-    out.append('<section id="overview"><h2>Overview</h2>')
-    out.append(str(table(["#", "family", "run id", "when", "command", "scored"],
-                         [[i, r.family, r.run_id, _when(r), " ".join(r.command),
-                           f"{r.items_total - r.items_unscored}/{r.items_total}"]
-                          for i, r in enumerate(records, 1)], numeric_from=99)))
-    out.append(str(_signatures(records)) + "</section>")
+    else:
+        out.append(f'<section id="overview"><h2>Results</h2>{_glance(records)}</section>')
     for k, (fam, runs) in enumerate(families.items()):
         out.append(f'<section class="family" id="family-{k}"><h2>{esc(fam)}</h2>')
         if len(runs) > 1:
             out.append(str(_comparison([r for _, r in runs], runs[0][0])))
         out += [str(_run(r, i)) for i, r in runs]
         out.append("</section>")
+    if records:
+        out.append('<section id="runs"><h2>Runs and signatures</h2>')
+        out.append(str(table(["#", "family", "run id", "when", "command", "scored"],
+                             [[i, r.family, r.run_id, _when(r), " ".join(r.command),
+                               f"{r.items_total - r.items_unscored}/{r.items_total}"]
+                              for i, r in enumerate(records, 1)], numeric_from=99)))
+        out.append(str(_signatures(records)) + "</section>")
     out.append(f"<footer>Written by ragmeter {esc(__version__)} from stored run records; "
                "nothing in this file calls a model or loads anything from the network."
                "</footer></main></body></html>")

@@ -226,7 +226,7 @@ def stacked_share_png(title: str, labels: list[str], categories: list[str],
     ax.set_xlim(0, 100)
     ax.set_xlabel("share of graded items (%)")
     ax.set_title(title, fontsize=10)
-    ax.legend(title="grade", fontsize=7, title_fontsize=7, ncol=len(categories),
-              loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(labels) < 4 else -0.18),
-              frameon=False)
+    # beside the bars: below them it ran into the axis label when there were few groups
+    ax.legend(title="grade", fontsize=7, title_fontsize=7, loc="center left",
+              bbox_to_anchor=(1.01, 0.5), frameon=False)
     return _png(fig, dpi)

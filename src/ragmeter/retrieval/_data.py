@@ -20,7 +20,11 @@ Judgments, one of:
 * or the run's own rows, when they carry ``relevant_ids`` / ``reference_contexts`` /
   ``reference`` beside what was retrieved (one file).
 
-Columns are renamed with ``fields`` (``--field query_id=qid``).  In CSV cells a list or a
+Columns are renamed with ``fields`` (``--field query_id=qid``); a row without ``query_id`` has
+it read from ``id`` (:data:`ALIASES`), so the output of ``ragmeter app run`` is read as it is.
+A row whose ``status`` is ``unscored`` (an application that failed on that query, as ``app run``
+writes it) makes its query unscored with the row's ``reason``: it is neither a query with
+nothing retrieved nor one missing from the run.  In CSV cells a list or a
 mapping is written as JSON (``["d1", "d2"]``).  An empty list means nothing retrieved (or
 nothing relevant); an empty cell of ``relevant_ids`` means the query is not judged.  Every
 problem is an :class:`~ragmeter.errors.InputError` naming the file, the line and the field.
@@ -49,9 +53,10 @@ from ragmeter.io import (
 )
 from ragmeter.retrieval._types import Doc, Query, Settings
 
-__all__ = ["Source", "read", "combine", "COMPONENT"]
+__all__ = ["Source", "read", "combine", "COMPONENT", "ALIASES"]
 
 COMPONENT = "retrieval"
+ALIASES = {"query_id": ("id",)}  # the name `ragmeter app run` writes
 
 _DATA_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet", ".pq")
 _RUN_FIELDS = ("retrieved_ids", "doc_id", "retrieved_contexts")
@@ -275,6 +280,12 @@ def _run_row(reader: _Reader, row: Row, form: str) -> None:
     data = row.data
     qid = _query_id(row, data.get("query_id"))
     q = reader.query(qid, row)
+    if data.get("status") == "unscored" and form != "doc_id":
+        reader.once(qid, row)
+        q.failed = as_text(row, "reason", data.get("reason") or "unscored", component=COMPONENT)
+        if reader.role == "run" and any(f in data for f in _JUDGMENT_FIELDS):
+            _judgment_row(reader, row, qid, per_query=False)
+        return
     if form == "doc_id":
         doc_id = _an_id(row, "doc_id", data.get("doc_id"))
         position = reader.position(qid)
@@ -297,6 +308,10 @@ def _run_row(reader: _Reader, row: Row, form: str) -> None:
                             fix="give one score per retrieved id, in the same order.")
         q.docs = []
         reader.docs.setdefault(qid, {})
+        if "retrieved_contexts" in data and not is_blank(data["retrieved_contexts"]):
+            # both, as `ragmeter app run` writes them: ids rank against id judgments, texts
+            # against gold passages and the reference answer (combine() keeps what is judged)
+            q.contexts = _texts(row, "retrieved_contexts", data["retrieved_contexts"]) or []
         for i, value in enumerate(ids):
             score = None if scores is None else as_number(
                 row, f"scores[{i}]", scores[i], component=COMPONENT)
@@ -510,12 +525,15 @@ def combine(run: Source, qrels: Source | None) -> tuple[dict[str, Query], list[s
             found.judgments, found.gold, found.answer = (judged.judgments, judged.gold,
                                                          judged.answer)
     for q in queries.values():
+        if q.docs is not None and q.contexts is not None:  # a row with ids and texts
+            if q.judgments is None and q.gold is not None:
+                q.docs = None  # gold passages are texts: rank the texts
         if q.docs is not None and q.gold is not None and q.judgments is None:
             raise ConfigError(
                 f"retrieval: query {q.query_id!r} has retrieved document ids but gold passage "
                 "texts (reference_contexts). Fix: give both as ids (retrieved_ids and "
                 "relevant_ids) or both as texts (retrieved_contexts and reference_contexts).")
-        if q.contexts is not None and q.judgments is not None:
+        if q.contexts is not None and q.judgments is not None and q.docs is None:
             raise ConfigError(
                 f"retrieval: query {q.query_id!r} has retrieved context texts but judgments "
                 "by document id. Fix: give both as ids (retrieved_ids and relevant_ids) or "

@@ -4,6 +4,8 @@ then those only judged).  Which queries count follows trec_eval 9.0.x:
 * a query in the run and the judgments is scored, also when none of its judgments is relevant
   (every number 0, as trec_eval counts it);
 * a query in the run but not in the judgments is unscored (``not in qrels``);
+* a query whose row says it failed (``status`` unscored, e.g. an application that did not
+  answer) is unscored with that row's reason, also with ``all_queries``;
 * a judged query with no retrieved document is unscored (``not in run``, or ``no retrieved
   documents`` for a row with an empty list: a TREC run cannot hold such a query), unless
   ``all_queries`` (trec_eval ``-c``) scores it 0 on every measure.
@@ -64,8 +66,9 @@ def _answer_values(q: Query, k: Iterable[int], contexts: list[str] | None
 
 def _ranking(q: Query, contexts: list[str] | None, settings: Settings
              ) -> tuple[list[str], dict[str, int], int]:
-    """The ranked ids and the judgments of a query (contexts matched to gold passages)."""
-    if contexts is not None:
+    """The ranked ids and the judgments of a query (contexts matched to gold passages; a query
+    with ids and texts ranks its ids when it is judged by id)."""
+    if contexts is not None and not (q.docs is not None and q.judgments is not None):
         return match_contexts(contexts, normalize_all(q.gold or []), settings.match)
     return rank_documents(q.docs or [], settings.order), dict(q.judgments or {}), 0
 
@@ -83,7 +86,9 @@ def evaluate(queries: Mapping[str, Query], settings: Settings) -> Evaluation:
         item: dict[str, Any] = {"query_id": q.query_id}
         retrieved = len(q.docs if q.docs is not None else q.contexts or [])
         reason = None
-        if not ranking:
+        if q.failed is not None:
+            reason = q.failed
+        elif not ranking:
             reason = None if answer else NO_ANSWER
         elif not q.judged:
             reason = NOT_IN_QRELS

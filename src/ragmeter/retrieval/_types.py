@@ -72,7 +72,8 @@ class Query:
 
     ``docs`` (ids) or ``contexts`` (texts): what was retrieved, None when the query is not in
     the run.  ``judgments`` (id -> grade) or ``gold``/``answer`` (texts): None when not given.
-    ``fields``: its rows' other columns (``--by``)."""
+    ``fields``: its rows' other columns (``--by``).  ``failed``: the reason its row gave for
+    being unscored (an application that failed on the query); the query is then unscored."""
 
     query_id: str
     docs: list[Doc] | None = None
@@ -81,6 +82,7 @@ class Query:
     gold: list[str] | None = None
     answer: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
+    failed: str | None = None
 
     @property
     def in_run(self) -> bool:

@@ -99,21 +99,22 @@ def _aggregate(items: Sequence[Mapping[str, Any]], output: OutputOptions
 def _read_qrels(qrels: Any, settings: Settings, fields: Any, qrels_fields: Any) -> Any:
     """The judgments' source (None when the run's rows carry them); ``qrels_fields`` rename
     the judgments' columns, else ``fields`` do."""
-    from ragmeter.retrieval._data import read
+    from ragmeter.retrieval._data import ALIASES, read
 
     if qrels is None:
         return None
-    fm = field_map(qrels_fields if qrels_fields is not None else fields, COMPONENT)
+    fm = field_map(qrels_fields if qrels_fields is not None else fields, COMPONENT,
+                   aliases=ALIASES)
     return read(qrels, settings, fm, "qrels")
 
 
 def _evaluate(run: Any, qrels_src: Any, settings: Settings, fields: Any
               ) -> tuple[Any, Any, Any, list[str]]:
     """Read the run and score it: ``(evaluation, run source, qrels source, notes)``."""
-    from ragmeter.retrieval._data import combine, read
+    from ragmeter.retrieval._data import ALIASES, combine, read
     from ragmeter.retrieval._evaluate import evaluate
 
-    run_src = read(run, settings, field_map(fields, COMPONENT), "run")
+    run_src = read(run, settings, field_map(fields, COMPONENT, aliases=ALIASES), "run")
     queries, notes = combine(run_src, qrels_src)
     evaluation = evaluate(queries, settings)
     if not any(it["status"] == "ok" for it in evaluation.items):

@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ragmeter.reports._html import Markup, cell, esc, figure, generic, kv_table
+from ragmeter.reports._html import Markup, cell, esc, figure, generic
 from ragmeter.reports._html import note as html_note
 from ragmeter.reports._html import table as html_table
 from ragmeter.reports.console import console as make_console
@@ -281,7 +281,8 @@ def glossary(doc: Mapping[str, Any]) -> Markup:
 
 def section(doc: Mapping[str, Any]) -> Markup:
     """RGB's tables (values in %): noise robustness, rejection, integration, counterfactual;
-    the accuracy-vs-noise plot (paper Figure 3) and the glossary.  A single-setting ``rgb
+    the accuracy-vs-noise plot (paper Figure 3) and the glossary.  The model, prompts and
+    judge are in the report's provenance and judge cards, the alarms beside the cards.  A single-setting ``rgb
     score`` document (no ``tables``) is shown as its metrics."""
     from ragmeter.reports.plots import lines_png
 
@@ -289,9 +290,6 @@ def section(doc: Mapping[str, Any]) -> Markup:
         return Markup(str(generic(doc)) + str(glossary(doc)))
     t = doc["tables"]
     parts: list[str] = []
-    if doc.get("model"):
-        parts.append(kv_table([("model", doc.get("model")), ("prompts", doc.get("prompts")),
-                               ("judge", doc.get("judge"))]))
     if t.get("cells"):
         parts.append(html_note("Each cell: the rate (%), its Wilson 95% interval (%) and n."))
     if t.get("noise_robustness"):
@@ -322,8 +320,6 @@ def section(doc: Mapping[str, Any]) -> Markup:
                            caption="Refactor labels (write-up 000; NOT the paper's metric): "
                                    "gained = counted by the refactor only, lost = by strict "
                                    "only"))
-    for alarm in doc.get("alarms") or []:
-        parts.append(html_note(f"WARNING: {alarm.get('message', alarm)}"))
     if doc.get("settings"):
         keep = ("setting", "role", "accuracy", "n", "coverage")
         parts.append("<details><summary>settings</summary>" + str(html_table(
@@ -345,7 +341,10 @@ def comparison_plot(records: Sequence[Any]) -> Markup:
 
     series: dict[str, list[tuple[float, float]]] = {}
     for i, r in enumerate(records, 1):
-        label = str(r.result.get("model") or (r.models[0] if r.models else f"run {i}"))
+        model = r.result.get("model")
+        if isinstance(model, Mapping):  # the model's identity: its name
+            model = model.get("model")
+        label = str(model or (r.models[0] if r.models else f"run {i}"))
         series.update(accuracy_series(r.result.get("tables") or {}, prefix=f"{label} · "))
     return figure(lambda: lines_png("RGB: accuracy vs noise rate, by model", series,
                                     xlabel="noise rate", ylabel="accuracy (%)",

@@ -22,16 +22,17 @@ def _run(args: dict[str, Any], common: dict[str, Any]) -> Any:
 FORMS: tuple[VerbSpec, ...] = (
     VerbSpec(
         "rubric-run", "rubric run", "rubric", ("ragmeter", "rubric", "run"), call=_run,
-        about="RAGaliq's pipeline on one language: embed the knowledge base offline, "
-              "retrieve, rerank, read, and grade 0-5 (launch once per language).",
+        about="RAGaliq's pipeline: embed the knowledge base offline, retrieve, rerank, read, "
+              "and grade 0-5, on one language or all six in one table.",
         fields=(
             Field("questions", "questions", "file", required=True, flag="--questions",
                   arg="", suffixes=(".json", ".jsonl", ".csv"), empty_label="pick a file"),
             Field("kb", "knowledge base", "file", required=True, flag="--kb",
                   suffixes=(".md", ".txt"), empty_label="pick a file"),
             Field("lang", "language", "choice", "auto",
-                  choices=("auto", "en", "de", "fr", "es", "ru", "zh"), flag="--lang",
-                  help="auto: from questions_<lang>.json, else en"),
+                  choices=("auto", "all", "en", "de", "fr", "es", "ru", "zh"), flag="--lang",
+                  help="auto: from questions_<lang>.json, else en; all: the six languages' "
+                       "files beside the ones picked, one table"),
             Field("limit", "sample size", "int", lo=1, hi=100_000, flag="--limit",
                   empty_label="all"),
             Field("embedder", "embedder", "choice", "auto",

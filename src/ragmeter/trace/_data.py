@@ -249,12 +249,23 @@ class SourceRow:
     response: str
     documents_sentences: tuple[tuple[tuple[str, str], ...], ...] | None = None
     response_sentences: tuple[tuple[str, str], ...] | None = None
+    # (reason, detail) of a row that carries no answer to label: its ``status`` is unscored
+    # (an application that failed on it, as `ragmeter app run` writes it)
+    unscored: tuple[str, str] | None = None
 
 
 def parse_source_row(row: Row) -> SourceRow:
-    """``question``, ``documents`` (a list of texts, or one text) and ``response``; the
-    RAGBench split columns ``documents_sentences``/``response_sentences`` are used when
-    present so that keys match the annotation exactly."""
+    """``question``, ``documents`` (a list of texts, or one text; else ``retrieved_contexts``,
+    as ``ragmeter app run`` writes them) and ``response``; the RAGBench split columns
+    ``documents_sentences``/``response_sentences`` are used when present so that keys match
+    the annotation exactly.  A row whose ``status`` is ``unscored`` is kept unscored with its
+    ``reason`` (nothing is asked of the judge)."""
+    if row.data.get("status") == "unscored":
+        question = row.data.get("question")
+        return SourceRow(row_id(row), row.number,
+                         question if isinstance(question, str) else "", (), "",
+                         unscored=(str(row.data.get("reason") or "unscored"),
+                                   str(row.data.get("detail") or "")))
     for name in ("question", "response"):
         if name not in row.data:
             found = ", ".join(sorted(map(str, row.data))[:15]) or "none"
@@ -272,10 +283,12 @@ def parse_source_row(row: Row) -> SourceRow:
         resp_sent = tuple(_keyed_sentences(row, "response_sentences",
                                            row.data["response_sentences"]))
     raw_docs = row.data.get("documents")
+    if raw_docs is None:
+        raw_docs = row.data.get("retrieved_contexts")
     if raw_docs is None and docs_sent is None:
         raise row.error("is missing (required).", component=COMPONENT, field="documents",
-                        fix="give a list of document texts, or map your column with "
-                            "--field documents=COLUMN.")
+                        fix="give a list of document texts (documents or retrieved_contexts), "
+                            "or map your column with --field documents=COLUMN.")
     documents: tuple[str, ...] = ()
     if raw_docs is not None:
         if isinstance(raw_docs, str) and not raw_docs.lstrip().startswith("["):
@@ -292,7 +305,7 @@ def parse_source_row(row: Row) -> SourceRow:
 
 
 SOURCE_COLUMNS = ("id", "question", "documents", "response", "documents_sentences",
-                  "response_sentences")
+                  "response_sentences", "retrieved_contexts", "status", "reason", "detail")
 
 
 def read_sources(path: Any, *, field_map: FieldMap | None = None,

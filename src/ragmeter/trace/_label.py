@@ -185,8 +185,8 @@ def _user(text: str) -> list[dict[str, str]]:
 
 
 def build_requests(p: Prepared, config: LabelConfig) -> list[Request]:
-    """The requests of one row (pure); none for the detector."""
-    if config.strategy == "detector":
+    """The requests of one row (pure); none for the detector or an unscored row."""
+    if config.strategy == "detector" or p.source.unscored is not None:
         return []
     prompts = config.prompts_or_default()
     rid = f"{p.source.row}"
@@ -236,6 +236,8 @@ def assemble(p: Prepared, outcomes: Sequence[Any], config: LabelConfig,
              judge: str) -> dict[str, Any]:
     """One labels row from the outcomes of :func:`build_requests` (same order)."""
     base = _base(p, config, judge)
+    if p.source.unscored is not None:
+        return _unscored(base, *p.source.unscored)
     failed = [o for o in outcomes if not o.ok]
     if failed:
         return _unscored(base, failed[0].reason or "call_failed",
@@ -328,6 +330,9 @@ def detector_rows(sources: Sequence[SourceRow], config: LabelConfig,
     out = []
     for p, row_texts in zip(prepared, texts, strict=True):
         base = _base(p, config, det.identity, prompt_version=detector_version(det.version, det.fingerprint))
+        if p.source.unscored is not None:
+            out.append(_unscored(base, *p.source.unscored))
+            continue
         v = row_vectors(vectors, row_texts, sum(len(d) for d in p.documents_sentences)) \
             if det.needs_vectors else None
         out.append({**base, "status": "ok", **det.label(p.source.question,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragmeter.reports._html import Markup, figure, generic, kv_table, table
+from ragmeter.reports._html import Markup, esc, figure, generic, kv_table, table
 from ragmeter.reports.html_families import Units, collect_units, notes_html, with_ci
 from ragmeter.trace._metrics import (
     METRICS,
@@ -19,7 +19,7 @@ from ragmeter.trace._metrics import (
     table_for,
 )
 
-__all__ = ["print_score", "print_validation", "section", "paired_units"]
+__all__ = ["print_score", "print_validation", "section", "paired_units", "diagnosis_html"]
 
 
 def _ci(entry: Mapping[str, Any] | None, digits: int = 4) -> str:
@@ -90,6 +90,73 @@ def print_validation(result: Any) -> None:
 
 # ------------------------------------------------------------------ HTML
 
+# a kind of validation statistic: (plot title, axis label)
+_KINDS = {"auroc": ("Hallucination AUROC per judge", "AUROC (higher is better)"),
+          "rmse": ("RMSE against annotations per judge", "RMSE (lower is better)")}
+
+
+def _by_kind(names: Sequence[str]) -> dict[str, list[str]]:
+    """The validation statistics grouped by their kind of number (``METRICS``' aggregation:
+    an AUROC, RMSEs): each kind gets its own plot, so no axis mixes two scales."""
+    out: dict[str, list[str]] = {}
+    for name in names:
+        kind = METRICS.get(name).aggregation if name in METRICS else name
+        out.setdefault(kind, []).append(name)
+    return out
+
+
+
+def _validation_plot(judges: Mapping[str, Any], labels: list[str], kind: str,
+                     names: list[str]) -> Markup:
+    """One plot of the judges' validation statistics of one kind (AUROC, or RMSEs)."""
+    from ragmeter.reports.plots import bars_png
+
+    title, what = _KINDS.get(kind, (f"{kind} per judge", kind))
+    series = {METRICS.get(s).label: [(judges[j].get(s) or {}).get("value") for j in labels]
+              for s in names}
+    cis = {METRICS.get(s).label: [(judges[j].get(s) or {}).get("ci95") for j in labels]
+           for s in names}
+    ylim = (0.0, 1.05) if kind == "auroc" else None
+    return figure(lambda: bars_png(title, labels, series, ci=cis, ylabel=what, ylim=ylim),
+                  f"TRACe validation per judge: {title}")
+
+
+def _group_means(doc: Mapping[str, Any]) -> dict[str, dict[str, float | None]]:
+    """The four metrics' means per group (``all`` first): from the stored headline rows, else
+    from ``metrics``."""
+    out: dict[str, dict[str, float | None]] = {}
+    for row in doc.get("headline") or []:
+        if isinstance(row, Mapping) and row.get("metric") in SCORE_METRICS:
+            value = row.get("value")
+            out.setdefault(str(row.get("group")), {})[str(row["metric"])] = \
+                float(value) if isinstance(value, (int, float)) else None
+    if not out and isinstance(doc.get("metrics"), Mapping):
+        out["all"] = {m: (doc["metrics"].get(m) or {}).get("mean") for m in SCORE_METRICS
+                      if isinstance(doc["metrics"].get(m), Mapping)}
+    return out
+
+
+def diagnosis_html(doc: Mapping[str, Any]) -> Markup:
+    """The diagnostic patterns the metrics show (:func:`ragmeter.trace._diagnose.diagnose`),
+    overall and per group; empty for a result without the four metrics."""
+    from ragmeter.trace._diagnose import diagnose
+
+    writeup = f"metrics:{WRITEUP_VERSION}" in str(doc.get("signature") or "")
+    groups = _group_means(doc)
+    if not groups:
+        return Markup("")
+    lines = []
+    for group, values in groups.items():
+        where = "" if group == "all" else f"{group}: "
+        for d in diagnose(values, writeup=writeup):
+            lines.append(f"<li><b>{esc(where)}{esc(d.title)}</b> — {esc(d.advice)} "
+                         f'<span class="muted">({esc(d.evidence)}; {esc(d.source)})</span></li>')
+    if not lines:
+        return Markup('<div class="diagnosis"><b>Diagnosis</b>: no pattern of the TRACe '
+                      "write-up shows in these numbers (thresholds in ragmeter.trace._diagnose)."
+                      "</div>")
+    return Markup(f'<div class="diagnosis"><b>Diagnosis</b><ul>{"".join(lines)}</ul></div>')
+
 
 def section(doc: Mapping[str, Any]) -> Markup:
     """TRACe's four metrics (score) or the validation statistics of judges against
@@ -101,6 +168,7 @@ def section(doc: Mapping[str, Any]) -> Markup:
         parts.append(kv_table([("source", doc.get("source"))]))
     metrics = doc.get("metrics")
     if isinstance(metrics, Mapping):
+        parts.insert(0, diagnosis_html(doc))
         names = [m for m in SCORE_METRICS if m in metrics] \
             + [m for m in metrics if m not in SCORE_METRICS]
         parts.append(table(["metric", "mean", "95% CI", "std", "n", "not labelled"],
@@ -122,11 +190,9 @@ def section(doc: Mapping[str, Any]) -> Markup:
                            caption="Validation against annotated labels (AUROC higher is "
                                    "better; RMSE lower is better)"))
         labels = list(judges)
-        parts.append(figure(lambda: bars_png(
-            "Predicted vs annotated: validation statistics per judge", labels,
-            {s: [(judges[j].get(s) or {}).get("value") for j in labels] for s in stats},
-            ci={s: [(judges[j].get(s) or {}).get("ci95") for j in labels] for s in stats}),
-            "TRACe validation per judge"))
+        plots = [_validation_plot(judges, labels, kind, names)
+                 for kind, names in _by_kind(stats).items()]  # one kind of number per axis
+        parts.append(f'<div class="plots">{"".join(plots)}</div>')
         # the headline rows repeat the tables above
         rest = {k: v for k, v in doc.items()
                 if k not in ("judges", "metrics", "source", "headline")}

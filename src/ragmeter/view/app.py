@@ -20,10 +20,10 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
 
 from ragmeter.errors import ConfigError, UserError
 from ragmeter.view.forms import (
+    EndpointModels,
     VerbSpec,
     backend_choices,
     estimate,
@@ -34,13 +34,12 @@ from ragmeter.view.forms import (
 )
 from ragmeter.view.jobs import FINISHED, JobManager
 from ragmeter.view.listing import RunIndex
-from ragmeter.view.security import Security, SecurityMiddleware
+from ragmeter.view.security import FORM_KEY, Security, SecurityMiddleware
 from ragmeter.view.verbs import SPECS, spec_of
 
 __all__ = ["ViewSettings", "create_app"]
 
 PAGE_SIZE = 100
-MAX_FORM_BYTES = 64 * 1024
 MAX_COMPARE = 8
 RENDERED_KEPT = 32  # run pages kept rendered in memory
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
@@ -92,6 +91,7 @@ def create_app(settings: ViewSettings) -> Any:
     env = _templates()
     sec = settings.security
     index = RunIndex(settings.runs_dir, ttl_s=settings.list_ttl_s)
+    models = EndpointModels()  # each endpoint's /models, kept a minute
     jobs = JobManager(store_path=settings.store_path, runs_dir=settings.runs_dir,
                       max_jobs=settings.max_jobs, on_finished=index.invalidate)
 
@@ -114,15 +114,12 @@ def create_app(settings: ViewSettings) -> Any:
         return load_run(run_id, runs_dir_override=settings.runs_dir)
 
     async def form_of(request: Request) -> dict[str, str]:
-        body = await request.body()
-        if len(body) > MAX_FORM_BYTES:
-            raise ConfigError("view: form too large.")
-        form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
-        origin = request.headers.get("origin")
-        own = f"{request.url.scheme}://{request.headers.get('host', '')}"
-        if (origin and origin != own) or not sec.csrf_ok(form.get("csrf")):
-            raise PermissionError("view: the form's CSRF token or origin is wrong; reload the "
-                                  "page and submit again.")
+        """The POST's form, read, size-checked and CSRF-checked by the security middleware
+        (the only reader of request bodies, :mod:`ragmeter.view.security`)."""
+        form = request.scope.get(FORM_KEY)
+        if not isinstance(form, dict):  # the app served without its middleware
+            raise PermissionError("view: the form's CSRF token is wrong; reload the page and "
+                                  "submit again.")
         return form
 
     # ------------------------------------------------------------------ pages
@@ -198,7 +195,7 @@ def create_app(settings: ViewSettings) -> Any:
         except UserError as err:
             return error(str(err), 404)
         return page("launch.html", title=f"launch {spec.title}", spec=spec,
-                    form=form_defaults(spec), **_launch_context(settings, spec))
+                    form=form_defaults(spec), **_launch_context(settings, spec, models))
 
     async def launch_estimate(request: Request) -> Response:
         form: dict[str, str] = {}
@@ -207,10 +204,10 @@ def create_app(settings: ViewSettings) -> Any:
         except UserError as err:
             return error(str(err), 404)
         context = {"title": f"launch {spec.title}", "spec": spec,
-                   **_launch_context(settings, spec)}
+                   **_launch_context(settings, spec, models)}
         try:
             form = await form_of(request)
-            launch = validate(spec, form, settings.data_dirs)
+            launch = validate(spec, form, settings.data_dirs, models)
             found = await run_in_threadpool(estimate, launch, settings.store_path)
         except PermissionError as err:
             return error(str(err), 403)
@@ -224,7 +221,7 @@ def create_app(settings: ViewSettings) -> Any:
         try:
             spec = spec_of(request.path_params["verb"])
             form = await form_of(request)
-            launch = validate(spec, form, settings.data_dirs)
+            launch = validate(spec, form, settings.data_dirs, models)
             job = jobs.start(launch)
         except PermissionError as err:
             return error(str(err), 403)
@@ -339,7 +336,9 @@ def _escape(text: str) -> str:
     return esc(text)
 
 
-def _launch_context(settings: ViewSettings, spec: VerbSpec) -> dict[str, Any]:
+def _launch_context(settings: ViewSettings, spec: VerbSpec, models: EndpointModels
+                    ) -> dict[str, Any]:
     files = {f.name: file_options(f, settings.data_dirs) for f in spec.all_fields()
              if f.kind == "file"}
-    return {"backends": backend_choices(), "files": files}
+    groups = models.groups() if spec.uses_backend else []
+    return {"backends": backend_choices(), "files": files, "model_groups": groups}

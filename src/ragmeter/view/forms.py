@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter._util import number_problem
+from ragmeter._util._redact import redact_url
 from ragmeter._verb._form import BACKEND_FIELDS, DATA_SUFFIXES, Field, VerbSpec
 from ragmeter.backends._registry import DEFAULT_BACKEND
 from ragmeter.errors import ConfigError
 
 __all__ = ["Field", "VerbSpec", "Launch", "Estimate", "validate", "estimate", "form_defaults",
            "form_echo", "file_options", "resolve_data", "list_data_files", "SAMPLE_PREFIX",
-           "BackendChoice", "backend_choices", "BACKEND_FIELDS"]
+           "BackendChoice", "backend_choices", "BACKEND_FIELDS", "ModelGroup", "EndpointModels"]
 
 SAMPLE_PREFIX = "sample:"
 MAX_TEXT = 200
@@ -47,8 +48,73 @@ def backend_choices() -> list[BackendChoice]:
     out = [BackendChoice(name, f"{name}: {description}")
            for name, description in _urlless_backends()]
     for ep in load_endpoints().values():
-        out.append(BackendChoice(f"endpoint:{ep.name}", f"{ep.name}: {ep.model} at {ep.base_url}"))
+        out.append(BackendChoice(f"endpoint:{ep.name}",
+                                  f"{ep.name}: {ep.model} at {redact_url(ep.base_url)}"))
     return out
+
+
+@dataclass(frozen=True)
+class ModelGroup:
+    """The models of one endpoint in the model dropdown: its own model first, then what its
+    ``/models`` lists; ``note`` says why the list is short (a server that did not answer)."""
+
+    backend: str  # the backend choice it belongs to: endpoint:NAME
+    label: str
+    models: tuple[str, ...]
+    note: str | None = None
+
+
+class EndpointModels:
+    """Every endpoint's models for the launch form: fetched by the server (never the browser,
+    so no key reaches a page) from each endpoint's ``GET /models`` at once with a short
+    timeout, and kept ``ttl_s`` seconds, a failure too, so that pages never wait on a slow
+    server more than once a minute."""
+
+    def __init__(self, ttl_s: float = 60.0, timeout_s: float | None = None) -> None:
+        import threading
+
+        self.ttl_s = ttl_s
+        self.timeout_s = timeout_s
+        self._kept: dict[tuple[str, str], tuple[float, ModelGroup]] = {}
+        self._lock = threading.Lock()
+
+    def groups(self) -> list[ModelGroup]:
+        """One group per endpoint of endpoints.toml, in its order."""
+        import time
+        from concurrent.futures import ThreadPoolExecutor
+
+        from ragmeter.backends._endpoints import load_endpoints
+
+        endpoints = list(load_endpoints().values())
+        now = time.monotonic()
+        with self._lock:
+            kept = {k: g for k, (at, g) in self._kept.items() if now - at <= self.ttl_s}
+        missing = [ep for ep in endpoints if (ep.name, ep.base_url) not in kept]
+        if missing:
+            with ThreadPoolExecutor(max_workers=min(8, len(missing))) as pool:
+                for ep, group in zip(missing, pool.map(self._fetch, missing), strict=True):
+                    kept[(ep.name, ep.base_url)] = group
+            with self._lock:
+                self._kept.update({k: (now, g) for k, g in kept.items()})
+        return [kept[(ep.name, ep.base_url)] for ep in endpoints]
+
+    def _fetch(self, endpoint: Any) -> ModelGroup:
+        from ragmeter.backends._endpoints import MODELS_TIMEOUT_S
+
+        listed, problem = endpoint.list_models(self.timeout_s or MODELS_TIMEOUT_S)
+        models = tuple(dict.fromkeys([endpoint.model, *listed]))
+        note = f"its model list: {problem}" if problem else None
+        return ModelGroup(f"endpoint:{endpoint.name}", endpoint.name, models, note)
+
+    def check(self, backend: str, model: str) -> None:
+        """ConfigError unless ``model`` is one the endpoint ``backend`` offers."""
+        if not backend.startswith("endpoint:"):
+            raise ConfigError(f"view: model {model!r}: the {backend} backend has one model. "
+                              "Fix: leave the model empty, or pick an endpoint.")
+        group = next((g for g in self.groups() if g.backend == backend), None)
+        if group is None or model not in group.models:
+            raise ConfigError(f"view: model {model!r} is not one endpoint "
+                              f"{backend.split(':', 1)[1]} lists. Fix: pick one from the list.")
 
 
 def _urlless_backends() -> list[tuple[str, str]]:
@@ -113,6 +179,7 @@ class Launch:
                                 "price_completion": values.get("price_completion")}
         if choice.startswith("endpoint:"):
             opts["endpoint"] = choice.split(":", 1)[1]
+            opts["model"] = values.get("model")  # None: the endpoint's own
         elif choice in dict(_urlless_backends()):
             opts["backend"] = choice
         else:
@@ -126,7 +193,9 @@ class Launch:
                 for k, v in self.values if k == f.name}
         common: dict[str, Any] = {"dry_run": dry_run, "progress": False}
         if self.spec.uses_backend:
-            common.update(backend=self.backend_value(), store=store_path)
+            common["backend"] = self.backend_value()
+        if self.spec.uses_backend or self.spec.uses_store:
+            common["store"] = store_path
             if not dry_run:
                 common["on_progress"] = on_progress
         return self.spec.call(args, common)
@@ -204,11 +273,16 @@ def _value(spec: VerbSpec, f: Field, text: str, data_dirs: list[Path]) -> Any:
     return text
 
 
-def validate(spec: VerbSpec, form: Mapping[str, str], data_dirs: list[Path]) -> Launch:
+def validate(spec: VerbSpec, form: Mapping[str, str], data_dirs: list[Path],
+             models: EndpointModels | None = None) -> Launch:
     """Check every field of ``form`` against ``spec``; a one-line ConfigError names the first
-    field that is wrong."""
+    field that is wrong.  A model must be one its endpoint lists (``models``: the app's kept
+    lists; default: asked now)."""
     values = {f.name: _value(spec, f, form.get(f.name, f.default), data_dirs)
               for f in spec.all_fields()}
+    if values.get("model") is not None:
+        (models or EndpointModels()).check(values.get("backend") or DEFAULT_BACKEND,
+                                           values["model"])
     if spec.check is not None:
         spec.check(values)
     return Launch(spec, tuple(values.items()))

@@ -1,9 +1,12 @@
-"""The run list of the web app: one row per stored run record, with its headline numbers.
+"""The run list of the web app: one row per stored run record, with its headline number.
 
-Rows come from :func:`ragmeter.runs._records.list_runs` only (never from the files themselves), kept
-for 30 seconds so that paging and filtering a large store do not re-read it; a job finishing in
-the app, an unknown run id or the page's *refresh* link re-reads it at once.  Headline numbers are read from each record's stored result
-(the family's ``to_json()``): nothing is recomputed.
+Rows come from :func:`ragmeter.runs._records.list_runs` only (never from the files themselves),
+kept for 30 seconds so that paging and filtering a large store do not re-read it; a job
+finishing in the app or the page's *refresh* link re-reads it at once, an unknown run id only
+when the runs folder changed.  A run's number is its family's main metric
+(``ragmeter._families.FAMILIES[name].main_metric``) from the headline rows stored with its
+result, with CI and n, read through the report's own :mod:`ragmeter.reports.html_headline`:
+the same rows the report, ``--json`` and the gates read.  Nothing is recomputed.
 """
 
 from __future__ import annotations
@@ -17,18 +20,23 @@ from typing import Any
 
 from ragmeter.runs._records import RunRecord, list_runs
 
-__all__ = ["Headline", "RunRow", "RunIndex", "headlines", "flags"]
+__all__ = ["Headline", "RunRow", "RunIndex", "headlines", "run_headlines", "flags"]
 
 MAX_HEADLINES = 4
+_SETTLE_NS = 2_000_000_000  # a folder's mtime is trusted once it is this old (2 s)
 
 
 @dataclass(frozen=True)
 class Headline:
-    """One number of a run: label, value, 95% interval when stored."""
+    """One number of a run as the list shows it: ``<group> <metric label>``, value, 95%
+    interval and n when stored, and the flag that says it is not a measurement."""
 
     label: str
     value: float | None
     ci: tuple[float, float] | None = None
+    n: int | None = None
+    flag: str | None = None
+    digits: int = 3
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,7 @@ class RunRow:
     items_unscored: int
     headlines: list[Headline] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
+    more: int = 0  # groups of the main metric not shown
 
     @property
     def coverage(self) -> float | None:
@@ -51,149 +60,25 @@ class RunRow:
         return (self.items_total - self.items_unscored) / self.items_total
 
 
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
-        return None
-    return float(v)
+def run_headlines(family: str, doc: Mapping[str, Any]) -> tuple[list[Headline], int]:
+    """The main metric's rows of a stored result (every group, in stored order; a flagged one
+    kept, with its flag), at most :data:`MAX_HEADLINES`, and how many more there are."""
+    from ragmeter.reports.html_headline import digits_of, label_of, main_rows, metrics_of, rows_of
 
-
-def _ci(v: Any) -> tuple[float, float] | None:
-    if isinstance(v, (list, tuple)) and len(v) == 2:
-        lo, hi = _num(v[0]), _num(v[1])
-        if lo is not None and hi is not None:
-            return (lo, hi)
-    return None
-
-
-def _family_rows(family: str, doc: Mapping[str, Any]) -> tuple[Any, list[Any]]:
-    """A family's ``METRICS`` and the headline rows of a stored result: stored with it, else
-    built by the family's ``_metrics.headline`` (records written before the headline)."""
-    from ragmeter._families import family_part
-    from ragmeter.result import headline_of
-
-    table = family_part(family, "_metrics", "METRICS")
-    rows = headline_of(doc) if doc.get("headline") else \
-        family_part(family, "_metrics", "headline")(doc)
-    return table, rows
-
-
-def _from_metrics_table(family: str, doc: Mapping[str, Any], per_metric: int = 2
-                        ) -> list[Headline]:
-    """A family's headline rows (:func:`_family_rows`) labelled ``<group> <label>`` from its
-    ``METRICS``; at most ``per_metric`` rows of one metric, so that the few shown span its
-    tables.  Flagged numbers (a degenerate judge) are left out: the flags column says why."""
-    table, rows = _family_rows(family, doc)
-    out: list[Headline] = []
-    seen: dict[str, int] = {}
-    for h in rows:
-        seen[h.metric] = seen.get(h.metric, 0) + 1
-        if h.flag is None and seen[h.metric] <= per_metric:
-            label = table.get(h.metric).label if h.metric in table else h.metric
-            out.append(Headline(f"{h.group} {label}", _num(h.value), _ci(h.ci)))
-    return out
-
-
-def _rgb(doc: Mapping[str, Any]) -> list[Headline]:
-    return _from_metrics_table("rgb", doc)
-
-
-def _multilingual(doc: Mapping[str, Any]) -> list[Headline]:
-    """The family's main metric (F1) per system, labelled from its METRICS table; for
-    ``multilingual judge`` the mean semantic score over every row (group ``all``) and, on
-    data with reference scores, the judge's AUROC and Spearman against them.  Read from
-    the stored headline rows, or built by the family's ``headline`` from an older record."""
-    from ragmeter._families import FAMILIES
-
-    table, rows = _family_rows("multilingual", doc)
-    main = FAMILIES["multilingual"].main_metric
-    picked = [h for h in rows if h.metric == main] or [h for h in rows if h.group == "all"]
-    out = [Headline(h.metric.replace("_", " ") if h.group == "all"
-                    else f"{h.group} {table.get(h.metric).label}", h.value, h.ci)
-           for h in picked if h.metric in table]
-    # multilingual judge on data with reference scores: the judge's agreement with them
-    from ragmeter._families import family_part
-
-    agreement = family_part("multilingual", "_metrics", "AGREEMENT_METRICS")
-    out += [Headline(agreement.get(h.metric).label, h.value, h.ci) for h in rows
-            if agreement is not None and h.metric in ("semantic_auroc", "semantic_spearman")
-            and " / " not in h.group]
-    return out
-
-
-def _trace(doc: Mapping[str, Any]) -> list[Headline]:
-    out: list[Headline] = []
-    for name, m in (doc.get("metrics") or {}).items():
-        if isinstance(m, Mapping):
-            out.append(Headline(name, _num(m.get("mean")), _ci(m.get("ci95"))))
-    judges = doc.get("judges") or {}
-    for judge, vals in judges.items():
-        for name, v in (vals or {}).items():
-            if isinstance(v, Mapping):  # one judge: it is in the model column already
-                label = name if len(judges) == 1 else f"{judge} {name}"
-                out.append(Headline(label, _num(v.get("value")), _ci(v.get("ci95"))))
-    return out
-
-
-def _rubric(doc: Mapping[str, Any]) -> list[Headline]:
-    """The family's main metric per group (the weighted score; validate's and build's own
-    first metric when a result has none), labelled from its METRICS table.  Read from the
-    stored headline rows, or built by the family's ``headline`` from a record written before
-    them."""
-    from ragmeter._families import FAMILIES
-
-    table, rows = _family_rows("rubric", doc)
-    main = FAMILIES["rubric"].main_metric
-    if rows and not any(h.metric == main for h in rows):
-        main = rows[0].metric
-    label = table.get(main).label if main in table else main
-    return [Headline(f"{h.group} {label}", h.value, h.ci) for h in rows if h.metric == main]
-
-
-def _retrieval(doc: Mapping[str, Any]) -> list[Headline]:
-    """nDCG and recall at the largest cutoff, MRR and MAP from the stored headline rows (a
-    comparison: their differences, second run minus first)."""
-    group = "difference" if doc.get("verb") == "compare" else "all"
-    rows = {r.get("metric"): r for r in doc.get("headline") or []
-            if isinstance(r, Mapping) and r.get("group") == group}
-    cuts = [k for k in doc.get("k") or [] if isinstance(k, int)]
-    top = max(cuts, default=10)
-    prefix = "Δ " if group == "difference" else ""
-    return [Headline(prefix + name, _num(rows[name].get("value")), _ci(rows[name].get("ci")))
-            for name in (f"ndcg@{top}", f"recall@{top}", "mrr", "map") if name in rows]
-
-
-def _criteria(doc: Mapping[str, Any]) -> list[Headline]:
-    """Across criteria (group ``all``) the normalized score and the share of rows passing
-    every criterion, then each criterion's mean score; flagged numbers are left out."""
-    table, rows = _family_rows("criteria", doc)
-    keep = [h for h in rows if h.flag is None and h.group == "all"]
-    keep += [h for h in rows if h.flag is None and h.metric == "criterion_score"
-             and h.group != "all" and "@" not in h.group]
-    return [Headline(f"{h.group} {table.get(h.metric).label}", _num(h.value), _ci(h.ci))
-            for h in keep]
-
-
-def _generic(doc: Mapping[str, Any]) -> list[Headline]:
-    from ragmeter.reports.compare import flat_numbers
-
-    skip = ("coverage.", "config.", "n", "rows")
-    return [Headline(k, float(v)) for k, v in flat_numbers(doc).items()
-            if not k.startswith(skip) and not k.endswith((".n", ".total", ".rows"))]
-
-
-_FAMILY_HEADLINES = {"rgb": _rgb, "multilingual": _multilingual, "trace": _trace,
-                     "rubric": _rubric, "retrieval": _retrieval, "criteria": _criteria}
+    metrics = metrics_of(family)
+    rows = [h for h in main_rows(family, rows_of(family, doc)) if h.value is not None]
+    out = [Headline(label_of(metrics, h.metric) if h.group == "all"
+                    else f"{h.group} {label_of(metrics, h.metric)}",
+                    None if h.n == 0 else h.value, h.ci, h.n, h.flag,
+                    min(3, digits_of(metrics, h.metric)))
+           for h in rows[:MAX_HEADLINES]]
+    return out, max(0, len(rows) - MAX_HEADLINES)
 
 
 def headlines(record: RunRecord) -> list[Headline]:
-    """Up to four headline numbers of a run, read from its stored result."""
+    """Up to four numbers of a run (its family's main metric), read from its stored result."""
     doc = record.result if isinstance(record.result, Mapping) else {}
-    pick = _FAMILY_HEADLINES.get(record.family, _generic)
-    try:
-        found = pick(doc)
-    except (AttributeError, TypeError, ValueError):  # a result of another shape: fall back
-        found = _generic(doc)
-    return [h for h in found if h.value is not None][:MAX_HEADLINES]
+    return run_headlines(record.family, doc)[0]
 
 
 def flags(record: RunRecord) -> list[str]:
@@ -218,47 +103,82 @@ def flags(record: RunRecord) -> list[str]:
 
 
 def _row(record: RunRecord) -> RunRow:
+    from ragmeter.reports.html_headline import data_label
+
     doc = record.result if isinstance(record.result, Mapping) else {}
-    data = ", ".join(Path(i.path).name for i in record.inputs[:3])
-    if len(record.inputs) > 3:
-        data += f" (+{len(record.inputs) - 3})"
-    models = ", ".join(record.models) or str(doc.get("model") or "")
+    names = list(dict.fromkeys(data_label(i.path) for i in record.inputs))
+    data = ", ".join(names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3 else "")
+    model = doc.get("model")
+    if isinstance(model, Mapping):  # a backend's identity (RGB): its model's name
+        model = model.get("model")
+    models = ", ".join(record.models) or str(model or "")
     judge = doc.get("judge")
     if isinstance(judge, Mapping) and judge.get("model"):
         models += f" · judge {judge.get('model')}"
-    return RunRow(run_id=record.run_id, family=record.family, kind=str(doc.get("kind") or doc.get("verb") or ""),
+    shown, more = run_headlines(record.family, doc)
+    return RunRow(run_id=record.run_id, family=record.family,
+                  kind=str(doc.get("kind") or doc.get("verb") or ""),
                   created_at=record.created_at.replace("T", " ").replace("+00:00", " UTC"),
                   data=data, models=models, items_total=record.items_total,
-                  items_unscored=record.items_unscored, headlines=headlines(record),
+                  items_unscored=record.items_unscored, headlines=shown, more=more,
                   flags=flags(record))
 
 
 class RunIndex:
-    """The rows of every stored run, newest first, re-read at most every ``ttl_s`` seconds."""
+    """The rows of every stored run, newest first, re-read at most every ``ttl_s`` seconds.
+
+    A run id that is not among the rows is looked up again only when the runs folder changed
+    since the rows were read (a new record changes the folder's modification time): a miss is
+    remembered until then, so ``GET /runs/<unknown id>`` costs one ``stat``, not a re-read of
+    every record (issue 29.1)."""
 
     def __init__(self, runs_dir: str | Path | None = None, ttl_s: float = 30.0) -> None:
         self.runs_dir = runs_dir
         self.ttl_s = ttl_s
         self._rows: list[RunRow] = []
+        self._ids: frozenset[str] = frozenset()
         self._stamp = -1e9
+        self._folder_stamp: int | None = None  # the folder's mtime when the rows were read
         self._lock = threading.Lock()
 
     def invalidate(self) -> None:
         with self._lock:
             self._stamp = -1e9
 
+    def _folder_changed(self) -> int | None:
+        """The runs folder's modification time (ns), or None when it cannot be trusted to
+        change with the next record: absent, or changed within the last ``_SETTLE_NS`` (a
+        file system with coarse timestamps gives a record written in the same tick the same
+        time)."""
+        from ragmeter.runs._records import runs_dir
+
+        try:
+            stamp = runs_dir(self.runs_dir).stat().st_mtime_ns
+        except OSError:
+            return None
+        return stamp if time.time_ns() - stamp > _SETTLE_NS else None
+
     def rows(self) -> list[RunRow]:
         with self._lock:
             if time.monotonic() - self._stamp > self.ttl_s:
-                records = list_runs(runs_dir_override=self.runs_dir)
+                stamp = self._folder_changed()  # before reading: a record written meanwhile
+                records = list_runs(runs_dir_override=self.runs_dir)  # is read again later
                 self._rows = [_row(r) for r in reversed(records)]
+                self._ids = frozenset(r.run_id for r in self._rows)
+                self._folder_stamp = stamp
                 self._stamp = time.monotonic()
             return self._rows
 
     def known(self, run_id: str) -> bool:
-        """Whether ``run_id`` is a stored run: the kept list first, re-read only on a miss."""
+        """Whether ``run_id`` is a stored run: the kept rows first, re-read only when the
+        folder changed since (a miss against an unchanged folder is answered at once)."""
         with self._lock:
-            if any(r.run_id == run_id for r in self._rows):
+            if run_id in self._ids:
                 return True
+            stamp = self._folder_stamp
+            if stamp is not None and self._stamp > 0 and self._folder_changed() == stamp:
+                return False
         self.invalidate()  # a run written since the last listing
-        return any(r.run_id == run_id for r in self.rows())
+        self.rows()
+        with self._lock:
+            return run_id in self._ids

@@ -284,19 +284,21 @@ def test_report_section_glossary_defines_the_papers_symbols() -> None:
 
 
 def test_run_list_shows_rgb_numbers_by_group_and_label() -> None:
-    from ragmeter.view.listing import _rgb
+    from ragmeter.view.listing import run_headlines
     from tests.reports.cases import RGB_RUN
 
-    (row,) = _rgb(RGB_RUN)  # a record written before the headline: read from its settings
-    assert (row.label, row.value) == ("en@0.0 Acc", 0.9)
+    (row,), more = run_headlines("rgb", RGB_RUN)  # written before the headline: from settings
+    assert (row.label, row.value, more) == ("en@0.0 Acc", 0.9, 0)
     doc = {"headline": [
-        {"metric": "accuracy", "group": f"en@{r}", "value": 0.5, "ci": [0.4, 0.6]}
-        for r in ("0.0", "0.2", "0.4")] + [
+        {"metric": "accuracy", "group": f"en@{r}", "value": 0.5, "ci": [0.4, 0.6], "n": 10}
+        for r in ("0.0", "0.2", "0.4", "0.6", "0.8")] + [
         {"metric": "reject_rate_judged", "group": "en@1.0", "value": 1.0,
          "flag": "degenerate judge: treat as unmeasured"},
         {"metric": "reject_rate", "group": "en@1.0", "value": 0.2}]}
-    assert [(h.label, h.ci) for h in _rgb(doc)] == [
-        ("en@0.0 Acc", (0.4, 0.6)), ("en@0.2 Acc", (0.4, 0.6)), ("en@1.0 Rej", None)]
+    rows, more = run_headlines("rgb", doc)  # the main metric (accuracy), every group
+    assert [(h.label, h.ci, h.n) for h in rows] == [
+        (f"en@{r} Acc", (0.4, 0.6), 10) for r in ("0.0", "0.2", "0.4", "0.6")]
+    assert more == 1
 
 
 # ------------------------------------------------------------------ typed option groups

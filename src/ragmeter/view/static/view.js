@@ -77,3 +77,20 @@ function ragmeterBadge(state) {  // the header's "N running, M queued" (every pa
     });
   };
 })();
+(function () {  // the model dropdown shows the chosen endpoint's models only
+  "use strict";
+  var backend = document.getElementById("backend");
+  var model = document.getElementById("model");
+  if (!backend || !model) { return; }
+  function sync() {
+    model.querySelectorAll("optgroup").forEach(function (group) {
+      var mine = group.getAttribute("data-backend") === backend.value;
+      group.hidden = !mine;
+      group.disabled = !mine;
+    });
+    var chosen = model.options[model.selectedIndex];
+    if (chosen && chosen.parentElement && chosen.parentElement.disabled) { model.value = ""; }
+  }
+  backend.addEventListener("change", sync);
+  sync();
+})();

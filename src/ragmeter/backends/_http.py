@@ -1,0 +1,184 @@
+"""One HTTP exchange with a server ragmeter calls (an OpenAI-compatible model server, the
+user's RAG application), and what its failures mean to the runner.
+
+:func:`send` makes one request with an ``httpx.AsyncClient`` and returns the reply and its
+latency, or raises :class:`~ragmeter.errors.BackendError` with the runner's reason codes:
+``timeout`` and ``connection`` (retryable), ``http_429`` and ``http_5xx`` / 408 / 409
+(retryable, honouring ``Retry-After``), any other ``http_4xx`` (not retryable).  It never
+retries by itself (the runner does: policy wraps I/O).
+
+:func:`post_stored` is the synchronous exchange of the pipeline steps that call a server
+outside the runner (an embeddings endpoint, a ``/rerank`` endpoint): every reply is kept in
+the store before it is read.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ragmeter._util._redact import redact_text
+from ragmeter.errors import BackendError
+
+__all__ = ["send", "raise_for_status", "error_message", "parse_retry_after", "post_stored",
+           "LoopClient", "RETRYABLE_4XX"]
+
+RETRYABLE_4XX = {408, 409}
+
+
+class LoopClient:
+    """A pooled ``httpx.AsyncClient`` for the running event loop: made on first use, made
+    again when the loop changes (a client belongs to the loop it was opened on), closed by
+    :meth:`close` (a backend's ``release``, awaited by the runner after each run)."""
+
+    def __init__(self, *, headers: Mapping[str, str], timeout_s: float, max_connections: int,
+                 base_url: str = "") -> None:
+        self._headers = dict(headers)
+        self._timeout_s = timeout_s
+        self._max = max(1, int(max_connections))
+        self._base_url = base_url
+        self._client: Any = None
+        self._loop: Any = None
+
+    def get(self) -> Any:
+        import asyncio
+
+        import httpx
+
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client = httpx.AsyncClient(
+                base_url=self._base_url, headers=self._headers,
+                timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s, 30.0)),
+                limits=httpx.Limits(max_connections=self._max,
+                                    max_keepalive_connections=self._max))
+            self._loop = loop
+        return self._client
+
+    async def close(self) -> None:
+        client, self._client, self._loop = self._client, None, None
+        if client is not None:
+            await client.aclose()
+
+
+def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def error_message(reply: Any) -> str:
+    """The server's own words for a failed reply: OpenAI's ``{"error": {"message"}}``, an
+    ``{"error": "..."}``, else the start of the body or the reason phrase."""
+    try:
+        err = reply.json().get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+    except (ValueError, AttributeError):
+        pass
+    return reply.text[:200] or reply.reason_phrase
+
+
+def raise_for_status(reply: Any, scrub: Callable[[str], str], unauthorized: str = "") -> None:
+    """Raise the :class:`BackendError` a status of 400 or more means (see the module
+    docstring); ``unauthorized`` is added to the detail of a 401 (how to give a key)."""
+    status = reply.status_code
+    if status < 400:
+        return
+    detail = scrub(error_message(reply))
+    if status == 429:
+        raise BackendError("http_429", detail, retryable=True,
+                           retry_after=parse_retry_after(reply.headers))
+    if status >= 500 or status in RETRYABLE_4XX:
+        raise BackendError(f"http_{status}", detail, retryable=True,
+                           retry_after=parse_retry_after(reply.headers))
+    if status == 401:
+        detail += unauthorized
+    raise BackendError(f"http_{status}", detail, retryable=False)
+
+
+async def send(client: Any, method: str, url: str, *, where: str, timeout_s: float,
+               scrub: Callable[[str], str], content: str | bytes | None = None,
+               params: Mapping[str, Any] | None = None, unauthorized: str = ""
+               ) -> tuple[Any, float]:
+    """One request through ``client``: ``(reply, latency in ms)`` for a status below 400.
+
+    ``where`` names the server in a connection error (already free of credentials);
+    ``scrub`` removes secrets from any text that goes into an error.
+    """
+    import httpx
+
+    start = time.perf_counter()
+    try:
+        reply = await client.request(method, url, content=content,
+                                     params=dict(params) if params else None)
+    except httpx.TimeoutException as exc:
+        raise BackendError("timeout", f"{type(exc).__name__} after {timeout_s:g} s",
+                           retryable=True) from None
+    except (httpx.TransportError, OSError) as exc:
+        raise BackendError("connection", scrub(f"{type(exc).__name__}: {exc} ({where})"),
+                           retryable=True) from None
+    latency_ms = (time.perf_counter() - start) * 1000.0
+    raise_for_status(reply, scrub, unauthorized)
+    return reply, latency_ms
+
+
+def post_stored(url: str, body: Mapping[str, Any], identity: Mapping[str, Any], *,
+                store: Any = None, api_key: str | None = None, timeout_s: float = 60.0,
+                what: str = "the server", component: str = "ragmeter",
+                request_id: str = "post") -> str:
+    """The text of a server's reply to a JSON POST (an embeddings or ``/rerank`` endpoint), kept
+    in ``store`` before it is returned and served from it on a re-run (keyed by the body and
+    ``identity``).  One attempt: a failure is a :class:`~ragmeter.errors.ConfigError` naming
+    ``what`` and the URL (without credentials); replies already stored stay stored, so a
+    re-run resumes where this one stopped."""
+    import json
+
+    import httpx
+
+    from ragmeter._util._redact import redact_url
+    from ragmeter.backends._types import Message, Request, Response, Usage
+    from ragmeter.errors import ConfigError
+
+    request = Request(id=request_id, messages=(Message("user", json.dumps(
+        body, ensure_ascii=False, sort_keys=True)),))
+    key = request.cache_key(identity)
+    if store is not None:
+        cached = store.get(key)
+        if cached is not None:
+            return str(cached.text)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    shown = redact_url(url)
+    start = time.perf_counter()
+    try:
+        reply = httpx.post(url, json=body, headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise ConfigError(f"{component}: cannot reach {what} at {shown} "
+                          f"({redact_text(str(exc))}).") from None
+    if reply.status_code != 200:
+        raise ConfigError(f"{component}: {what} at {shown} answered HTTP {reply.status_code}: "
+                          f"{redact_text(reply.text[:200])!r}")
+    if store is not None:
+        store.put(key, request, identity, Response(
+            text=reply.text, usage=Usage(), latency_ms=(time.perf_counter() - start) * 1000))
+    return str(reply.text)
