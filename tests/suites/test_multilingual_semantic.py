@@ -134,10 +134,13 @@ def test_judge_defaults_to_the_fitted_score_and_validates_on_lbrag(tmp_path: Pat
     html = render_report([record])
     assert "Agreement with the reference scores (semantic_score)" in html
     assert f"judge: {name}: AUROC at reference &gt;= 0.5 (leave-one-language-out)" in html
-    from ragmeter.view.listing import headlines
+    from ragmeter.view.listing import flags, headlines
 
-    shown = {h.label: h.value for h in headlines(record)}
-    assert shown["semantic AUROC"] == found["semantic_auroc"]["value"]
+    # the web app's run list: the mean semantic score, then per system, no flag
+    shown = {h.label: (h.value, h.flag) for h in headlines(record)}
+    assert shown["semantic"] == (rows[("all", "semantic_score")].value, None)
+    assert shown["cross semantic"] == (rows[("cross", "semantic_score")].value, None)
+    assert flags(record) == []
 
 
 def test_cli_prints_and_stores_the_agreement(tmp_path: Path, run_cli) -> None:
