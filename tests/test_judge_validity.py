@@ -48,6 +48,14 @@ def test_shipped_judges_known_to_be_at_chance_are_flagged() -> None:
                  if check_validity(judge_card(name, v), what="x")}
     assert any(":choices:ragmeter-rubric-judge-1" in n for n in at_chance), at_chance
     assert any("semantic-choices" in n for n in at_chance), at_chance
+    # the local model's TRACe labels (hallucination AUROC 0.385 on 30 hotpotqa rows) and its
+    # RGB yes/no judge (Rej*: kappa 0.000 on 16 hand-labelled answers)
+    assert "local:SmolLM2-135M-Instruct.Q4_1:choice:trace-prompts-1" in at_chance
+    assert "local:SmolLM2-135M-Instruct.Q4_1:choice" in at_chance
+    from ragmeter.rgb._refusal import DETECTOR_VALIDATION, DETECTOR_VERSION
+
+    assert DETECTOR_VALIDATION is not None
+    assert check_validity(judge_card(DETECTOR_VERSION, DETECTOR_VALIDATION), what="x") is None
     from ragmeter.multilingual._semantic_model import load_semantic_model
 
     fitted = load_semantic_model()
@@ -122,3 +130,67 @@ def test_a_known_validation_at_chance_flags_rubric_grades(monkeypatch) -> None:
         what="rubric grade")]}
     flag = _metrics._degenerate(summary)
     assert flag is not None and flag.startswith("judge at or below chance: quadratic kappa")
+
+
+
+def test_rgb_judge_flags_a_judge_known_to_be_at_chance(monkeypatch, scripted_server, run_cli,
+                                                        tmp_path: Path) -> None:
+    """RGB's doors: a judge whose card carries a validation at chance (as the local model's
+    yes/no judge does, kappa 0.000 on Rej*) flags Rej* although its verdicts vary."""
+    from ragmeter.io._samples import sample_path
+    from ragmeter.judges import _card
+
+    monkeypatch.setattr(_card, "_KNOWN", {**_card.known_validations(), "openai:j:text": {
+        "metric": "Cohen's kappa vs hand labels", "value": 0.0, "data": "a test"}})
+    server = scripted_server(reply=lambda body: "not addressed" if "I cannot say" in
+                             last_user_text(body) else "addressed")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps({"id": i, "prediction": "I cannot say." if i % 2
+                                         else f"answer {i}"}) + "\n" for i in range(5)),
+                     encoding="utf-8")
+    code, out, err = run_cli("rgb", "judge", str(preds), "--data", sample_path("rgb_en.jsonl"),
+                             "--backend", "openai", "--base-url", server.url, "--model", "j",
+                             "--store", str(tmp_path / "s.sqlite"), "--json",
+                             str(tmp_path / "j.json"), "--runs-dir", str(tmp_path / "runs"))
+    assert code == 0, err
+    assert "at or below chance" in out + err
+    doc = json.loads((tmp_path / "j.json").read_text(encoding="utf-8"))
+    assert [a["kind"] for a in doc["alarms"]] == ["judge_at_chance"]
+    assert 0.0 < doc["metrics"]["reject_rate_judged"] < 1.0  # not degenerate
+    (row,) = [h for h in doc["headline"] if h["metric"] == "reject_rate_judged"]
+    assert row["flag"].startswith("judge at or below chance: Cohen's kappa")
+    from ragmeter.reports.html import render_report
+    from ragmeter.runs import list_runs
+    from ragmeter.view.listing import flags
+
+    (record,) = list_runs(runs_dir_override=tmp_path / "runs")
+    assert "FLAGGED — judge at or below chance" in render_report([record])
+    assert "judge at chance" in flags(record)
+
+
+def test_trace_label_flags_a_judge_known_to_be_at_chance(monkeypatch, scripted_server,
+                                                          tmp_path: Path) -> None:
+    """TRACe's door: a choice judge whose card carries a validation at chance (as the local
+    model's does, hallucination AUROC 0.385) flags adherence, not relevance."""
+    import math
+
+    from ragmeter.io._samples import sample_path
+    from ragmeter.judges import _card
+
+    monkeypatch.setattr(_card, "_KNOWN", {
+        **_card.known_validations(), "openai:scripted:choice:trace-prompts-1": {
+            "metric": "hallucination AUROC", "value": 0.385, "ci": [0.135, 0.714]}})
+
+    def logprobs(body: dict) -> dict[str, float]:
+        p = 0.8 if len(body["messages"][-1]["content"]) % 2 else 0.3
+        return {"yes": math.log(p), "no": math.log(1 - p)}
+
+    server = scripted_server(logprobs=logprobs)
+    labels = ragmeter.trace.label(
+        sample_path("trace_labelled.jsonl"), strategy="choice", progress=False,
+        store=tmp_path / "s.sqlite",
+        backend=ragmeter.backends.openai("scripted", base_url=server.url))
+    assert "judge_at_chance" in [a["kind"] for a in labels.alarms]
+    flags = {h.metric: h.flag for h in labels.headline}
+    assert flags["adherence"] and flags["adherence"].startswith("judge at or below chance")
+    assert flags["relevance"] is None
