@@ -317,16 +317,21 @@ def _family_body(record: RunRecord) -> Markup:
 
 
 def _judging(record: RunRecord) -> Markup:
-    """The degenerate-judge alarms (flagged) and the judge cards of a judged run: every judged
-    number carries its judge's validation, or says plainly that it is unvalidated."""
+    """The judge alarms (flagged: a degenerate judge, a judge at or below chance) and the judge
+    cards of a judged run: every judged number carries its judge's validation, or says plainly
+    that it is unvalidated."""
     from ragmeter.judges._card import card_line
 
     parts = []
     for alarm in record.result.get("alarms") or []:
         if isinstance(alarm, Mapping):
-            parts.append(note(f"⚠ FLAGGED — degenerate judge: {alarm.get('message', '')}",
-                              "warn"))
-    for card in record.result.get("judges") or []:
+            what = "judge at or below chance" if alarm.get("kind") == "judge_at_chance" \
+                else "degenerate judge"
+            parts.append(note(f"⚠ FLAGGED — {what}: {alarm.get('message', '')}", "warn"))
+    cards = record.result.get("judges")
+    if not isinstance(cards, list):  # a validation per judge: the cards are beside it
+        cards = record.result.get("judge_cards")
+    for card in cards or []:
         if isinstance(card, Mapping):
             parts.append(note(f"judge: {card_line(card)}",
                               "" if card.get("validated") else "warn"))
@@ -497,8 +502,11 @@ def render_comparison(records: Sequence[RunRecord], first_index: int = 1) -> Mar
     return _comparison(records, first_index)
 
 
-def render_report(records: Sequence[RunRecord], *, title: str = "ragmeter report") -> str:
-    """The HTML document (a string) for these run records, grouped by family in order."""
+def render_report(records: Sequence[RunRecord], *, title: str = "ragmeter report",
+                  lead: Markup | None = None) -> str:
+    """The HTML document (a string) for these run records, grouped by family in order;
+    ``lead`` (markup built and escaped by the caller, e.g. the pytest plugin's checks) comes
+    first."""
     families: dict[str, list[tuple[int, RunRecord]]] = {}
     for i, r in enumerate(records, 1):
         families.setdefault(r.family, []).append((i, r))
@@ -516,6 +524,8 @@ def render_report(records: Sequence[RunRecord], *, title: str = "ragmeter report
            f'<header class="top"><h1>{esc(title)}</h1><p>{len(records)} run(s) · written '
            f'{esc(now)} · ragmeter {esc(__version__)} · offline file, no network</p>'
            f'<nav class="toc">{toc}</nav></header><main>']
+    if lead:
+        out.append(str(lead))
     if not records:
         out.append(note("No run records were given."))
     else:
@@ -540,10 +550,10 @@ def render_report(records: Sequence[RunRecord], *, title: str = "ragmeter report
 
 
 def write_report(records: Sequence[RunRecord], out_path: str | Path, *,
-                 title: str = "ragmeter report") -> Path:
+                 title: str = "ragmeter report", lead: Markup | None = None) -> Path:
     """Render and write the report atomically; returns the path written."""
     from ragmeter.io import write_text
 
     path = Path(out_path)
-    write_text(path, render_report(records, title=title))
+    write_text(path, render_report(records, title=title, lead=lead))
     return path

@@ -292,8 +292,9 @@ def assemble(p: Prepared, outcomes: Sequence[Any], config: LabelConfig,
 
 
 def judge_name(backend: Any) -> str:
-    ident = backend.identity()
-    return f"{ident.get('backend', getattr(backend, 'name', '?'))}:{ident.get('model', '?')}"
+    from ragmeter.judges._card import model_id
+
+    return model_id(backend)
 
 
 def plan(sources: Sequence[SourceRow], config: LabelConfig,
