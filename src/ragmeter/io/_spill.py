@@ -127,6 +127,12 @@ class NumberColumn:
         for start in range(0, len(self), size):
             yield self.read(start, start + size)
 
+    def chunks_from(self, first: int) -> Iterator[tuple[int, array]]:
+        """``(start, values)`` chunk by chunk from position ``first``."""
+        size = SPILL_AT
+        for start in range(first, len(self), size):
+            yield start, self.read(start, start + size)
+
     def __iter__(self) -> Iterator[Any]:
         for chunk in self.chunks():
             yield from chunk
@@ -149,17 +155,17 @@ class NumberColumn:
 
 
 def _take_chunked(column: NumberColumn | TextColumn, positions: Sequence[int]) -> list[Any]:
+    """The values at ``positions`` (ascending), reading only the chunks from the one that
+    holds the first position on, and no further than the last."""
     out: list[Any] = []
     k = 0
-    start = 0
-    for chunk in column.chunks():
+    for start, chunk in column.chunks_from(positions[0]):
         stop = start + len(chunk)
         end = bisect_right(positions, stop - 1, k)
         if end > k:
             out.extend(itemgetter(*[p - start for p in positions[k:end]])(chunk)
                        if end - k > 1 else (chunk[positions[k] - start],))
             k = end
-        start = stop
         if k == len(positions):
             break
     return out
@@ -176,6 +182,7 @@ class TextColumn:
         self._blocks: list[tuple[int, int, int, bool]] = []  # first row, offset, bytes, escaped
         self._disk = 0
         self._starts: list[int] = []
+        self._last: tuple[int, list[str]] | None = None
 
     def __len__(self) -> int:
         return self._disk + len(self._mem)
@@ -197,17 +204,31 @@ class TextColumn:
         self._mem = []
 
     def _block(self, k: int) -> list[str]:
+        """Block ``k``'s strings (the last one read is kept: reading a column in spans
+        smaller than a block decodes each block once)."""
+        if self._last is not None and self._last[0] == k:
+            return self._last[1]
         assert self._file is not None
         _, offset, size, escaped = self._blocks[k]
         self._file.flush()
         self._file.seek(offset)
-        return _decode_lines(self._file.read(size), escaped)
+        values = _decode_lines(self._file.read(size), escaped)
+        self._last = (k, values)
+        return values
 
     def chunks(self) -> Iterator[list[str]]:
         for k in range(len(self._blocks)):
             yield self._block(k)
         if self._mem:
             yield list(self._mem)
+
+    def chunks_from(self, first: int) -> Iterator[tuple[int, list[str]]]:
+        """``(start, strings)`` block by block from the one that holds position ``first``."""
+        if first < self._disk:
+            for k in range(bisect_right(self._starts, first) - 1, len(self._blocks)):
+                yield self._starts[k], self._block(k)
+        if self._mem:
+            yield self._disk, self._mem
 
     def __iter__(self) -> Iterator[str]:
         for chunk in self.chunks():
