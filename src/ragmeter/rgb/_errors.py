@@ -35,7 +35,13 @@ ERROR_DETECTOR_VERSION = "error-patterns-1"
 # Agreement with hand-labelled answers, measured by benchmarks/bench_rgb_errors.py (docs/rgb.md)
 # on the held-out set (tests/suites/rgb/error_labels_heldout.jsonl), which was labelled before
 # the detector was run on it and never used to change the patterns.
-ERROR_DETECTOR_VALIDATION: dict[str, object] | None = None
+ERROR_DETECTOR_VALIDATION: dict[str, object] | None = {
+    "metric": "Cohen's kappa vs hand labels", "value": 0.780, "ci": [0.604, 0.922],
+    "data": "91 held-out en/zh answers labelled before error-patterns-1 was run on them "
+            "(tests/suites/rgb/error_labels_heldout.jsonl: 44 hand-written, kappa 0.682 "
+            "[0.446, 0.864]; 47 by the local model, none flagging an error, 47/47 agree); "
+            "accuracy 0.923 [0.850, 0.962]",
+}
 
 _DOCS_EN = (r"(?:documents?|docs?|passages?|context|texts?|sources?|information|info|"
             r"materials?|articles?|excerpts?|snippets?|references?|retrieved|provided|given|"
