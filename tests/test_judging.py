@@ -66,9 +66,11 @@ def test_shipped_validation_reaches_the_local_rubric_judges_card() -> None:
     from ragmeter.backends._local._backend import LocalBackend
     from ragmeter.judges._card import card_line, judge_card, known_validations
     from ragmeter.rubric._judge import JudgePrompt
-    from ragmeter.rubric._verbs import _judge_card
+    from ragmeter.rubric._verbs import _judge_card, _judge_id
 
-    model = LocalBackend().identity()["model"]
+    backend = LocalBackend()  # the judge is named with its backend: local:<model>
+    model = _judge_id(backend.identity()["model"], backend)
+    assert model == f"local:{backend.identity()['model']}"
     card = _judge_card("choices", model, JudgePrompt.default().version)
     assert card["judge"] in known_validations()
     assert card["validated"] and card["validation"]["value"] == 0.038

@@ -65,11 +65,13 @@ def test_failures_become_unscored_rows(scripted_server, tmp_path, run_cli):
     out = tmp_path / "out.jsonl"
     code, _, err = run_cli("generate", req, "--out", out, "--max-retries", "1",
                            *openai_args(server, tmp_path / "s.sqlite"))
-    assert code == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["status"], r["reason"], r["text"]) for r in rows] == [
         ("unscored", "http_500", None)] * 2
     assert "2 unscored (http_500: 2)" in err
+    # every call failed: the rows are written, then one line and exit 1 (issue 25)
+    assert code == 1 and err.strip().splitlines()[-1].startswith(
+        "error: generate: all 2 of its model calls failed (most often http_500: 2")
 
 
 def test_dry_run_calls_nothing(scripted_server, tmp_path, run_cli):

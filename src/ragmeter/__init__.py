@@ -23,6 +23,7 @@ from ragmeter.errors import (
     MissingDependencyError,
     RagmeterError,
     ReplayMissError,
+    RunFailedError,
     UnknownNameError,
     UserError,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "MissingDependencyError",
     "RagmeterError",
     "ReplayMissError",
+    "RunFailedError",
     "UnknownNameError",
     "UserError",
     "EngineOptions",

@@ -13,7 +13,9 @@ line (no traceback) and exits with code 2.  Everything else is a bug and keeps i
     │   │                            a did-you-mean suggestion
     │   ├── ConfigError              contradictory or invalid options
     │   ├── MissingDependencyError   an optional extra is not installed (says the pip line)
-    │   └── ReplayMissError          --replay was asked and a response is not in the store
+    │   ├── ReplayMissError          --replay was asked and a response is not in the store
+    │   └── RunFailedError           a run in which every model call failed or that kept
+    │                                nothing (carries the Result; CLI exit code 1)
     └── BackendError                 a model call failed after retries (becomes "unscored"
                                      data inside runs; only raised to callers that asked)
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "RagmeterError",
@@ -31,6 +34,7 @@ __all__ = [
     "ConfigError",
     "MissingDependencyError",
     "ReplayMissError",
+    "RunFailedError",
     "BackendError",
     "did_you_mean",
 ]
@@ -143,6 +147,33 @@ class MissingDependencyError(UserError):
 
 class ReplayMissError(UserError):
     """``--replay`` was requested and a needed response is not in the store."""
+
+
+class RunFailedError(UserError):
+    """A run that failed as a whole: every model call failed, or nothing could be kept (no item
+    scored, no question written).  Nothing the options said was wrong, so the CLI exits with
+    code 1 (not 2).
+
+    ``cause`` says what happened in one line (with the most common reason and an example of
+    it), ``fix`` what to change in Python words and ``cli_fix`` in flags; ``result`` is the
+    run's :class:`~ragmeter.result.Result`, whose items say what happened to each (the calls
+    that succeeded are stored, so a second run does not pay for them again)."""
+
+    exit_code = 1
+
+    def __init__(self, component: str, cause: str, fix: str, result: Any = None,
+                 cli_fix: str | None = None) -> None:
+        super().__init__(f"{component}: {cause}. Fix: {fix}.")
+        self.component = component
+        self.cause = cause
+        self.fix = fix
+        self.cli_fix = cli_fix or fix
+        self.result = result
+
+    def cli_message(self) -> str:
+        """The message with the fix in the command line's words (flags), the component as a
+        command (``rgb run``)."""
+        return f"{self.component.replace('.', ' ')}: {self.cause}. Fix: {self.cli_fix}."
 
 
 class BackendError(RagmeterError):

@@ -7,8 +7,16 @@ A :class:`Result` holds exactly what the CLI prints and writes for the same call
 * ``items``: the per-item dicts ``--items`` writes (unscored items carry ``status`` and
   ``reason``);
 * ``to_pandas()``: one row per input item in input order (needs pandas: ``ragmeter[pandas]``);
-* ``save()``: a run record that ``ragmeter report`` and ``ragmeter view`` show;
-* ``_repr_html_``: a compact table in a notebook (headline numbers, CIs, coverage).
+* ``headline``: the numbers every door reads (metric, group, value, CI, n, coverage,
+  direction, flag), from the family's ``METRICS``; ``coverage``: rows, scored, unscored and
+  the reasons, in one shape for every verb;
+* ``save()``: a run record that ``ragmeter report``, ``ragmeter view`` and ``ragmeter gate``
+  read (its repr is one line naming the file);
+* ``_repr_html_``: the notebook view: the headline as a wide table (groups × metrics, each
+  value with its CI and n), judge cards and alarms beside it, everything escaped.
+
+The gates find one number with :func:`lookup_headline`; a metric or group that is not there
+is a :class:`MetricLookupError` carrying the facts, which each door phrases in its own words.
 
 Judged verbs also carry ``judges`` (one card per judge: its identity and its validation, or
 "unvalidated") and ``alarms`` (e.g. the degenerate-judge alarm), which travel into the run
@@ -17,12 +25,14 @@ record and every report.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ragmeter.stats._metric import ALL_GROUP, Headline
 
-__all__ = ["Result", "headline_of"]
+__all__ = ["Result", "MetricLookupError", "coverage_counts", "coverage_text", "find_metric",
+           "headline_of", "headline_table_html", "lookup_headline"]
 
 # Called with every new Result (the pytest plugin's --ragmeter-report collects them here).
 _CREATED: list[Callable[[Result], None]] = []
@@ -75,10 +85,12 @@ class Result:
 
     @property
     def coverage(self) -> dict[str, Any]:
-        """How many items the aggregates cover: rows, scored, unscored and the reasons."""
-        cov = self.summary.get("coverage")
-        if isinstance(cov, Mapping):
-            return dict(cov)
+        """How many items the aggregates cover: ``rows``, ``scored``, ``unscored`` and the
+        ``reasons`` (the family's own coverage keys beside them); counted from the items when
+        the summary has no coverage in that shape."""
+        counts = coverage_counts(self.summary)
+        if counts:
+            return counts
         items = self.items
         unscored = [i for i in items if i.get("status", "ok") != "ok"]
         reasons: dict[str, int] = {}
@@ -173,27 +185,38 @@ class Result:
         return headline_of(self.summary)
 
     def _repr_html_(self) -> str:
-        import html
-
+        """The notebook view: the headline as a wide table (groups × metrics, each value with
+        its 95% CI and n), the judge cards and alarms beside it, coverage above, signature
+        below.  Everything from data is escaped."""
         esc = html.escape
-        cov = self.coverage
-        rows = "".join(
-            f"<tr><td>{esc(str(g))}</td><td>{esc(m)}</td><td>{esc(_fmt(v))}</td>"
-            f"<td>{esc(_fmt_ci(h.ci))}</td></tr>"
-            for g, m, v, h in ((h.group, h.metric, h.value, h) for h in self.headline[:60]))
-        alarms = "".join(f"<p style='color:#b00'>⚠ {esc(str(a.get('message', a)))}</p>"
-                         for a in self.alarms)
-        judges = "".join(f"<p>judge: {esc(judge_card_line(j))}</p>" for j in self.judges)
-        return (f"<div><b>ragmeter {esc(self.family)} {esc(self.verb)}</b> "
-                f"<small>coverage {cov.get('scored', '?')}/{cov.get('rows', '?')} scored"
-                f"</small>{alarms}{judges}<table><thead><tr><th>group</th><th>metric</th>"
-                f"<th>value</th><th>95% CI</th></tr></thead><tbody>{rows}</tbody></table>"
-                f"<small>{esc(self.signature or '')}</small></div>")
+        parts = [f"<div class='ragmeter-result'><p><b>ragmeter {esc(self.family)}."
+                 f"{esc(self.verb)}</b> · {esc(self._status_text())}</p>"]
+        if self.summary.get("dry_run"):
+            text = getattr(self, "dry_run_text", None)
+            if isinstance(text, str):
+                parts.append(f"<pre>{esc(text)}</pre>")
+        else:
+            side = "".join(f"<p style='color:#b00000'>⚠ {esc(str(a.get('message', a)))}</p>"
+                           for a in self.alarms)
+            side += "".join(f"<p>judge: {esc(judge_card_line(j))}</p>" for j in self.judges)
+            table = headline_table_html(self.headline, self.family)
+            parts.append("<div style='display:flex;flex-wrap:wrap;gap:1.5em;"
+                         f"align-items:flex-start'><div>{table}</div>"
+                         + (f"<div style='max-width:28em'>{side}</div>" if side else "")
+                         + "</div>")
+        parts.append(f"<p><small>signature: {esc(self.signature or '—')}</small></p></div>")
+        return "".join(parts)
+
+    def _status_text(self) -> str:
+        if self.summary.get("dry_run"):
+            return "dry run: nothing was called"
+        return "coverage " + coverage_text(self.coverage)
 
     def __repr__(self) -> str:
-        cov = self.coverage
-        return (f"<Result {self.family}.{self.verb}: {cov.get('scored', '?')}/"
-                f"{cov.get('rows', '?')} scored, signature={self.signature!r}>")
+        n = len(self.headline)
+        numbers = f"{n} headline number{'' if n == 1 else 's'}"
+        return (f"<Result {self.family}.{self.verb}: {self._status_text()}; {numbers}; "
+                f"signature={self.signature!r}>")
 
 
 def judge_card_line(card: Mapping[str, Any]) -> str:
@@ -203,17 +226,139 @@ def judge_card_line(card: Mapping[str, Any]) -> str:
     return card_line(card)
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4f}"
-    return "—" if v is None else str(v)
+# ------------------------------------------------------------------ coverage
 
 
-def _fmt_ci(ci: Any) -> str:
-    if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(
-            isinstance(x, (int, float)) for x in ci):
-        return f"[{ci[0]:.4f}, {ci[1]:.4f}]"
-    return ""
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+        else None
+
+
+def coverage_counts(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """A summary's coverage in the shape every door reads: ``rows``, ``scored``, ``unscored``
+    (counts) and ``reasons`` (``{reason: count}``), beside the family's own keys.
+
+    ``total`` (RGB, rubric) stands for ``rows`` where there is none.  ``{}`` when the summary
+    has no coverage of that shape (e.g. a record written before the contract)."""
+    cov = summary.get("coverage")
+    if not isinstance(cov, Mapping):
+        return {}
+    rows = _count(cov.get("rows"))
+    rows = _count(cov.get("total")) if rows is None else rows
+    scored, unscored = _count(cov.get("scored")), _count(cov.get("unscored"))
+    if scored is None:
+        return {}
+    if rows is None and unscored is not None:
+        rows = scored + unscored
+    if rows is None:
+        return {}
+    if unscored is None:
+        unscored = max(rows - scored, 0)
+    given = cov.get("reasons")
+    reasons = {str(k): v for k, v in given.items() if _count(v) is not None} \
+        if isinstance(given, Mapping) else {}
+    return {**cov, "rows": rows, "scored": scored, "unscored": unscored, "reasons": reasons}
+
+
+def coverage_text(counts: Mapping[str, Any]) -> str:
+    """``8/10 scored (2 unscored, most often connection: 2)``; ``?/? scored`` when unknown."""
+    rows, scored, unscored = (counts.get(k) for k in ("rows", "scored", "unscored"))
+    if isinstance(scored, int) and isinstance(unscored, int):
+        rows = scored + unscored  # the items the aggregates consider (reliability: not QC's)
+    text = f"{'?' if scored is None else scored}/{'?' if rows is None else rows} scored"
+    reasons = counts.get("reasons") or {}
+    if unscored:
+        text += f" ({unscored} unscored"
+        if reasons:
+            reason, count = max(reasons.items(), key=lambda kv: (kv[1], kv[0]))
+            text += f", most often {reason}: {count}"
+        text += ")"
+    return text
+
+
+# ------------------------------------------------------------------ the wide headline table
+
+
+_CELL = "padding:2px 8px;text-align:right;vertical-align:top;white-space:nowrap"
+
+
+def _metric_rows(family: str | None) -> Any:
+    """The family's METRICS table (None for a family ragmeter does not know)."""
+    from ragmeter._families import family_part
+
+    return family_part(family, "_metrics", "METRICS") if family else None
+
+
+def _number(value: float | None, digits: int) -> str:
+    if value is None:
+        return "—"
+    if value != 0 and abs(value) < 10 ** -digits:
+        return f"{value:.2e}"
+    return f"{value:.{digits}f}"
+
+
+def headline_table_html(rows: Sequence[Headline], family: str | None = None, *,
+                        max_groups: int = 60) -> str:
+    """Headline rows as one wide HTML table: a row per group, a column per metric (the
+    family's label, its definition and source as the header's tooltip, ↑/↓ its direction);
+    each cell the value, then its 95% CI and n.  A flagged number is marked ⚑ on a pink
+    ground with the flag as tooltip.  Every text from data is escaped."""
+    esc = html.escape
+    if not rows:
+        return "<p><i>no headline numbers: this verb measures nothing (see .items)</i></p>"
+    table = _metric_rows(family)
+    groups = list(dict.fromkeys(h.group for h in rows))
+    metrics = list(dict.fromkeys(h.metric for h in rows))
+    cells = {(h.group, h.metric): h for h in rows}
+    meta: dict[str, Any] = {}
+    for name in metrics:
+        try:
+            meta[name] = table.get(name) if table is not None else None
+        except KeyError:
+            meta[name] = None
+    head = ["<th style='padding:2px 8px;text-align:left'>group</th>"]
+    for name in metrics:
+        m = meta[name]
+        up = next((cells[g, name].higher_is_better for g in groups if (g, name) in cells), True)
+        label = (m.label if m is not None else name) + (" ↑" if up else " ↓")
+        tip = m.glossary_line() if m is not None else name
+        head.append(f"<th style='{_CELL}' title='{esc(tip)}'>{esc(label)}</th>")
+    body = []
+    flagged = False
+    for group in groups[:max_groups]:
+        tds = [f"<th style='padding:2px 8px;text-align:left'>{esc(group)}</th>"]
+        for name in metrics:
+            h = cells.get((group, name))
+            if h is None:
+                tds.append(f"<td style='{_CELL}'></td>")
+                continue
+            digits = meta[name].digits if meta[name] is not None else 4
+            sub = []
+            if h.ci is not None:
+                sub.append(f"[{_number(h.ci[0], digits)}, {_number(h.ci[1], digits)}]")
+            if h.n is not None:
+                sub.append(f"n={h.n}")
+            value = esc(_number(h.value, digits))
+            style, title = _CELL, ""
+            if h.flag:
+                flagged = True
+                value = f"⚑ {value}"
+                style += ";background:#fde2e2;color:#8b0000"
+                title = f" title='flagged: {esc(h.flag)}'"
+            small = f"<br><small>{esc(' · '.join(sub))}</small>" if sub else ""
+            tds.append(f"<td style='{style}'{title}>{value}{small}</td>")
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    more = len(groups) - max_groups
+    notes = ["cells: value, [95% CI] · n; hover a heading for its definition"]
+    if flagged:
+        notes.append("⚑ flagged: not a measurement (hover the number for why)")
+    if more > 0:
+        notes.append(f"{more} more group(s) not shown: see .headline")
+    return (f"<table><thead><tr>{''.join(head)}</tr></thead><tbody>{''.join(body)}</tbody>"
+            f"</table><small>{esc('; '.join(notes))}</small>")
+
+
+# ------------------------------------------------------------------ finding one number
 
 
 _SKIP = {"n", "schema_version"}
@@ -260,61 +405,81 @@ def headline_of(summary: Mapping[str, Any]) -> list[Headline]:
     return out
 
 
-def find_metric(summary: Mapping[str, Any], metric: str, group: str | None = None
-                ) -> tuple[Any, Any, int | None]:
-    """``(value, ci, n)`` of ``metric`` (in ``group``) in a summary; KeyError when absent.
+class MetricLookupError(KeyError):
+    """A metric, or a group of it, that a result does not have.
 
-    Looks in the headline rows when the summary has them, else in
-    ``summary["metrics"][group][metric]`` (grouped summaries: systems, languages,
-    evaluators), else ``summary["metrics"][metric]``, else ``summary[metric]``.
-    """
-    if isinstance(summary.get("headline"), list) and summary["headline"]:
-        return _find_in_headline(headline_of(summary), metric, group)
-    metrics = summary.get("metrics")
-    cis = summary.get("ci95") or summary.get("ci") or {}
-    if isinstance(metrics, Mapping):
-        if group is not None:
-            values = metrics.get(group)
-            if isinstance(values, Mapping) and metric in values:
-                gci = cis.get(group, {}) if isinstance(cis, Mapping) else {}
-                n = values.get("n")
-                return (values[metric], gci.get(metric) if isinstance(gci, Mapping) else None,
-                        n if isinstance(n, int) else None)
-            raise KeyError(f"no metric {metric!r} for group {group!r}; groups: "
-                           f"{', '.join(map(str, metrics))}")
-        if metric in metrics and not isinstance(metrics[metric], Mapping):
-            n = metrics.get("n")
-            return (metrics[metric], cis.get(metric) if isinstance(cis, Mapping) else None,
-                    n if isinstance(n, int) else None)
-        groups = [g for g, v in metrics.items() if isinstance(v, Mapping) and metric in v]
-        if len(groups) == 1:
-            return find_metric(summary, metric, groups[0])
-        if groups:
-            raise KeyError(f"metric {metric!r} exists for several groups "
-                           f"({', '.join(groups)}): name one with group=")
-    if metric in summary and not isinstance(summary[metric], (Mapping, list)):
-        return summary[metric], None, None
-    raise KeyError(f"no metric {metric!r} in this result")
+    It carries the facts (``kind``: ``"metric"`` unknown, ``"group"`` unknown for this metric,
+    ``"ambiguous"`` several groups and none named; the ``metric`` and ``group`` asked; the valid
+    ``metrics`` and the metric's ``groups``) and each door phrases them (:meth:`message`):
+    Python names the argument (``group=``), the command line the flag (``--group``)."""
+
+    def __init__(self, kind: str, metric: str, group: str | None, metrics: Sequence[str],
+                 groups: Sequence[str] = ()) -> None:
+        super().__init__(metric)
+        self.kind = kind
+        self.metric = metric
+        self.group = group
+        self.metrics = tuple(metrics)
+        self.groups = tuple(groups)
+
+    def message(self, door: str = "python") -> str:
+        """The message in the words of ``door``: ``"python"`` or ``"cli"``."""
+        import difflib
+
+        cli = door == "cli"
+        if self.kind == "metric":
+            close = difflib.get_close_matches(self.metric, self.metrics, n=1, cutoff=0.5)
+            hint = f" Did you mean: {close[0]}?" if close else ""
+            names = ", ".join(self.metrics) or "none (nothing was measured)"
+            where = "--require METRIC>=N" if cli else "the metric argument"
+            return (f"no metric {self.metric!r} in this result; its metrics: {names}.{hint} "
+                    f"Fix: name one of them in {where}")
+        groups = ", ".join(self.groups)
+        example = self.groups[0] if self.groups else "NAME"
+        fix = f"--group {example}" if cli else f"group={example!r}"
+        if self.kind == "group":
+            return (f"no group {self.group!r} for metric {self.metric!r}; its groups: "
+                    f"{groups}. Fix: name one of them, e.g. {fix}")
+        return (f"metric {self.metric!r} exists for several groups ({groups}): name one of "
+                f"them, e.g. {fix}")
+
+    def __str__(self) -> str:
+        return self.message("python")
 
 
-def _find_in_headline(rows: Sequence[Headline], metric: str, group: str | None
-                      ) -> tuple[Any, Any, int | None]:
+def lookup_headline(summary: Mapping[str, Any], metric: str, group: str | None = None
+                    ) -> Headline:
+    """The headline row of ``metric`` (in ``group``) of a summary; :class:`MetricLookupError`
+    when there is none, or several and no ``group`` (then the ``all`` row is taken when
+    there is one).  Summaries without headline rows (records written before them) are read
+    through :func:`headline_of`, and a plain number at the top of the summary is found
+    too."""
+    rows = headline_of(summary)
     matches = [h for h in rows if h.metric == metric]
     if not matches:
-        names = ", ".join(dict.fromkeys(h.metric for h in rows))
-        raise KeyError(f"no metric {metric!r} in this result; its metrics: {names}")
+        legacy = summary.get(metric)
+        if not summary.get("headline") and isinstance(legacy, (int, float)) \
+                and not isinstance(legacy, bool):
+            return Headline(metric, ALL_GROUP, float(legacy))
+        raise MetricLookupError("metric", metric, group, list(dict.fromkeys(h.metric
+                                                                         for h in rows)))
+    groups = [h.group for h in matches]
     if group is not None:
         chosen = [h for h in matches if h.group == group]
         if not chosen:
-            groups = ", ".join(h.group for h in matches)
-            raise KeyError(f"no group {group!r} for metric {metric!r}; its groups: {groups}")
-    elif len(matches) == 1:
-        chosen = matches
-    else:
-        chosen = [h for h in matches if h.group == ALL_GROUP]
-        if not chosen:
-            groups = ", ".join(h.group for h in matches)
-            raise KeyError(f"metric {metric!r} exists for several groups ({groups}): name one "
-                           "of them as the group")
-    h = chosen[0]
+            raise MetricLookupError("group", metric, group, [], groups)
+        return chosen[0]
+    if len(matches) == 1:
+        return matches[0]
+    chosen = [h for h in matches if h.group == ALL_GROUP]
+    if not chosen:
+        raise MetricLookupError("ambiguous", metric, None, [], groups)
+    return chosen[0]
+
+
+def find_metric(summary: Mapping[str, Any], metric: str, group: str | None = None
+                ) -> tuple[Any, Any, int | None]:
+    """``(value, ci, n)`` of ``metric`` (in ``group``) in a summary, read from its headline
+    rows (:func:`lookup_headline`); :class:`MetricLookupError` (a KeyError) when absent."""
+    h = lookup_headline(summary, metric, group)
     return h.value, list(h.ci) if h.ci is not None else None, h.n

@@ -8,12 +8,14 @@ the first reply and the run stops with advice, paying for nothing more on re-run
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from ragmeter.io._samples import sample_path
+from tests.api.verbs import reply
 from tests.servers.scripted_openai import Faults
 
 FAULTS = Faults(rate_429=0.12, rate_500=0.12, rate_malformed=0.12, rate_disconnect=0.12,
@@ -63,6 +65,12 @@ COMMANDS = {
 }
 
 
+def _logprobs(body: dict) -> dict[str, float]:
+    """Top log-probabilities for both kinds of choice scoring: yes/no and the grades 0..5."""
+    return {"yes": math.log(0.6), "no": math.log(0.3), "4": math.log(0.5),
+            "3": math.log(0.2), "5": math.log(0.1)}
+
+
 def _backend(server, store: Path) -> list[str]:
     return ["--backend", "openai", "--model", "scripted", "--base-url", server.url,
             "--store", store, "--max-retries", "0", "--concurrency", "4"]
@@ -82,12 +90,16 @@ def _rows(path: Path) -> list[dict]:
 
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_nothing_lost_nothing_paid_twice(name, scripted_server, run_cli, tmp_path):
-    server = scripted_server(faults=FAULTS)
+    # replies every command can use: a run whose every reply is unusable kept nothing
+    # and exits 1 (issue 25), which is not what this test is about
+    server = scripted_server(faults=FAULTS, reply=reply, logprobs=_logprobs)
     store = tmp_path / "s.sqlite"
     out = tmp_path / "out.jsonl"
     argv = COMMANDS[name](tmp_path, out)
     code, _, err = run_cli(*argv, *_backend(server, store))
-    assert code == 0, err
+    # exit 1 when the faults left no item scored (a run that kept nothing fails visibly,
+    # issue 25: trace label's choice strategy makes 7 calls per row); the items are written
+    assert code == 0 or (code == 1 and "it kept nothing" in err), err
     first = _rows(out)
     injected = server.stats()["outcomes"]
     assert sum(v for k, v in injected.items() if k != "ok") > 0, injected  # faults happened

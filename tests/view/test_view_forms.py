@@ -136,7 +136,10 @@ def test_estimate_then_start_through_the_public_function(served, scripted_server
                                                          calls: int) -> None:
     from ragmeter.runs._records import list_runs
 
-    model = scripted_server(reply=lambda body: JUDGE_REPLY)
+    # the semantic judge's JSON, and a grade for rubric run's judge (a run that kept
+    # nothing fails: issue 25)
+    model = scripted_server(reply=lambda body: "4" if "Reply with the grade only" in str(
+        body["messages"]) else JUDGE_REPLY)
     _endpoints(_isolated_home, model.url, "judge")
     form = {**form, "backend": "endpoint:judge", "price_prompt": "1", "price_completion": "2"}
     with httpx.Client(base_url=served.url, timeout=60) as client:

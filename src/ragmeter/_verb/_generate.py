@@ -137,6 +137,7 @@ def generate(data: Any, *, backend: Any = None, store: Any = None, replay: bool 
     store's path.  Completed calls are stored, so a second call makes none.
     """
     from ragmeter._verb._context import dry_run_result, input_record, model_context
+    from ragmeter._verb._failure import check_run
     from ragmeter.result import Result
     from ragmeter.runner._run import RunStats, estimate_requests, run_requests
 
@@ -144,14 +145,22 @@ def generate(data: Any, *, backend: Any = None, store: Any = None, replay: bool 
     backend_obj, the_store, config = model_context(backend, store, replay=replay,
                                                    progress=progress, description="generate",
                                                    on_progress=on_progress)
+    from ragmeter.judges._card import model_id
+    from ragmeter.signature import Signature
+
+    # no metric, but the responses have a source: the model that wrote them (issue 25)
+    signature = Signature.make(COMPONENT, "responses-1", {"model": model_id(backend_obj)}
+                               ).render()
     if dry_run:
         return dry_run_result(COMPONENT, "generate",
-                              estimate_requests(requests, backend_obj, the_store, config))
+                              estimate_requests(requests, backend_obj, the_store, config),
+                              signature=signature)
     stats = RunStats()
     outcomes = run_requests(requests, backend_obj, the_store, config, stats)
     rows = [response_row(o) for o in outcomes]
     ok = sum(1 for o in outcomes if o.ok)
-    summary = {"family": COMPONENT, "verb": "generate", "store": str(the_store.path),
+    summary = {"family": COMPONENT, "verb": "generate", "signature": signature,
+               "store": str(the_store.path),
                "coverage": {"rows": len(rows), "scored": ok, "unscored": len(rows) - ok,
                             "reasons": dict(stats.reasons)},
                "stats": stats.to_dict()}
@@ -161,9 +170,10 @@ def generate(data: Any, *, backend: Any = None, store: Any = None, replay: bool 
     summary["spend"] = spend(usage_of(outcomes), config.price_prompt_per_mtok,
                              config.price_completion_per_mtok)
     identity = backend_obj.identity()
-    return Result(COMPONENT, "generate", summary, items=rows,
-                  inputs=[input_record(data, len(rows))], backends=[identity],
-                  models=[str(identity.get("model", ""))], engine=config.engine_name)
+    return check_run(Result(COMPONENT, "generate", summary, items=rows,
+                            inputs=[input_record(data, len(rows))], backends=[identity],
+                            models=[str(identity.get("model", ""))],
+                            engine=config.engine_name), "generate")
 
 
 agenerate = async_variant(generate)

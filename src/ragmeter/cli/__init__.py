@@ -14,7 +14,7 @@ import click
 
 from ragmeter._version import __version__
 from ragmeter.cli.options import FiniteFloat
-from ragmeter.errors import UserError, did_you_mean
+from ragmeter.errors import RunFailedError, UserError, did_you_mean
 
 __all__ = ["main", "cli", "COMMANDS"]
 
@@ -107,9 +107,15 @@ def _echo_error(message: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: user errors print one line and exit 2, without a traceback."""
+    """Entry point: user errors print one line and exit 2, without a traceback; a run that
+    failed as a whole (every model call failed, or nothing kept) prints one line and exits
+    1."""
     try:
         cli.main(args=argv, prog_name="ragmeter", standalone_mode=False)
+    except RunFailedError as err:
+        # a run that failed as a whole: the cause, and the fix in flags (exit 1)
+        _echo_error(err.cli_message())
+        sys.exit(err.exit_code)
     except UserError as err:
         _echo_error(str(err))
         sys.exit(err.exit_code)

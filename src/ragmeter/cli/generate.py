@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ragmeter.cli.backend_options import backend_options
-from ragmeter.cli.options import input_file, output_file
+from ragmeter.cli.options import end_run, input_file, output_file, run_verb
 
 __all__ = ["generate"]
 
@@ -36,7 +36,7 @@ def generate(requests_path: str, out_path: str, **kwargs: Any) -> None:
     from ragmeter.backends import from_options
     from ragmeter.io import write_jsonl
 
-    result = run_generate(requests_path, backend=from_options(**kwargs),
+    result, failure = run_verb(run_generate, requests_path, backend=from_options(**kwargs),
                           store=kwargs.get("store"), replay=bool(kwargs.get("replay")),
                           dry_run=bool(kwargs.get("dry_run")))
     if result.summary.get("dry_run"):
@@ -57,3 +57,4 @@ def generate(requests_path: str, out_path: str, **kwargs: Any) -> None:
     from ragmeter.judges._spend import spend_line
 
     click.echo(spend_line(result.summary["spend"]), err=True)
+    end_run(result, failure)

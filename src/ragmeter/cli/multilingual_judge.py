@@ -8,7 +8,15 @@ from typing import Any
 import click
 
 from ragmeter.cli.backend_options import backend_options
-from ragmeter.cli.options import by_option, field_option, input_file, output_file, repeats_option
+from ragmeter.cli.options import (
+    by_option,
+    end_run,
+    field_option,
+    input_file,
+    output_file,
+    repeats_option,
+    run_verb,
+)
 
 
 @click.command(name="judge")
@@ -43,8 +51,8 @@ def judge(path: str, out: str, scoring: str, repeats: int, by: str | None,
     from ragmeter.judges._card import alarm_lines, card_line
     from ragmeter.reports.console_extras import print_extras
 
-    result = ragmeter.multilingual.judge(
-        path, fields=fields,
+    result, failure = run_verb(
+        ragmeter.multilingual.judge, path, fields=fields,
         judge=ragmeter.multilingual.JudgeOptions(scoring=scoring, repeats=repeats),
         backend=from_options(**kwargs),
         run=RunOptions(store=kwargs.get("store"), replay=bool(kwargs.get("replay")),
@@ -71,3 +79,4 @@ def judge(path: str, out: str, scoring: str, repeats: int, by: str | None,
     for line in alarm_lines(result.alarms):
         click.echo(line, err=True)
     click.echo(f"wrote {n} rows to {out}", err=True)
+    end_run(result, failure)

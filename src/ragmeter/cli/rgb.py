@@ -10,11 +10,13 @@ from ragmeter.cli.backend_options import backend_options
 from ragmeter.cli.options import (
     FiniteFloat,
     by_option,
+    end_run,
     input_file,
     items_out_option,
     json_out_option,
     output_file,
     repeats_option,
+    run_verb,
     write_outputs,
 )
 from ragmeter.cli.report import record_options, save_result
@@ -161,8 +163,8 @@ def judge(predictions: str, data: str, kind: str | None, lang: str | None,
     from ragmeter.reports.console_extras import print_extras
     from ragmeter.rgb._report import print_judged
 
-    result = ragmeter.rgb.judge(
-        predictions, data=data, kind=kind, lang=lang, noise_rate=noise_rate,
+    result, failure = run_verb(
+        ragmeter.rgb.judge, predictions, data=data, kind=kind, lang=lang, noise_rate=noise_rate,
         correct_rate=correct_rate, passage_num=passage_num, seed=seed,
         judge_prompts=judge_prompts, judge_method=judge_method,
         backend=from_options(**backend_kwargs), store=backend_kwargs.get("store"),
@@ -175,6 +177,7 @@ def judge(predictions: str, data: str, kind: str | None, lang: str | None,
     print_extras(result.summary)
     write_outputs(result, json_out, items_out)
     save_result(result, no_record=no_record, runs_dir=runs_dir)
+    end_run(result, failure)
 
 
 @group.command(name="run")
@@ -237,8 +240,8 @@ def run(data: tuple[str, ...], lang: str | None, noise_rates: str, int_noise_rat
     from ragmeter.rgb._outputs import write_run_outputs
     from ragmeter.rgb._report import print_run
 
-    result = ragmeter.rgb.run(
-        list(data) or None, lang=lang, noise_rates=noise_rates, int_noise_rates=int_noise_rates,
+    result, failure = run_verb(
+        ragmeter.rgb.run, list(data) or None, lang=lang, noise_rates=noise_rates, int_noise_rates=int_noise_rates,
         no_rejection=no_rejection, passage_num=passage_num, correct_rate=correct_rate,
         seed=seed, temperature=temperature, max_tokens=max_tokens, limit=limit,
         prompts=prompts_path, judge=judge, judge_prompts=judge_prompts, judge_model=judge_model,
@@ -258,3 +261,4 @@ def run(data: tuple[str, ...], lang: str | None, noise_rates: str, int_noise_rat
     con.print(f"results: {written['results']}; items: {written['items']}"
               + (f"; plot: {written['plot']}" if written["plot"] else ""))
     save_result(result, no_record=no_record, runs_dir=runs_dir)
+    end_run(result, failure)

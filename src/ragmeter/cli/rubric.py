@@ -12,11 +12,13 @@ import click
 from ragmeter.cli.backend_options import backend_options
 from ragmeter.cli.options import (
     FiniteFloat,
+    end_run,
     field_option,
     input_file,
     items_out_option,
     json_out_option,
     output_file,
+    run_verb,
     write_outputs,
 )
 from ragmeter.cli.report import record_options, save_result
@@ -118,8 +120,8 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
     from ragmeter.io import write_jsonl
     from ragmeter.rubric._report import print_table
 
-    result = ragmeter.rubric.judge(
-        path, judge=ragmeter.rubric.JudgeOptions(
+    result, failure = run_verb(
+        ragmeter.rubric.judge, path, judge=ragmeter.rubric.JudgeOptions(
             strategy=strategy, prompt_file=prompt_file, scoring=scoring, repeats=repeats,
             temperature=temperature, seed=seed, grader=grader_file),
         by=by, fields=fields, backend=from_options(**kwargs), run=_run_options(kwargs))
@@ -135,6 +137,7 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
     print_extras({k: result.summary[k] for k in ("spend", "groups", "by")
                   if k in result.summary})
     save_result(result, no_record=no_record, runs_dir=runs_dir)
+    end_run(result, failure)
 
 
 @group.command(name="run")
@@ -216,8 +219,8 @@ def run(kb: str, questions: str, lang: str | None, embedder: str, embedder_url: 
     from ragmeter.runner._store import Store
 
     store = Store(kwargs.get("store"))
-    result = ragmeter.rubric.run(
-        questions, kb=kb, lang=lang, limit=limit,
+    result, failure = run_verb(
+        ragmeter.rubric.run, questions, kb=kb, lang=lang, limit=limit,
         pipeline=ragmeter.rubric.PipelineOptions(
             embedder=embedder, top_k=top_k, reranker=reranker, reranker_url=reranker_url,
             reranker_model=reranker_model, reranker_api=reranker_api,
@@ -258,6 +261,7 @@ def run(kb: str, questions: str, lang: str | None, embedder: str, embedder_url: 
         write_json(json_out, result.summary)
         click.echo(f"wrote {json_out}", err=True)
     save_result(result, no_record=no_record, runs_dir=runs_dir)
+    end_run(result, failure)
 
 
 def _run_options(kwargs: dict[str, Any]) -> Any:

@@ -10,6 +10,7 @@ from ragmeter.cli.backend_options import backend_options
 from ragmeter.cli.options import (
     FiniteFloat,
     by_option,
+    end_run,
     field_option,
     input_file,
     input_path,
@@ -17,6 +18,7 @@ from ragmeter.cli.options import (
     json_out_option,
     output_file,
     repeats_option,
+    run_verb,
     write_outputs,
 )
 from ragmeter.cli.report import record_options, save_result
@@ -257,11 +259,12 @@ def label(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: 
     import ragmeter.trace
     from ragmeter.reports.console_extras import print_extras
 
-    result = ragmeter.trace.label(path, **_label_kwargs(kw))
+    result, failure = run_verb(ragmeter.trace.label, path, **_label_kwargs(kw))
     if _after_label(result, out, kw.get("engine")):
         print_extras(result.summary)
         write_outputs(result, json_out, None)
         save_result(result, no_record=no_record, runs_dir=runs_dir)
+        end_run(result, failure)
 
 
 @group.command(name="run")
@@ -284,13 +287,15 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
     from ragmeter.reports.console_extras import print_extras
     from ragmeter.trace._report import print_validation
 
-    result = ragmeter.trace.run(path, **_label_kwargs(kw))
+    result, failure = run_verb(ragmeter.trace.run, path, **_label_kwargs(kw))
     if not _after_label(result, out, kw.get("engine")):
         return
-    print_validation(result.detail)
+    if failure is None:  # a failed run raised before validating: its result is the labels'
+        print_validation(result.detail)
     print_extras(result.summary)
     write_outputs(result, json_out, None)
     save_result(result, no_record=no_record, runs_dir=runs_dir)
+    end_run(result, failure)
 
 
 @group.command(name="fit")

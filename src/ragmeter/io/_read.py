@@ -394,8 +394,11 @@ def require(row: Row, name: str, *, component: str, field_map: FieldMap | None =
     if name not in row.data:
         found = ", ".join(sorted(map(str, row.data))[:15]) or "none"
         src = (field_map or FieldMap()).source(name)
-        fix = (f"add the field, or map your column with --field {name}=COLUMN."
-               if src == name else f"the file has no column {src!r}; check --field.")
+        # the same words fit both doors: the argument in Python, the flag at the command line
+        fix = (f"add the field, or map your column: fields={{{name!r}: 'COLUMN'}} in Python, "
+               f"--field {name}=COLUMN on the command line."
+               if src == name else f"the data has no column {src!r}; check the mapping "
+                                   "(fields= in Python, --field on the command line).")
         raise row.error(f"is missing (required). Found fields: {found}.",
                         component=component, field=name, fix=fix)
     return row.data[name]

@@ -12,6 +12,7 @@ from ragmeter.judges._card import (
     check_degenerate,
     judge_card,
     known_validations,
+    model_id,
 )
 from ragmeter.judges._repeats import (
     check_repeats,
@@ -40,6 +41,7 @@ __all__ = [
     "deterministic_stability",
     "judge_card",
     "known_validations",
+    "model_id",
     "money",
     "repeat_id",
     "repeat_requests",

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["DEGENERATE_SHARE", "MIN_PROBABILITY_SPREAD", "check_degenerate", "check_chance",
-           "judge_card", "card_line", "alarm_lines", "known_validations"]
+           "judge_card", "card_line", "alarm_lines", "known_validations", "model_id"]
 
 DEGENERATE_SHARE = 0.95
 MIN_PROBABILITY_SPREAD = 0.05
@@ -72,6 +72,13 @@ def check_degenerate(verdicts: Iterable[Any], *, judge: str, what: str,
                                    f"{MIN_PROBABILITY_SPREAD}); treat these numbers as "
                                    "unmeasured"}
     return None
+
+
+def model_id(backend: Any) -> str:
+    """``backend:model`` (``openai:gpt-4o-mini``, ``local:SmolLM2-135M-Instruct``): how every
+    judge card and signature names the model a judge runs on (issue 25: the backend too)."""
+    ident = backend.identity()
+    return f"{ident.get('backend', getattr(backend, 'name', '?'))}:{ident.get('model', '?')}"
 
 
 def check_chance(value: float | None, *, judge: str, what: str, metric: str,

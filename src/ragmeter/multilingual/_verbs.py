@@ -28,6 +28,7 @@ from ragmeter._verb._context import (
     input_record,
     model_context,
 )
+from ragmeter._verb._failure import check_run
 from ragmeter._verb._options import EngineOptions, OutputOptions, RunOptions, gather
 from ragmeter.multilingual._options import JudgeOptions
 from ragmeter.multilingual._rows import ALIASES
@@ -292,11 +293,13 @@ def judge(data: Any, *, fields: Mapping[str, str] | Iterable[str] | None = None,
     for out_row in merged:
         out_row.pop("_verdicts", None)
     alarms = [alarm] if alarm else []
-    return Result(COMPONENT, "judge", summary, items=merged,
-                  inputs=[input_record(data, len(raw_rows))], backends=[identity],
-                  models=[model], prompt_versions={"semantic": prompt.version},
-                  judges=[judge_card(judge_name)], alarms=alarms, engine=config.engine_name,
-                  headline=judge_headline({**summary, "alarms": alarms}))
+    return check_run(Result(COMPONENT, "judge", summary, items=merged,
+                            inputs=[input_record(data, len(raw_rows))], backends=[identity],
+                            models=[model], prompt_versions={"semantic": prompt.version},
+                            judges=[judge_card(judge_name)], alarms=alarms,
+                            engine=config.engine_name,
+                            headline=judge_headline({**summary, "alarms": alarms})),
+                     "multilingual.judge")
 
 
 def _judge_groups(rows: list[dict[str, Any]], by: str, repeats: int,

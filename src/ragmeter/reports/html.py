@@ -497,8 +497,11 @@ def render_comparison(records: Sequence[RunRecord], first_index: int = 1) -> Mar
     return _comparison(records, first_index)
 
 
-def render_report(records: Sequence[RunRecord], *, title: str = "ragmeter report") -> str:
-    """The HTML document (a string) for these run records, grouped by family in order."""
+def render_report(records: Sequence[RunRecord], *, title: str = "ragmeter report",
+                  lead: Markup | None = None) -> str:
+    """The HTML document (a string) for these run records, grouped by family in order;
+    ``lead`` (markup built and escaped by the caller, e.g. the pytest plugin's checks) comes
+    first."""
     families: dict[str, list[tuple[int, RunRecord]]] = {}
     for i, r in enumerate(records, 1):
         families.setdefault(r.family, []).append((i, r))
@@ -516,6 +519,8 @@ def render_report(records: Sequence[RunRecord], *, title: str = "ragmeter report
            f'<header class="top"><h1>{esc(title)}</h1><p>{len(records)} run(s) · written '
            f'{esc(now)} · ragmeter {esc(__version__)} · offline file, no network</p>'
            f'<nav class="toc">{toc}</nav></header><main>']
+    if lead:
+        out.append(str(lead))
     if not records:
         out.append(note("No run records were given."))
     else:
@@ -540,10 +545,10 @@ def render_report(records: Sequence[RunRecord], *, title: str = "ragmeter report
 
 
 def write_report(records: Sequence[RunRecord], out_path: str | Path, *,
-                 title: str = "ragmeter report") -> Path:
+                 title: str = "ragmeter report", lead: Markup | None = None) -> Path:
     """Render and write the report atomically; returns the path written."""
     from ragmeter.io import write_text
 
     path = Path(out_path)
-    write_text(path, render_report(records, title=title))
+    write_text(path, render_report(records, title=title, lead=lead))
     return path

@@ -323,8 +323,11 @@ def dry_run_judge_requests(datasets: Sequence[RgbDataset], prompts: RgbPrompts,
     """The judge calls a run would make, for ``--dry-run``: ``(requests, placeholders)``.
 
     Each judge prompt holds the answer it judges: an answer already in the store is used as
-    it is; one not generated yet is stood in by a placeholder of ``max_tokens`` tokens (4
-    characters each), so the prompt tokens are an upper bound.  ``placeholders`` counts them.
+    it is; one not generated yet is stood in by a placeholder of ``max_tokens`` words (" x",
+    one token each in the tokenizers ragmeter counts with: 4 characters per token was half
+    of that in o200k), tagged with its instance so that no two placeholders are the same call
+    (identical placeholders made "12 requests, 1 call": issue 25), so the calls, prompt
+    tokens and completion tokens are upper bounds.  ``placeholders`` counts them.
     """
     datasets = [_limited(d, config) for d in datasets]
     settings = [s for s in plan_settings(datasets, config)
@@ -333,7 +336,7 @@ def dry_run_judge_requests(datasets: Sequence[RgbDataset], prompts: RgbPrompts,
     identity = backend.identity()
     keys = {r.id: r.cache_key(identity) for r in gen}
     stored = store.get_many(keys.values()) if store is not None else {}
-    placeholder = "x" * (4 * config.max_tokens)
+    filler = " x" * config.max_tokens
     missing = 0
     scores: list[tuple[Setting, RgbScore]] = []
     for s in settings:
@@ -342,7 +345,8 @@ def dry_run_judge_requests(datasets: Sequence[RgbDataset], prompts: RgbPrompts,
             hit = stored.get(keys[f"{s.name}/{inst.id}"])
             if hit is None:
                 missing += 1
-            preds[inst.key] = Prediction(hit.text if hit is not None else placeholder)
+            preds[inst.key] = Prediction(hit.text if hit is not None
+                                         else f"[{s.name}/{inst.id}]{filler}")
         scores.append((s, score_predictions(s.dataset, preds, s.build)))
     from ragmeter.judges._repeats import repeat_requests
 

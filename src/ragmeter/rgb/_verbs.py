@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragmeter._verb._context import async_variant, dry_run_result, input_record, model_context
+from ragmeter._verb._failure import check_run
 from ragmeter._verb._options import RunOptions, gather
 from ragmeter.io import rereadable
 from ragmeter.result import Result
@@ -246,13 +247,14 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
         summary["groups"] = _groups(by, items, [dataset], predictions, data,
                                     noise_rate=detail.score.config.noise_rate,
                                     task=detail.kind, runner=runner)
-    return Result(COMPONENT, "judge", summary, items=items, detail=detail,
-                  inputs=[input_record(predictions), input_record(data,
-                                                                  len(dataset.instances))],
-                  backends=[identity], models=[str(identity.get("model", ""))],
-                  prompt_versions={"judge": jprompts.version},
-                  judges=[detail.rates["card"]], alarms=detail.alarms,
-                  engine=runner.engine_name, headline=headline(summary))
+    return check_run(Result(COMPONENT, "judge", summary, items=items, detail=detail,
+                            inputs=[input_record(predictions),
+                                    input_record(data, len(dataset.instances))],
+                            backends=[identity], models=[str(identity.get("model", ""))],
+                            prompt_versions={"judge": jprompts.version},
+                            judges=[detail.rates["card"]], alarms=detail.alarms,
+                            engine=runner.engine_name, headline=headline(summary)),
+                     "rgb.judge")
 
 
 def _rates(value: str | Sequence[float], option: str) -> tuple[float, ...]:
@@ -391,12 +393,12 @@ def run(data: Any = None, *, lang: str | None = None,
         summary["groups"] = _groups(by, items, datasets, None,
                                     None if len(files) != 1 else files[0], noise_rate=None,
                                     task=None, runner=runner)
-    return Result(COMPONENT, "run", summary, items=items, detail=detail,
-                  inputs=[input_record(f) for f in files], backends=[identity],
-                  models=[str(identity.get("model", ""))],
-                  prompt_versions={"instruction": str(the_prompts.version)},
-                  judges=judges, alarms=detail.alarms, engine=runner.engine_name,
-                  headline=headline(summary))
+    return check_run(Result(COMPONENT, "run", summary, items=items, detail=detail,
+                            inputs=[input_record(f) for f in files], backends=[identity],
+                            models=[str(identity.get("model", ""))],
+                            prompt_versions={"instruction": str(the_prompts.version)},
+                            judges=judges, alarms=detail.alarms, engine=runner.engine_name,
+                            headline=headline(summary)), "rgb.run")
 
 
 ajudge = async_variant(judge)

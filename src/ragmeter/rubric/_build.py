@@ -39,6 +39,7 @@ from typing import Any
 
 from ragmeter.backends._types import Backend, Request
 from ragmeter.io import as_text, iter_rows
+from ragmeter.judges._card import model_id
 from ragmeter.rubric._build_prompts import CRITERIA, BuildPrompts, parse_critique, parse_generation
 from ragmeter.rubric._build_types import (
     COMPONENT,
@@ -287,8 +288,8 @@ def build_questions(paths: Sequence[str | Path], config: BuildConfig, backend: B
     model = _model(backend)
     crit = critique_summary(to_rate, model)
     summary: dict[str, Any] = {
-        "family": COMPONENT, "verb": "build", "signature": config.signature(prompts, model),
-        "critic_model": model, "prompt_version": prompts.version,
+        "family": COMPONENT, "verb": "build",
+        "signature": config.signature(prompts, model_id(backend)), "critic_model": model, "prompt_version": prompts.version,
         "chunks": len(chunks), "chunks_sampled": len(sampled),
         "generated": sum(1 for r in rows if r.get("question")),
         "duplicates": sum(1 for r in rows if r.get("reason") == "duplicate"),
@@ -394,7 +395,7 @@ def critique_only(path: str | Path, config: BuildConfig, backend: Backend,
     kept = [ragaliq_row(r) for r in rows if r["status"] == "kept"]
     summary: dict[str, Any] = {
         "family": COMPONENT, "verb": "build", "mode": "critique_only",
-        "signature": config.signature(prompts, model), "critic_model": model,
+        "signature": config.signature(prompts, model_id(backend)), "critic_model": model,
         "prompt_version": prompts.version, "questions": len(rows), "kept": len(kept),
         "thresholds": dict(config.thresholds), "criteria": crit, "agreement": agree,
         "status": dict(Counter(r["status"] for r in rows)),

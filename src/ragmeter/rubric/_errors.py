@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragmeter.errors import UserError
+from ragmeter.errors import RunFailedError
 
 __all__ = ["BuildFailedError"]
 
 
-class BuildFailedError(UserError):
+class BuildFailedError(RunFailedError):
     """``rubric build`` generated no question (the model wrote none that could be read, every
     generation call failed, or no chunk was long enough): nothing is written to ``out``.
 
@@ -19,10 +19,5 @@ class BuildFailedError(UserError):
     prints the tables, writes ``--items``/``--json`` and the run record, then this message,
     and exits with code 1 (the run failed; options were not wrong)."""
 
-    exit_code = 1
-
     def __init__(self, cause: str, fix: str, result: Any = None) -> None:
-        super().__init__(f"rubric build: {cause}. Fix: {fix}.")
-        self.cause = cause
-        self.fix = fix
-        self.result = result
+        super().__init__("rubric build", cause, fix, result)

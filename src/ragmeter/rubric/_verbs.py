@@ -32,8 +32,10 @@ from ragmeter._verb._context import (
     input_record,
     model_context,
 )
+from ragmeter._verb._failure import check_run
 from ragmeter._verb._options import RunOptions, gather, names
 from ragmeter.errors import ConfigError
+from ragmeter.judges._card import model_id
 from ragmeter.result import Result
 from ragmeter.rubric._options import (
     ChunkOptions,
@@ -138,23 +140,26 @@ def _judged_result(verb: str, rows: list[dict[str, Any]], mode: str, judge_model
     by = names(by, "by", COMPONENT)
     detail = score_files([rows], RubricConfig(by=by))
     summary = detail.to_json()
-    summary["signature"] = _signature(by, rows, judge_model, scoring=mode,
-                                      judge_prompt=prompt_version, **(settings or {}))
+    model_backend = None if mode.startswith("overlap") else backend_obj
+    summary["signature"] = _signature(by, rows, judge_model, backend=model_backend,
+                                      scoring=mode, judge_prompt=prompt_version,
+                                      **(settings or {}))
     detail.signature = summary["signature"]  # the console prints the detail's
     if prices is not None:
         _add_spend(summary, rows, by, prices)
     summary["coverage"] = _with_rows(summary["coverage"])
     summary.update({"verb": verb, "method": mode, "judge": judge_model})
     summary.update(extra or {})
-    card = _judge_card(mode, judge_model, prompt_version)
+    card = _judge_card(mode, _judge_id(judge_model, model_backend), prompt_version)
     alarm = _alarm(rows, card["judge"])
     alarms = [alarm] if alarm else []
     identity = [backend_obj.identity()] if backend_obj is not None else []
-    return Result(COMPONENT, verb, summary, items=rows, detail=detail, inputs=inputs,
-                  backends=identity, models=[judge_model] if judge_model else [],
-                  prompt_versions={"judge": prompt_version} if prompt_version else None,
-                  judges=[card], alarms=alarms, engine=engine,
-                  headline=headline({**summary, "alarms": alarms}))
+    return check_run(Result(COMPONENT, verb, summary, items=rows, detail=detail, inputs=inputs,
+                            backends=identity, models=[judge_model] if judge_model else [],
+                            prompt_versions={"judge": prompt_version} if prompt_version
+                            else None, judges=[card], alarms=alarms, engine=engine,
+                            headline=headline({**summary, "alarms": alarms})),
+                     f"rubric.{verb}")
 
 
 def _add_spend(summary: dict[str, Any], rows: list[dict[str, Any]], by: Sequence[str],
@@ -178,19 +183,26 @@ def _spend_by_step(rows: list[dict[str, Any]], prices: tuple[Any, Any]) -> dict[
 
 
 def _signature(by: Sequence[str], rows: Sequence[Mapping[str, Any]], judge_model: str | None,
-               **settings: Any) -> str:
+               backend: Any = None, **settings: Any) -> str:
     """The signature of a judged result: RAGaliq's table (its weights from the table), the
-    judge (the rows' ``judge_model``, else the verb's judge) and what else shaped the grades."""
+    judge (the rows' ``judge_model``, else the verb's judge, named with the ``backend`` that
+    ran it) and what else shaped the grades."""
     from ragmeter.rubric._scorer import RubricConfig
 
     judges = [str(r["judge_model"]) for r in rows if r.get("judge_model")]
     if not judges and judge_model:
         judges = [judge_model]
+    judges = [str(_judge_id(j, backend)) for j in judges]
     return RubricConfig(by=tuple(by)).signature(judges, settings).render()
 
 
-def _model_name(backend_obj: Any) -> str:
-    return str(backend_obj.identity().get("model", backend_obj.name))
+def _judge_id(model: str | None, backend: Any) -> str | None:
+    """``backend:model`` for a model judge run here (``openai:gpt-4o-mini``); ``model`` as
+    given without a backend (grades read from a file) or when it already names one."""
+    if backend is None or not model:
+        return model
+    full = model_id(backend)
+    return full if full.endswith(f":{model}") else model
 
 
 def judge(data: Any, *, judge: JudgeOptions | None = None, by: str | Sequence[str] = (),
@@ -226,7 +238,7 @@ def judge(data: Any, *, judge: JudgeOptions | None = None, by: str | Sequence[st
     out = judge_answers(answers, how, backend_obj, the_store, config, calls.dry_run)
     if out.estimate is not None:
         return dry_run_result(COMPONENT, "judge", out.estimate, signature=_signature(
-            by, [], _model_name(backend_obj), scoring=out.mode))
+            by, [], model_id(backend_obj), scoring=out.mode))
     version = out.rows[0].get("prompt_version") if out.rows else None
     return _judged_result("judge", out.rows, out.mode, out.judge_model, by, inputs,
                           backend_obj, version, prices=(config.price_prompt_per_mtok,
@@ -290,6 +302,8 @@ def run(data: Any, *, kb: str | Path, lang: str | None = None, limit: int | None
         judge_name = out.reader_model if how.strategy == "llm" else how.strategy
         result = dry_run_result(COMPONENT, "run", out.estimate, step=out.estimate_step,
                                 signature=_signature(("lang",), [], judge_name,
+                                                     backend=backend_obj
+                                                     if how.strategy == "llm" else None,
                                                      scoring=out.mode, **_pipeline_settings(
                                                          {**out.pipeline,
                                                           "reader": out.reader_model})))
@@ -484,7 +498,7 @@ def build(knowledge_base: Any = None, *, out: str | Path | None = None,
         est = estimate(kb, critique_path=critique_only, config=config, prompts=prompts,
                        backend=backend_obj, store=the_store, runner=runner)
         summary = {"family": COMPONENT, "verb": "build", "dry_run": True,
-                   "signature": config.signature(prompts, _model_name(backend_obj)),
+                   "signature": config.signature(prompts, model_id(backend_obj)),
                    **est.to_dict(),
                    "coverage": {"rows": est.requests, "scored": 0, "unscored": est.requests,
                                 "reasons": {"dry_run": 1}}}

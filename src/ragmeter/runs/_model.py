@@ -46,3 +46,12 @@ class RunRecord(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+    def __repr__(self) -> str:
+        # One line naming the record and where it lies; pydantic's default repr would print
+        # every stored item (a ~120 KB line in a notebook after ``result.save()``, issue 25).
+        where = f", path={str(self._path)!r}" if self._path is not None else ""
+        return (f"RunRecord(run_id={self.run_id!r}, family={self.family!r}{where}, "
+                f"items={self.items_total}, unscored={self.items_unscored})")
+
+    __str__ = __repr__

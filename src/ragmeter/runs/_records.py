@@ -407,20 +407,22 @@ def _read_record(path: Path, load_items: bool = True) -> RunRecord:
     return record
 
 
-def load_run(id_or_path: str | Path, *, runs_dir_override: str | Path | None = None
-             ) -> RunRecord:
-    """A run record by file path, run id, or unique run-id prefix (``latest`` = newest)."""
+def load_run(id_or_path: str | Path, *, runs_dir_override: str | Path | None = None,
+             load_items: bool = True) -> RunRecord:
+    """A run record by file path, run id, or unique run-id prefix (``latest`` = newest);
+    ``load_items=False`` leaves its items file unread (``ragmeter gate`` reads the summary
+    only)."""
     as_path = Path(id_or_path)
     if as_path.suffix == ".json" and as_path.is_file():
-        return _read_record(as_path)
+        return _read_record(as_path, load_items)
     folder = runs_dir(runs_dir_override)
     ids = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
     key = str(id_or_path)
     if key == "latest" and ids:
-        return _read_record(folder / f"{ids[-1]}.json")
+        return _read_record(folder / f"{ids[-1]}.json", load_items)
     matches = [i for i in ids if i == key] or [i for i in ids if i.startswith(key)]
     if len(matches) == 1:
-        return _read_record(folder / f"{matches[0]}.json")
+        return _read_record(folder / f"{matches[0]}.json", load_items)
     if len(matches) > 1:
         raise InputError(f"run id prefix {key!r} matches {len(matches)} runs "
                          f"({', '.join(matches[:3])}, ...).", component=COMPONENT,

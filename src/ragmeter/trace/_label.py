@@ -308,8 +308,9 @@ def support_columns(p: Prepared, config: LabelConfig, support: dict[str, float],
 
 
 def judge_name(backend: Any) -> str:
-    ident = backend.identity()
-    return f"{ident.get('backend', getattr(backend, 'name', '?'))}:{ident.get('model', '?')}"
+    from ragmeter.judges._card import model_id
+
+    return model_id(backend)
 
 
 def plan(sources: Sequence[SourceRow], config: LabelConfig,

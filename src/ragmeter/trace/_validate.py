@@ -47,7 +47,7 @@ from ragmeter.trace._metrics import (
     rmse_estimate,
     validation_settings,
 )
-from ragmeter.trace._scorer import SCORE_COLUMNS, ScoredRow, score_label_row
+from ragmeter.trace._scorer import SCORE_COLUMNS, ScoredRow, coverage_of, score_label_row
 
 __all__ = ["ValidateConfig", "ValidateResult", "validate_file", "UTILIZATION_NOTE"]
 UTILIZATION_NOTE = (
@@ -92,6 +92,7 @@ class ValidateResult:
     signature: str
     notes: list[str] = field(default_factory=list)
     source: str = ""
+    reference_coverage: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,7 +101,12 @@ class ValidateResult:
             "reference_rows_scored": self.scored_reference,
             "judges": {name: {k: e.to_dict() for k, e in est.items()}
                        for name, est in self.judges.items()},
-            "coverage": self.coverage, "notes": self.notes,
+            # the reference rows in the shape every door reads (issue 25); each judge's
+            # predictions (matched, unscored, missing) under judge_coverage
+            "coverage": self.reference_coverage or {
+                "rows": self.rows, "scored": self.scored_reference,
+                "unscored": self.rows - self.scored_reference, "reasons": {}},
+            "judge_coverage": self.coverage, "notes": self.notes,
         }
 
 
@@ -266,4 +272,4 @@ def validate_file(reference: Any, config: ValidateConfig) -> ValidateResult:
     return ValidateResult(len(truth), scored_ref, judges, coverage,
                           config.signature(config.judge_name if named else None,
                                            labelled_by).render(), notes,
-                          source_label(reference))
+                          source_label(reference), coverage_of(truth))

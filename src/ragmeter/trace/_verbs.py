@@ -34,6 +34,7 @@ from ragmeter._verb._context import (
     input_record,
     model_context,
 )
+from ragmeter._verb._failure import check_run
 from ragmeter._verb._options import OutputOptions, RunOptions, gather
 from ragmeter.io import rereadable
 from ragmeter.result import Result
@@ -254,8 +255,9 @@ def label(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
     """
     groups = gather("trace.label", options, judge=(JudgeOptions, judge),
                     run=(RunOptions, run), output=(OutputOptions, output))
-    return _label(data, groups["judge"], groups["run"], groups["output"], language=language,
-                  limit=limit, repeats=repeats, fields=fields, backend=backend)
+    return check_run(_label(data, groups["judge"], groups["run"], groups["output"],
+                            language=language, limit=limit, repeats=repeats, fields=fields,
+                            backend=backend), "trace.label")
 
 
 def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions, *,
@@ -459,9 +461,9 @@ def run(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
                     output=(OutputOptions, output))
     out: OutputOptions = groups["output"]
     data = rereadable(data)  # labelled, then validated: read twice (issue 29.9)
-    labelled = _label(data, groups["judge"], groups["run"], replace(out, by=None),
-                      language=language, limit=limit, repeats=repeats, fields=fields,
-                      backend=backend)
+    labelled = check_run(_label(data, groups["judge"], groups["run"], replace(out, by=None),
+                                language=language, limit=limit, repeats=repeats,
+                                fields=fields, backend=backend), "trace.run")
     if labelled.summary.get("dry_run"):
         return labelled
     rows = labelled.items
@@ -473,6 +475,9 @@ def run(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
         "strategy", "judge", "seconds", "rows_per_s", "coverage", "embedded_texts")
         if k in labelled.summary}}
     summary.pop("headline", None)  # the validation's; this run's follows, with its alarms
+    # the coverage doors read is the labels' (what the judge managed); the validation's
+    # reference rows stay in the label-free verb's own result
+    summary["coverage"] = labelled.summary["coverage"]
     for key in ("stability", "spend"):
         if key in labelled.summary:
             summary[key] = labelled.summary[key]

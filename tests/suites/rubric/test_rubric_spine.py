@@ -88,14 +88,14 @@ def test_degenerate_judge_flags_its_numbers(scripted_server, tmp_path) -> None:
     assert ws.value == pytest.approx(0.0) and ws.flag and "degenerate judge" in ws.flag
     assert all(h.flag for h in result.headline)  # every number here is the judge's
     # the signature names the judge, its scoring and its prompt
-    assert "|judge:scripted|" in result.signature
+    assert "|judge:openai:scripted|" in result.signature  # the backend too (issue 25)
     assert "|scoring:generate|" in result.signature and "|judge_prompt:" in result.signature
     # the dry run of the same call says what it would measure
     est = ragmeter.rubric.judge(rows, backend=ragmeter.backends.openai(
         "scripted", base_url=server.url), judge=ragmeter.rubric.JudgeOptions(
         scoring="generate"), run=ragmeter.RunOptions(store=tmp_path / "s.sqlite",
                                                      dry_run=True))
-    assert est.summary["dry_run"] and "judge:scripted" in est.signature
+    assert est.summary["dry_run"] and "judge:openai:scripted" in est.signature
 
 
 def test_validate_headline_per_group_and_overall(tmp_path) -> None:
@@ -209,10 +209,10 @@ def test_build_without_a_usable_question_fails_loudly(tmp_path, scripted_server,
     assert "backend=ragmeter.backends.openai" in str(err)  # Python words in Python
     assert err.result.summary["generated"] == 0 and len(err.result.items) == 2
     assert all(i["reason"] == "generation_unparsed:no_question" for i in err.result.items)
-    assert "|critic:writer-x|" in err.result.signature
+    assert "|critic:openai:writer-x|" in err.result.signature
     assert_metric(err.result, "questions_kept", max=0)
     est = ragmeter.rubric.build(kb, backend=backend, store=tmp_path / "s.sqlite", dry_run=True)
-    assert est.summary["dry_run"] and "|critic:writer-x|" in est.signature
+    assert est.summary["dry_run"] and "|critic:openai:writer-x|" in est.signature
     # the CLI: the tables and --items, then one line in flags, exit 1, no empty file
     items = tmp_path / "items.jsonl"
     code, stdout, stderr = run_cli(

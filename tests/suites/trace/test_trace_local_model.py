@@ -34,7 +34,7 @@ def test_local_model_label_and_validate_30_rows(tmp_path, run_cli):
     judge = next(k for k in data["judges"] if "(choice)" in k)
     auroc = data["judges"][judge]["hallucination_auroc"]
     base = data["judges"]["gpt-3.5 (released)"]["hallucination_auroc"]
-    assert auroc["n"] == base["n"] == ROWS - data["coverage"][judge]["unscored_predictions"]
+    assert auroc["n"] == base["n"] == ROWS - data["judge_coverage"][judge]["unscored_predictions"]
     if auroc["value"] is not None:  # None only if the 30 rows hold one class
         assert 0.0 <= auroc["ci95"][0] <= auroc["value"] <= auroc["ci95"][1] <= 1.0
     print(f"\nlocal model: hallucination AUROC {auroc['value']} CI {auroc['ci95']} "

@@ -96,7 +96,7 @@ def test_pred_file_of_the_truth_itself_is_perfect(tmp_path, run_cli):
     for stat in ("relevance_rmse", "utilization_rmse", "completeness_rmse"):
         assert ours[stat]["value"] == 0.0
         assert ours[stat]["n"] == 131
-    assert data["coverage"]["judge"]["unscored_predictions"] == 1
+    assert data["judge_coverage"]["judge"]["unscored_predictions"] == 1
     assert "gpt-3.5 (released)" in data["judges"]
     assert "judge" in stdout
 
@@ -163,6 +163,6 @@ def test_pred_rows_only_counts_rows_with_a_scored_prediction(tmp_path, run_cli):
     data = json.loads(out.read_text())
     assert data["judges"]["judge"]["relevance_rmse"]["n"] == 16
     assert data["judges"]["gpt-3.5 (released)"]["relevance_rmse"]["n"] == 16
-    assert data["coverage"]["judge"]["unscored_predictions"] == 4
+    assert data["judge_coverage"]["judge"]["unscored_predictions"] == 4
     note = next(n for n in data["notes"] if "every judge" in n)
     assert "on the 16 rows" in note and "4 row(s)" in note
