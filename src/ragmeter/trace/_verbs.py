@@ -500,12 +500,13 @@ def run(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
                   headline=headline(summary, alarms=labelled.alarms))
 
 
-def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector-v3",
+def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector-v4",
         embeddings: bool = False, threshold: float | None = None,
         no_leave_one_out: bool = False, store: Any = None, fields: Fields = None) -> Result:
     """Fit the TRACe detector on annotated rows (RAGBench's columns).
 
-    ``data``: one path, a list of paths (one split each, named by :func:`split_name`), a
+    ``data``: one path, a list of paths (named by :func:`split_name`; files sharing a
+    name, such as a RAGBench domain's train and validation files, form one split), a
     mapping ``{split name: path or rows}``, or in-memory rows (one split).  The summary is
     the detector file's content; ``out`` also writes it (byte-identical for identical data).
     The items are the leave-one-split-out scores, one per split.  ``embeddings`` fits the
@@ -528,33 +529,44 @@ def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector
 
         check_number(threshold, "threshold=", lo=0, hi=1, component=COMPONENT)
     fm = field_map(fields, COMPONENT)
-    named: dict[str, Any]
+    named: dict[str, list[Any]]
     if isinstance(data, Mapping) and not {"question", "response"} & set(map(str, data)):
-        named = {str(k): v for k, v in data.items()}
+        named = {str(k): [v] for k, v in data.items()}
     elif is_path(data):
-        named = {split_name(data): data}
+        named = {split_name(data): [data]}
     elif isinstance(data, (list, tuple)) and data and all(is_path(d) for d in data):
         named = {}
         for d in data:
-            if split_name(d) in named:
+            given = named.setdefault(split_name(d), [])
+            if any(Path(g).resolve() == Path(d).resolve() for g in given):
                 from ragmeter.errors import InputError
 
-                raise InputError(f"names split {split_name(d)!r} a second time.",
-                                 component=COMPONENT, path=d,
-                                 fix="give each split once (RAGBench's test-*.parquet files "
-                                     "are named by their folder, others by the file name).")
-            named[split_name(d)] = d
+                raise InputError("is given a second time.", component=COMPONENT, path=d,
+                                 fix="give each file once.")
+            given.append(d)
     else:
-        named = {"data": data}
+        named = {"data": [data]}
     splits: dict[str, tuple[Any, dict[str, Any]]] = {}
     inputs = []
-    for split, source in named.items():
-        rows, n = read_annotated(source, fm)
-        entry: dict[str, Any] = {"rows": n, "trainable_rows": len(rows)}
-        if is_path(source):
-            entry = {"file": Path(source).name, **entry, "sha256": file_sha256(source)}
-        splits[split] = (rows, entry)
-        inputs.append(input_record(source, n))
+    for split, sources in named.items():
+        # files of one split (RAGBench's train and validation files of a domain, named by
+        # their folder) are one split, in file-name order: the fit does not depend on the
+        # order they were given in
+        rows, parts = [], []
+        for source in sorted(sources, key=lambda s: Path(s).name) if len(sources) > 1 \
+                else sources:
+            part, n = read_annotated(source, fm)
+            rows.extend(part)
+            entry: dict[str, Any] = {"rows": n, "trainable_rows": len(part)}
+            if is_path(source):
+                entry = {"file": Path(source).name, **entry, "sha256": file_sha256(source)}
+            parts.append(entry)
+            inputs.append(input_record(source, n))
+        if len(parts) == 1:
+            splits[split] = (rows, parts[0])
+        else:
+            splits[split] = (rows, {"files": parts, "rows": sum(e["rows"] for e in parts),
+                                    "trainable_rows": len(rows)})
     embedder = None
     if embeddings:
         cache = _embedding_cache(store)
