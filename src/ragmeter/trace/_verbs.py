@@ -211,8 +211,9 @@ def _detector_card(det: Any) -> dict[str, Any]:
             "metric": "hallucination AUROC (mean over held-out splits)",
             "value": round(sum(values.values()) / len(values), 4),
             "per_split": values,
-            "data": f"{len(values)} annotated splits, leave-one-split-out "
-                    "(benchmarks/bench_detector.py has CIs)"}
+            "data": f"{len(values)} annotated training splits, leave-one-split-out, each "
+                    "scored on its own training rows (RAGBench's test splits, held out, "
+                    "with CIs: benchmarks/bench_detector.py, docs/trace.md)"}
     return judge_card(f"{det.identity} (detector)", validation)
 
 
