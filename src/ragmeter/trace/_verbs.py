@@ -497,8 +497,22 @@ def run(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
                                              prices=prices if spend else None)
     return Result(COMPONENT, "run", summary, items=rows, detail=checked.detail,
                   inputs=labelled.inputs, backends=labelled.backends,
-                  models=labelled.models, judges=labelled.judges, alarms=labelled.alarms,
+                  models=labelled.models,
+                  judges=[_measured_card(c, summary.get("judges", {}).get(name))
+                          for c in labelled.judges], alarms=labelled.alarms,
                   headline=headline(summary, alarms=labelled.alarms))
+
+
+def _measured_card(card: dict[str, Any], measured: Mapping[str, Any] | None
+                   ) -> dict[str, Any]:
+    """An unvalidated judge's card after ``trace run``: its hallucination AUROC on this
+    run's annotated rows (the agreement just measured); a validated card is kept as it is."""
+    auroc = (measured or {}).get("hallucination_auroc") or {}
+    if card.get("validated") or auroc.get("value") is None:
+        return card
+    return {**card, "validated": True, "validation": {
+        "metric": "hallucination AUROC", "value": auroc["value"], "ci": auroc.get("ci95"),
+        "data": f"this trace run's {auroc.get('n')} annotated rows"}}
 
 
 def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector-v4",

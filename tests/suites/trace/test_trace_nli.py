@@ -109,12 +109,16 @@ def test_label_nli_follows_the_model(tmp_path, bias, adherent):
 def test_run_nli_validates_against_annotations(tiny):
     result = ragmeter.trace.run(SAMPLE, nli_model=str(tiny))  # auto picks nli
     assert result.summary["label"]["strategy"] == "nli"
-    assert result.judges[0]["validated"] is False
     (name, measured), = result.summary["judges"].items()  # measured against annotations
     assert name.startswith("nli:tiny-nli@") and name.endswith("(nli)")
     assert set(measured) == {"hallucination_auroc"}  # support only: no relevance RMSE
     assert 0.0 <= measured["hallucination_auroc"]["value"] <= 1.0
     assert [h.metric for h in result.headline] == ["hallucination_auroc"]
+    # unvalidated when it labels; after `trace run` its card carries what the run measured
+    card = result.judges[0]
+    assert card["validated"] is True
+    assert card["validation"]["value"] == measured["hallucination_auroc"]["value"]
+    assert card["validation"]["data"] == "this trace run's 3 annotated rows"
 
 
 def test_cli_label_nli(tiny, tmp_path, run_cli):
