@@ -160,3 +160,18 @@ def test_single_output_model_is_read_as_a_logit(tmp_path):
     model = NliModel(str(folder), batch_size=4)
     probs = model.support([("the battery", "the battery is power"), ("a", "no")])
     assert len(probs) == 2 and all(0.0 < p < 1.0 for p in probs)
+
+
+def test_web_form_launches_the_nli_strategy(tiny, tmp_path):
+    """The web app's trace-run form: --strategy nli with --nli-model runs the same verb."""
+    pytest.importorskip("starlette")
+    from ragmeter.view.forms import validate
+    from ragmeter.view.verbs import SPECS
+
+    launch = validate(SPECS["trace-run"], {"data": "sample:trace_labelled.jsonl",
+                                          "strategy": "nli", "nli_model": str(tiny)}, [])
+    assert launch.command()[-4:] == ["--strategy", "nli", "--nli-model", str(tiny)]
+    result = launch.run(store_path=str(tmp_path / "s.sqlite"))
+    assert result.summary["label"]["strategy"] == "nli"
+    empty = validate(SPECS["trace-run"], {"data": "sample:trace_labelled.jsonl"}, [])
+    assert empty.get("nli_model") is None  # an empty field is no model
