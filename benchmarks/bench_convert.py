@@ -1,7 +1,7 @@
 """The local model's cold first load (the one-time GGUF conversion) as whole processes (issue 14).
 
 Each measurement is a new Python process with a fresh ``RAGMETER_HOME`` (nothing converted):
-``LocalBackend(runtime="transformers").load()``, which converts the default GGUF into the cache
+``LocalBackend().load()``, which converts the default GGUF into the cache
 and then loads the converted copy.  Timed from outside with ``/usr/bin/time`` (wall seconds and
 peak RSS, start-up and imports included); the process also reports its load seconds.
 ``--baseline SRC`` runs the same process with another checkout's sources (e.g. the
@@ -31,7 +31,7 @@ COLD_SCRIPT = r"""
 import time
 t0 = time.perf_counter()
 from ragmeter.backends._local._backend import LocalBackend
-backend = LocalBackend(runtime="transformers")
+backend = LocalBackend()  # auto: the numpy runtime (the transformers one on old checkouts)
 backend.load()
 print(f"load_s={time.perf_counter() - t0:.3f} runtime={type(backend._runtime).__name__}")
 """

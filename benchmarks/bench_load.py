@@ -41,7 +41,7 @@ t0 = time.perf_counter()
 from ragmeter.backends._local._backend import LocalBackend
 from ragmeter.backends._types import Request
 threads = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "0" else None
-backend = LocalBackend(runtime="transformers", threads=threads)
+backend = LocalBackend(threads=threads)  # auto: numpy, or $RAGMETER_LOCAL_FORWARD
 backend.load()
 t1 = time.perf_counter()
 

@@ -14,7 +14,19 @@ Goal: ragmeter within 5% of the bare client at both settings, connections ~ conc
 Needs the test extra (the bare-client baseline is the ``openai`` package):
 ``pip install -e '.[all,test]'``; pytest is not needed.
 
+``--whole`` measures whole processes instead (issue 26.5): ``ragmeter generate REQUESTS --out
+RESPONSES --backend openai`` (a fresh ``$RAGMETER_HOME``, so a fresh store: every call is made)
+against a bare script that reads the same JSON Lines, calls through one ``AsyncOpenAI`` client
+and writes the answers, each a new Python process timed from outside, rounds interleaved
+(medians).  It prints each side's wall time, its efficiency (the physical bound, requests x
+latency / concurrency, over the wall time), ragmeter's efficiency relative to the bare
+client's (goal >= 0.95), and the fixed cost before the first call (from the process's start to
+the first request the server sees, Python's own start-up included) and after the last answer.
+Children write bytecode (``PYTHONDONTWRITEBYTECODE`` is dropped) and a warm-up round runs
+first, as on an installed copy.
+
 Usage: python benchmarks/bench_runner.py [--requests 640] [--latency 0.2]
+       python benchmarks/bench_runner.py --whole [--rounds 5] [--concurrency 32]
 """
 
 from __future__ import annotations
@@ -112,13 +124,136 @@ def bench_ragmeter(url: str, texts: list[str], concurrency: int,
     return wall, cpu, server_connections(url) - before - 1
 
 
+BARE_SCRIPT = r"""
+import asyncio, json, sys
+import httpx, openai
+url, concurrency, path, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+with open(path, encoding="utf-8") as fh:
+    rows = [json.loads(line) for line in fh if line.strip()]
+
+async def main():
+    client = openai.AsyncOpenAI(
+        base_url=url, api_key="unused", max_retries=0,
+        http_client=httpx.AsyncClient(limits=httpx.Limits(
+            max_connections=concurrency, max_keepalive_connections=concurrency)))
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(row):
+        async with sem:
+            reply = await client.chat.completions.create(
+                model="scripted", messages=[{"role": "user", "content": row["prompt"]}],
+                **row["params"])
+            return {"id": row["id"], "text": reply.choices[0].message.content}
+
+    answers = await asyncio.gather(*(one(row) for row in rows))
+    await client.close()
+    return answers
+
+answers = asyncio.run(main())
+with open(out, "w", encoding="utf-8") as fh:
+    for answer in answers:
+        fh.write(json.dumps(answer) + "\n")
+"""
+
+
+def _post(url: str, path: str) -> dict[str, object]:
+    request = urllib.request.Request(url.replace("/v1", path), data=b"", method="POST")
+    with urllib.request.urlopen(request) as reply:
+        return dict(json.loads(reply.read()))
+
+
+def _stats(url: str) -> dict[str, object]:
+    with urllib.request.urlopen(url.replace("/v1", "/v1/stats")) as reply:
+        return dict(json.loads(reply.read()))
+
+
+def whole_process(side: str, url: str, requests_path: Path, concurrency: int,
+                  tmp: Path) -> tuple[float, float, float]:
+    """(wall s, s before the first call, s after the last call) of one whole process."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(REPO / "src")
+    home = Path(tempfile.mkdtemp(dir=tmp))
+    env["RAGMETER_HOME"] = str(home)
+    out = home / "out.jsonl"
+    if side == "bare":
+        cmd = [sys.executable, "-c", BARE_SCRIPT, url, str(concurrency), str(requests_path),
+               str(out)]
+    else:
+        cmd = [sys.executable, "-m", "ragmeter", "generate", str(requests_path), "--out",
+               str(out), "--backend", "openai", "--base-url", url, "--model", "scripted",
+               "--concurrency", str(concurrency)]
+    _post(url, "/v1/reset")
+    start = time.time()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    end = time.time()
+    if done.returncode != 0:
+        raise RuntimeError(f"{side} failed: {done.stderr[-2000:]}")
+    stats = _stats(url)
+    lines = out.read_text(encoding="utf-8").count("\n")
+    expected = requests_path.read_text(encoding="utf-8").count("\n")
+    if lines != expected or stats["calls"] != expected:
+        raise RuntimeError(f"{side}: {lines} answers and {stats['calls']} calls for "
+                           f"{expected} requests")
+    first, last = float(stats["first_call_at"]), float(stats["last_call_at"])  # type: ignore[arg-type]
+    return end - start, first - start, end - last
+
+
+def bench_whole(url: str, args: argparse.Namespace) -> None:
+    import statistics
+
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        requests_path = tmp / "requests.jsonl"
+        requests_path.write_text("".join(
+            json.dumps({"id": f"q{i}", "prompt": text, "params": {"temperature": 0}}) + "\n"
+            for i, text in enumerate(prompts("whole", args.requests))), encoding="utf-8")
+        for conc in args.concurrency:
+            for side in ("bare", "ragmeter"):  # warm-up: bytecode, page cache
+                whole_process(side, url, requests_path, conc, tmp)
+            runs: dict[str, list[tuple[float, float, float]]] = {"bare": [], "ragmeter": []}
+            loads = []
+            for _ in range(args.rounds):
+                for side in ("bare", "ragmeter"):
+                    runs[side].append(whole_process(side, url, requests_path, conc, tmp))
+                loads.append(os.getloadavg()[0])
+            bound = args.requests * args.latency / conc
+            print(f"{args.requests} requests, latency {args.latency * 1000:.0f} ms, "
+                  f"concurrency {conc}, whole processes, {args.rounds} rounds interleaved "
+                  f"(medians), load average {min(loads):.1f}-{max(loads):.1f}")
+            print(f"{'client':<10}{'wall s':>9}{'bound s':>9}{'efficiency':>12}{'vs bare':>9}"
+                  f"{'before 1st call s':>19}{'after last s':>14}")
+            eff: dict[str, float] = {}
+            for side, rows in runs.items():
+                wall = statistics.median(r[0] for r in rows)
+                before = statistics.median(r[1] for r in rows)
+                after = statistics.median(r[2] for r in rows)
+                eff[side] = bound / wall
+                rel = eff[side] / eff["bare"]
+                print(f"{side:<10}{wall:>9.2f}{bound:>9.2f}{eff[side]:>12.3f}{rel:>9.3f}"
+                      f"{before:>19.3f}{after:>14.3f}")
+            print("efficiency: bound / wall (1.0 = the physical limit); vs bare: ragmeter's "
+                  "efficiency / the bare client's (goal >= 0.95).")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=640)
     parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32])
+    parser.add_argument("--concurrency", type=int, nargs="+", default=None)
+    parser.add_argument("--whole", action="store_true",
+                        help="whole processes: ragmeter generate against a bare script")
+    parser.add_argument("--rounds", type=int, default=5, help="--whole: rounds (default 5)")
     args = parser.parse_args()
+    if args.concurrency is None:
+        args.concurrency = [32] if args.whole else [8, 32]
     server, url = start_server(args.latency)
+    if args.whole:
+        try:
+            bench_whole(url, args)
+        finally:
+            server.terminate()
+            server.wait(10)
+        return
     try:
         with tempfile.TemporaryDirectory() as tmp:
             # Warm up imports and the server so that neither side pays them in its timing.

@@ -20,7 +20,9 @@ is a :class:`MetricLookupError` carrying the facts, which each door phrases in i
 
 Judged verbs also carry ``judges`` (one card per judge: its identity and its validation, or
 "unvalidated") and ``alarms`` (e.g. the degenerate-judge alarm), which travel into the run
-record and every report.
+record and every report: the cards as ``summary["judges"]``, or as ``summary["judge_cards"]``
+when ``judges`` already holds each judge's measured agreement (``trace run``, ``multilingual
+judge`` on data with reference scores).
 """
 
 from __future__ import annotations
@@ -68,6 +70,10 @@ class Result:
         self.alarms = [dict(a) for a in alarms]
         if self.judges and "judges" not in self.summary:
             self.summary["judges"] = self.judges
+        elif self.judges and "judge_cards" not in self.summary:
+            # "judges" holds a validation per judge (trace run, multilingual judge on data
+            # with references): the cards travel beside it
+            self.summary["judge_cards"] = self.judges
         if self.alarms and "alarms" not in self.summary:
             self.summary["alarms"] = self.alarms
         if headline is not None:

@@ -30,7 +30,8 @@ from tests.servers.scripted_openai import ScriptedServer
 VERBS = ("rgb.build", "rgb.score", "rgb.judge:detector", "rgb.judge", "rgb.run", "trace.score",
          "trace.score:detector labels", "trace.label:detector", "trace.label",
          "trace.run:detector", "trace.run", "trace.validate", "trace.fit",
-         "multilingual.score", "multilingual.judge", "rubric.score", "rubric.judge:overlap",
+         "multilingual.score", "multilingual.fit", "multilingual.judge", "rubric.score",
+         "rubric.judge:overlap",
          "rubric.judge", "rubric.validate", "rubric.run", "rubric.build", "reliability.score",
          "retrieval.score", "retrieval.compare", "criteria.judge", "app.run", "generate")
 

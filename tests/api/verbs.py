@@ -20,6 +20,15 @@ RUBRIC_ROWS = [{"id": str(i), "question": f"What is fact {i}?", "reference": f"f
                 "response": f"fact {i} holds" if i % 3 else "no idea", "lang": "en"}
                for i in range(9)]
 
+# Answers with reference semantic scores in three languages and two systems, for
+# multilingual.fit (its leave-one-language-out choice needs at least two languages).
+FIT_ROWS = [{"sample_id": f"{lang}{i}", "sample_lang": lang, "system": f"s{i % 2}",
+             "question": f"Question {i}?", "gold_answer": f"answer {i} {lang}",
+             "pred_answer": (f"answer {i} {lang}" if i % 3 == 0 else
+                             f"the answer is {i} {lang}" if i % 3 == 1 else "no idea"),
+             "semantic_score": (1.0, 0.7, 0.0)[i % 3]}
+            for lang in ("en", "de", "fr") for i in range(12)]
+
 KB = "\n\n".join(f"# Part {i}\n" + f"The campus library opens at {8 + i} o'clock on weekdays "
                  "and keeps its reading room open late for students. " * 4 for i in range(3))
 
@@ -97,6 +106,7 @@ def build(server_url: str, tmp: Path) -> dict[str, Callable[[], Any]]:
             trace, pred=ragmeter.trace.label(trace).items),
         "trace.fit": lambda: ragmeter.trace.fit({"a": trace, "b": trace}),
         "multilingual.score": lambda: ragmeter.multilingual.score(ml, ci=True),
+        "multilingual.fit": lambda: ragmeter.multilingual.fit(FIT_ROWS),
         "multilingual.judge": lambda: ragmeter.multilingual.judge(ml, scoring="generate",
                                                                   backend=backend, **calls),
         "rubric.score": lambda: ragmeter.rubric.score(

@@ -80,11 +80,16 @@ def test_a_typo_still_suggests_the_plugin(plugins):
         registry.backend_spec("yourplugn")
 
 
-def test_multilingual_judge_auto_scores_choices_and_the_store_keeps_the_calls(plugins, tmp_path):
+def test_multilingual_judge_scores_choices_and_the_store_keeps_the_calls(plugins, tmp_path):
     store = tmp_path / "calls.sqlite"
     backend = ModelBackend(name="yourplugin")
+    # auto picks ragmeter's fitted score for a choice-scoring backend (as trace's detector);
+    # choices asks the plugin's model
+    auto = ragmeter.multilingual.judge(MULTILINGUAL_ROWS, backend=backend, store=store,
+                                       progress=False)
+    assert auto.summary["method"] == "fitted" and not PluginBackend.calls
     result = ragmeter.multilingual.judge(MULTILINGUAL_ROWS, backend=backend, store=store,
-                                         progress=False)
+                                         scoring="choices", progress=False)
     assert result.summary["method"] == "choices"
     assert len(PluginBackend.calls) == 3
     assert all(r.choices is not None for r in PluginBackend.calls)
@@ -94,7 +99,7 @@ def test_multilingual_judge_auto_scores_choices_and_the_store_keeps_the_calls(pl
             for r in PluginBackend.calls]
     assert set(Store(store).get_many(keys)) == set(keys)  # every call kept in the store
     again = ragmeter.multilingual.judge(MULTILINGUAL_ROWS, backend=ModelBackend(name="yourplugin"),
-                                        store=store, progress=False)
+                                        store=store, scoring="choices", progress=False)
     assert len(PluginBackend.calls) == 3  # a new backend value, the same store: no call
     assert [row["semantic_score"] for row in again.items] == \
         [row["semantic_score"] for row in result.items]

@@ -34,7 +34,7 @@ def _vocab():
 
 
 def write_tiny(path, *, arch="llama", pre="smollm", extra_tensor=None, add_bos=False,
-               token_type_4=False, seed=0):
+               token_type_4=False, seed=0, down_type=None):
     rng = np.random.default_rng(seed)
     tokens, types, merges = _vocab()
     if token_type_4:
@@ -79,7 +79,7 @@ def write_tiny(path, *, arch="llama", pre="smollm", extra_tensor=None, add_bos=F
         quantized(f"blk.{i}.attn_output.weight", (HIDDEN, HIDDEN), Q4_1)
         quantized(f"blk.{i}.ffn_gate.weight", (FFN, HIDDEN), Q4_1)
         quantized(f"blk.{i}.ffn_up.weight", (FFN, HIDDEN), Q4_1)
-        quantized(f"blk.{i}.ffn_down.weight", (HIDDEN, FFN), Q8_0)
+        quantized(f"blk.{i}.ffn_down.weight", (HIDDEN, FFN), down_type or Q8_0)
     if extra_tensor:
         writer.add_tensor(extra_tensor, np.zeros(HIDDEN, dtype=np.float32))
     writer.write_header_to_file()

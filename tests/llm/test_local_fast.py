@@ -180,11 +180,16 @@ def test_numpy_choice_logprobs_within_1e_4_of_torch(numpy_pair):
     _assert_choices_close(runtime, fast, prompts, prompts[:3], choices)
 
 
-def test_numpy_sampling_goes_to_transformers(pair, numpy_pair):
-    reference, _, prompts, _ = pair
-    runtime = numpy_pair[1]
+def test_numpy_samples_without_transformers(numpy_pair):
+    """Sampling runs on the numpy runtime itself (issue 26.1; it went to transformers, whose
+    torch draws it does not repeat): seeded, and top_k=1 is greedy decoding."""
+    _, runtime, prompts = numpy_pair
     sampled = {"max_tokens": 8, "temperature": 0.7, "seed": 3}
-    assert runtime.generate(prompts[0], sampled) == reference.generate(prompts[0], sampled)
+    first = runtime.generate(prompts[0], sampled)
+    assert first == runtime.generate(prompts[0], sampled) and first.completion_tokens > 0
+    assert runtime._fallback is None  # transformers never loaded
+    assert (runtime.generate(prompts[0], dict(sampled, top_k=1))
+            == runtime.generate(prompts[0], {"max_tokens": 8}))
 
 
 def test_backend_default_is_numpy_and_never_imports_torch(pair, monkeypatch):
@@ -215,7 +220,8 @@ def test_backend_default_is_numpy_and_never_imports_torch(pair, monkeypatch):
 
 def test_backend_picks_the_forward_pass(pair, monkeypatch):
     """numpy by default; ``forward=`` or ``$RAGMETER_LOCAL_FORWARD`` pick torch;
-    ``RAGMETER_LOCAL_FAST=0`` picks transformers; the cache key is the same for all."""
+    ``RAGMETER_LOCAL_FAST=0`` picks transformers; the identity (the cache key, the run
+    records) names the runtime that runs (issue 26.1: it said transformers for all three)."""
     monkeypatch.setenv("RAGMETER_HOME", str(pair[3]))
     for name in ("RAGMETER_LOCAL_FORWARD", "RAGMETER_LOCAL_FAST"):
         monkeypatch.delenv(name, raising=False)
@@ -224,7 +230,8 @@ def test_backend_picks_the_forward_pass(pair, monkeypatch):
         backend = local.LocalBackend(forward=forward)
         backend.load()
         assert isinstance(backend._runtime, kind)
-    assert local.LocalBackend(forward="torch").identity() == local.LocalBackend().identity()
+    assert local.LocalBackend(forward="torch").identity()["runtime"] == "torch"
+    assert local.LocalBackend().identity()["runtime"] == "numpy"
     monkeypatch.setenv("RAGMETER_LOCAL_FORWARD", "torch")
     from_env = local.LocalBackend()
     from_env.load()
@@ -234,6 +241,7 @@ def test_backend_picks_the_forward_pass(pair, monkeypatch):
     old = local.LocalBackend()
     old.load()
     assert isinstance(old._runtime, _TransformersRuntime)
+    assert old.identity()["runtime"] == "transformers"
     with pytest.raises(local.ConfigError, match="unknown forward 'jax'"):
         local.LocalBackend(forward="jax")
 

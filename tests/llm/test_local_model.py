@@ -37,9 +37,7 @@ def claim_request(claim: str) -> Request:
 def backend(tmp_path_factory):
     if local.default_model_path() is None:
         pytest.skip(f"default model not installed: {local.INSTALL_MODEL}")
-    status = local.runtime_status()
-    if not (status["torch"] and status["transformers"] and status["gguf"]) \
-            and not status["llama_cpp"]:
+    if local_model.installed_runtime() is None:
         pytest.skip(f"no local runtime: {local.INSTALL_LOCAL}")
     with pytest.MonkeyPatch.context() as mp:  # the converted-model cache goes to a temp home
         mp.setenv("RAGMETER_HOME", str(tmp_path_factory.mktemp("ragmeter-home")))

@@ -5,7 +5,8 @@ It answers ``POST /v1/chat/completions`` with a scripted reply, optional ``logpr
 latency, and injected faults at given rates: 429 with ``Retry-After``, 500, a timeout (the
 answer comes after ``timeout_sleep`` seconds), a malformed body, a connection cut in the middle
 of the body, and a slow first byte.  It counts calls, faults,
-connections and which prompts got a good answer.  ``GET /stats`` returns those counters.
+connections, which prompts got a good answer, and when the first and last call came since the
+last reset.  ``GET /stats`` returns those counters, ``POST /reset`` sets them to zero.
 
 In tests, use the ``scripted_server`` fixture (a factory)::
 
@@ -92,6 +93,8 @@ class ScriptedServer:
         self.connections = 0
         self.open_connections = 0
         self.max_open_connections = 0
+        self.first_call_at: float | None = None  # time.time() of the first call since reset
+        self.last_call_at: float | None = None
         self._rng = random.Random(self.faults.seed)
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -112,12 +115,14 @@ class ScriptedServer:
             self.bodies.clear()
             self.connections = 0
             self.max_open_connections = self.open_connections
+            self.first_call_at = self.last_call_at = None
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
             return {"calls": self.calls, "outcomes": dict(self.outcomes),
                     "connections": self.connections,
-                    "max_open_connections": self.max_open_connections}
+                    "max_open_connections": self.max_open_connections,
+                    "first_call_at": self.first_call_at, "last_call_at": self.last_call_at}
 
     # -------------------------------------------------------------- lifecycle
 
@@ -219,6 +224,9 @@ class ScriptedServer:
         f = self.faults
         with self._lock:
             self.calls += 1
+            self.last_call_at = time.time()
+            if self.first_call_at is None:
+                self.first_call_at = self.last_call_at
             for name, rate in (("429", f.rate_429), ("500", f.rate_500),
                                ("timeout", f.rate_timeout), ("malformed", f.rate_malformed),
                                ("disconnect", f.rate_disconnect)):
@@ -230,6 +238,9 @@ class ScriptedServer:
                                                                            bytes]:
         if method == "GET" and path.rstrip("/").endswith("/stats"):
             return 200, {}, json.dumps(self.stats()).encode()
+        if method == "POST" and path.rstrip("/").endswith("/reset"):
+            self.reset_counts()
+            return 200, {}, b"{}"
         if method == "GET" and path.rstrip("/").endswith("/models"):
             return 200, {}, json.dumps({"object": "list", "data": [
                 {"id": m, "object": "model"} for m in self.models]}).encode()

@@ -12,6 +12,7 @@ import ragmeter
 from ragmeter.io._samples import sample_path
 from ragmeter.multilingual import _metrics
 from ragmeter.multilingual._metrics import (
+    AGREEMENT_METRICS,
     METRIC_KEYS,
     METRIC_VERSION,
     METRICS,
@@ -41,8 +42,10 @@ def test_the_table_names_every_metric_once_with_a_definition_and_a_source() -> N
     assert METRICS.family == "multilingual" and METRICS.version == METRIC_VERSION == "lbrag-1"
     lbrag = ("em", "f1", "rlc", "rlc_ok", "cost", "cnbe", "semantic_score")
     assert [n for n in METRICS.names if n in lbrag] == list(lbrag)  # in LBRAG's order
-    assert METRICS.names[-1] == "rlc_lid"  # opt-in: the last column when computed
-    assert len(ROWS) == len(METRICS)
+    assert ROWS[-1].name == "rlc_lid"  # opt-in: the last column when computed
+    # then the judge's agreement with reference scores: corpus-level, not row metrics
+    assert list(METRICS.names[len(ROWS):]) == list(AGREEMENT_METRICS.names) == [
+        "semantic_auroc", "semantic_spearman", "semantic_mae"]
     for m in ROWS:
         assert m.label and m.description and m.source, m.name
         assert m.row in ("answer", "response", "given", "baseline", "lid") or m.of in METRICS
@@ -78,7 +81,7 @@ def test_every_number_of_a_score_is_a_metric_of_the_table() -> None:
     result = ragmeter.multilingual.score(SAMPLE, ci=True)
     for system, values in result.summary["metrics"].items():
         names = [k for k in values if not k.endswith(("_std", "_n")) and k != "n"]
-        assert names == [n for n in METRICS.names if n != "rlc_lid"], system
+        assert names == [m.name for m in ROWS if m.name != "rlc_lid"], system
         assert list(result.summary["ci95"][system]) == names
     item = next(i for i in result.items if i["status"] == "ok")
     assert [k for k in item if k in METRICS] == names
@@ -211,7 +214,7 @@ def test_report_parts_are_found_through_the_family_table() -> None:
     assert "multilingual" not in html_families.PAIRED_UNITS
     result = ragmeter.multilingual.score(SAMPLE, ci=True)
     html = str(_report.section(result.summary))
-    for m in METRICS:  # every computed column is a table row's label
+    for m in ROWS:  # every computed column is a table row's label
         assert (f"<th class=num>{m.label}</th>" in html) is (m.name != "rlc_lid"), m.name
     units = _report.paired_units(result.items)
     assert set(units) == {(s, k) for s in result.summary["metrics"] for k in PAIRED_METRICS}

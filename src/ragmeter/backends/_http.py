@@ -23,9 +23,36 @@ from ragmeter._util._redact import redact_text
 from ragmeter.errors import BackendError
 
 __all__ = ["send", "raise_for_status", "error_message", "parse_retry_after", "post_stored",
-           "LoopClient", "RETRYABLE_4XX"]
+           "LoopClient", "RETRYABLE_4XX", "import_httpx"]
 
 RETRYABLE_4XX = {408, 409}
+
+
+def import_httpx() -> Any:
+    """``import httpx``, without httpx's own command-line client: ``httpx/__init__`` imports
+    ``httpx._main`` (rich, pygments, click; 30-90 ms of a process's start-up) and falls back to
+    a stub ``httpx.main`` when that import fails, so ragmeter, which never runs that command,
+    makes it fail.  Any other import error of httpx is raised as usual."""
+    import sys
+
+    if "httpx" in sys.modules:
+        return sys.modules["httpx"]
+    modules: dict[str, Any] = sys.modules  # type: ignore[assignment]
+    blocked = "httpx._main" not in modules
+    if blocked:
+        modules["httpx._main"] = None  # `import httpx._main` raises ImportError
+    try:
+        import httpx
+    except ImportError:
+        if not blocked:
+            raise
+        del modules["httpx._main"]  # an httpx that cannot do without its _main: import it whole
+        blocked = False
+        import httpx
+    finally:
+        if blocked and modules.get("httpx._main", 0) is None:
+            del modules["httpx._main"]
+    return httpx
 
 
 class LoopClient:
@@ -45,15 +72,17 @@ class LoopClient:
     def get(self) -> Any:
         import asyncio
 
-        import httpx
-
+        httpx = import_httpx()
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
+            limits = httpx.Limits(max_connections=self._max, max_keepalive_connections=self._max)
+            tls: Any = _LazyTLSTransport(limits)  # an httpx transport, duck-typed
             self._client = httpx.AsyncClient(
                 base_url=self._base_url, headers=self._headers,
                 timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s, 30.0)),
-                limits=httpx.Limits(max_connections=self._max,
-                                    max_keepalive_connections=self._max))
+                transport=tls,
+                # plain http:// needs no TLS: no certificate bundle to load (40-80 ms)
+                mounts={"http://": httpx.AsyncHTTPTransport(verify=False, limits=limits)})
             self._loop = loop
         return self._client
 
@@ -61,6 +90,38 @@ class LoopClient:
         client, self._client, self._loop = self._client, None, None
         if client is not None:
             await client.aclose()
+
+
+class _LazyTLSTransport:
+    """httpx's default transport for https://, made at the first request that needs it: a
+    client that only ever speaks plain http:// never loads the certificate bundle (the TLS
+    context costs 40-80 ms of a process's start-up).  Certificates are verified as by
+    default."""
+
+    def __init__(self, limits: Any) -> None:
+        self._limits = limits
+        self._transport: Any = None
+
+    def _get(self) -> Any:
+        if self._transport is None:
+            import httpx
+
+            self._transport = httpx.AsyncHTTPTransport(limits=self._limits)
+        return self._transport
+
+    async def handle_async_request(self, request: Any) -> Any:
+        return await self._get().handle_async_request(request)
+
+    async def __aenter__(self) -> _LazyTLSTransport:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        transport, self._transport = self._transport, None
+        if transport is not None:
+            await transport.aclose()
 
 
 def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
@@ -154,12 +215,11 @@ def post_stored(url: str, body: Mapping[str, Any], identity: Mapping[str, Any], 
     re-run resumes where this one stopped."""
     import json
 
-    import httpx
-
     from ragmeter._util._redact import redact_url
     from ragmeter.backends._types import Message, Request, Response, Usage
     from ragmeter.errors import ConfigError
 
+    httpx = import_httpx()
     request = Request(id=request_id, messages=(Message("user", json.dumps(
         body, ensure_ascii=False, sort_keys=True)),))
     key = request.cache_key(identity)

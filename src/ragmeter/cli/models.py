@@ -14,6 +14,7 @@ import click
 
 def models_report() -> dict[str, Any]:
     """What ``ragmeter models`` shows, as a JSON-ready dict (no model is loaded)."""
+    from ragmeter.backends._local import _kernel as local_kernel
     from ragmeter.backends._local import _model as local
     from ragmeter.backends._registry import backend_names
 
@@ -24,10 +25,14 @@ def models_report() -> dict[str, Any]:
     if model_path is None:
         missing.append({"what": f"default model {local.DEFAULT_MODEL}",
                         "install": local.INSTALL_MODEL})
-    if runtime is None:
-        absent = [n for n in ("torch", "transformers", "gguf", "accelerate") if not status[n]]
-        missing.append({"what": "local runtime (" + ", ".join(absent) + ")",
+    if not local.has_all(status, local.NUMPY_NEEDS):
+        absent = [n for n in local.NUMPY_NEEDS if not status[n]]
+        missing.append({"what": "local runtime numpy (" + ", ".join(absent) + ")",
                         "install": local.INSTALL_LOCAL})
+    if not local.has_all(status, local.TORCH_NEEDS):
+        missing.append({"what": "torch runtime (optional: architectures other than Llama, "
+                                "runtime='torch' or 'transformers', the minilm embedder)",
+                        "install": local.INSTALL_TORCH})
     if not status["llama_cpp"]:
         missing.append({"what": "llama-cpp-python (optional, faster GGUF runtime)",
                         "install": local.INSTALL_LLAMA_CPP})
@@ -40,6 +45,8 @@ def models_report() -> dict[str, Any]:
             "size_bytes": model_path.stat().st_size if model_path else None,
         },
         "local_runtime": runtime,
+        # how the numpy runtime reads the weights: quantized blocks with the C kernel, or float32
+        "local_weights": local_kernel.describe() if runtime == "numpy" else None,
         "packages": {("llama-cpp-python" if k == "llama_cpp" else k): v
                      for k, v in status.items()},
         "missing": missing,
@@ -98,7 +105,8 @@ def models(as_json: bool) -> None:
                   soft_wrap=True)
     else:
         con.print(f"Default model: {dm['name']}  NOT installed")
-    con.print("Local runtime: " + (report["local_runtime"] or "none installed"))
+    con.print("Local runtime: " + (report["local_runtime"] or "none installed")
+              + (f", {report['local_weights']}" if report.get("local_weights") else ""))
     con.print("Packages: " + ", ".join(f"{k} {'yes' if v else 'no'}"
                                        for k, v in report["packages"].items()))
     for m in report["missing"]:

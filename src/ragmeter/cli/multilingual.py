@@ -17,7 +17,9 @@ from ragmeter.cli.report import record_options, save_result
 
 @click.group(name="multilingual", cls=LazyGroup, lazy={
     "judge": ("ragmeter.cli.multilingual_judge:judge",
-              "Add LBRAG's semantic score to each answer with a judge model.")})
+              "Add LBRAG's semantic score to each answer (fitted score or a judge model)."),
+    "fit": ("ragmeter.cli.multilingual_judge:fit",
+            "Fit ragmeter's semantic score on answers with reference scores.")})
 def group() -> None:
     """Multilingual QA (LBRAG): EM, language-aware F1, RLC, cost, CNBE, semantic score."""
 

@@ -4,15 +4,20 @@ alarm, repeats (stability) and spend."""
 from __future__ import annotations
 
 from ragmeter.judges._card import (
+    ALARM_KINDS,
+    AT_CHANCE,
     DEGENERATE_SHARE,
     MIN_PROBABILITY_SPREAD,
+    alarm_flag,
     alarm_lines,
     card_line,
     check_chance,
     check_degenerate,
+    check_validity,
     judge_card,
     known_validations,
     model_id,
+    validation_statistic,
 )
 from ragmeter.judges._repeats import (
     check_repeats,
@@ -29,14 +34,18 @@ from ragmeter.judges._spend import (
 )
 
 __all__ = [
+    "ALARM_KINDS",
+    "AT_CHANCE",
     "DEGENERATE_SHARE",
     "MIN_PROBABILITY_SPREAD",
     "USAGE_KEYS",
     "add_usage",
+    "alarm_flag",
     "alarm_lines",
     "card_line",
     "check_chance",
     "check_degenerate",
+    "check_validity",
     "check_repeats",
     "deterministic_stability",
     "judge_card",
@@ -47,4 +56,5 @@ __all__ = [
     "repeat_requests",
     "spend",
     "usage_of",
+    "validation_statistic",
 ]

@@ -12,8 +12,13 @@ The *degenerate-judge alarm* trips when a judge says the same thing for nearly e
 * the judge's probabilities do not separate: the spread of p (95th minus 5th percentile) is
   below ``0.05``;
 
-and a judge whose measured agreement with reference labels is at or below chance
-(:func:`check_chance`) is flagged the same way.
+and a judge whose agreement with reference labels is at or below chance is flagged the same
+way (alarm kind ``judge_at_chance``): :func:`check_validity` reads a judge card's validation
+(its shipped one, or one measured on the run's own reference labels) and trips on an AUROC at
+most ``0.55``, a kappa or a rank correlation at most ``0.2``, or a 95% CI that reaches chance
+(0.5 for an AUROC, 0 for a kappa or correlation); :func:`check_chance` trips on a single
+value at or below chance itself.  Uniform verdicts are not the only way a judge can print
+noise as measurement.
 
 Such numbers are flagged in the console, the run record and every report, never shown as a
 plain measurement.  These are pure functions: no model, no I/O beyond reading that shipped
@@ -27,7 +32,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["DEGENERATE_SHARE", "MIN_PROBABILITY_SPREAD", "check_degenerate", "check_chance",
-           "judge_card", "card_line", "alarm_lines", "known_validations", "model_id"]
+           "judge_card", "card_line", "alarm_lines", "known_validations", "model_id",
+           "AT_CHANCE", "ALARM_KINDS", "validation_statistic", "check_validity", "alarm_flag"]
 
 DEGENERATE_SHARE = 0.95
 MIN_PROBABILITY_SPREAD = 0.05
@@ -131,6 +137,75 @@ def known_validations() -> dict[str, dict[str, Any]]:
 
 _KNOWN: dict[str, dict[str, Any]] | None = None
 
+AT_CHANCE: dict[str, tuple[float, float]] = {"auroc": (0.55, 0.5), "kappa": (0.2, 0.0),
+                                             "correlation": (0.2, 0.0)}
+"""Per kind of agreement statistic: (the value at or below which a judge counts as at
+chance, chance itself, which its 95% CI must stay above)."""
+
+ALARM_KINDS = ("degenerate_judge", "judge_at_chance")
+"""The alarms that flag a judge's numbers as unmeasured (every door treats them alike)."""
+
+
+def validation_statistic(validation: Mapping[str, Any]) -> str | None:
+    """The kind of a validation's statistic (a key of :data:`AT_CHANCE`): its ``statistic``
+    field, else read from its ``metric`` text (AUROC, kappa/κ, Spearman/correlation); None
+    for an error such as MAE or RMSE, which has no chance level."""
+    given = validation.get("statistic")
+    text = str(given if given else validation.get("metric", "")).lower()
+    if "auroc" in text or "auc" in text:
+        return "auroc"
+    if "kappa" in text or "κ" in text or "qwk" in text:
+        return "kappa"
+    if "spearman" in text or "correlation" in text or "rho" in text or "pearson" in text:
+        return "correlation"
+    return None
+
+
+def check_validity(card: Mapping[str, Any], *, what: str,
+                   measured_on: str = "its validation") -> dict[str, Any] | None:
+    """The validity alarm when the card's validation is at or below chance (module docstring),
+    else None (also for an unvalidated judge: the card says so already).  ``what``: the
+    numbers it flags (as :func:`check_degenerate`'s); ``measured_on``: where the validation
+    was measured, for the message."""
+    v = card.get("validation")
+    if not isinstance(v, Mapping):
+        return None
+    stat = validation_statistic(v)
+    value = v.get("value")
+    if stat is None or not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    limit, chance = AT_CHANCE[stat]
+    given = v.get("ci")
+    ci = [float(c) for c in given] if isinstance(given, (list, tuple)) and len(given) == 2 \
+        and all(isinstance(c, (int, float)) for c in given) else None
+    reasons = []
+    if value <= limit:
+        reasons.append(f"{v.get('metric', stat)} {value:.3f} <= {limit:g}")
+    if ci is not None and ci[0] <= chance:
+        reasons.append(f"its 95% CI [{ci[0]:.3f}, {ci[1]:.3f}] reaches chance ({chance:g})")
+    if not reasons:
+        return None
+    judge = str(card.get("judge", "judge"))
+    return {"kind": "judge_at_chance", "judge": judge, "what": what,
+            "metric": v.get("metric", stat), "statistic": stat, "value": float(value),
+            "ci": ci, "limit": limit, "chance": chance,
+            "message": f"{what}: the judge {judge} is at or below chance on {measured_on} ("
+                       + "; ".join(reasons) + "); treat these numbers as unmeasured"}
+
+
+def alarm_flag(alarm: Mapping[str, Any]) -> str:
+    """The short flag a headline row carries for an alarm of :data:`ALARM_KINDS`."""
+    if alarm.get("kind") == "judge_at_chance":
+        value = alarm.get("value")
+        shown = f" {value:.3f}" if isinstance(value, (int, float)) else ""
+        return f"judge at or below chance: {alarm.get('metric', 'agreement')}{shown}"
+    if "share" in alarm:
+        return (f"degenerate judge: {alarm.get('verdict')!r} for {alarm['share']:.0%} of "
+                f"{alarm.get('n')} items")
+    if "spread" in alarm:
+        return f"degenerate judge: probabilities spread {alarm.get('spread', 0.0):.3f}"
+    return "degenerate judge"
+
 
 def card_line(card: Mapping[str, Any]) -> str:
     """``detector v1: hallucination AUROC 0.71 [0.66, 0.76], RAGBench ...`` or
@@ -145,6 +220,12 @@ def card_line(card: Mapping[str, Any]) -> str:
     ci = v.get("ci")
     if isinstance(ci, (list, tuple)) and len(ci) == 2:
         text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+    for extra in v.get("more") or ():
+        if isinstance(extra, Mapping) and isinstance(extra.get("value"), (int, float)):
+            text += f"; {extra.get('metric', '')} {extra['value']:.3f}"
+            eci = extra.get("ci")
+            if isinstance(eci, (list, tuple)) and len(eci) == 2:
+                text += f" [{eci[0]:.3f}, {eci[1]:.3f}]"
     if v.get("data"):
         text += f", {v['data']}"
     return text

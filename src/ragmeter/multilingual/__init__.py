@@ -10,6 +10,7 @@ from ragmeter.multilingual._options import (
 )
 from ragmeter.multilingual._verbs import (
     ajudge,
+    fit,
     judge,
     score,
 )
@@ -17,6 +18,7 @@ from ragmeter.multilingual._verbs import (
 __all__ = [
     "JudgeOptions",
     "ajudge",
+    "fit",
     "judge",
     "score",
 ]

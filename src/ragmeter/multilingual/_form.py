@@ -21,13 +21,15 @@ FORMS: tuple[VerbSpec, ...] = (
     VerbSpec(
         "multilingual-judge", "multilingual judge", "multilingual",
         ("ragmeter", "multilingual", "judge"), call=_judge,
-        about="Add LBRAG's 0-1 semantic score to multilingual answers with a judge model.",
+        about="Add LBRAG's 0-1 semantic score to multilingual answers: ragmeter's fitted "
+              "score (no model; the default) or a judge model, validated against reference "
+              "scores when the data has them.",
         phases=("judge",),
         fields=(
             Field("answers", "answers", "file", required=True, suffixes=TABLE_SUFFIXES, arg="",
                   flag=None, samples=("multilingual_answers.jsonl",),
                   empty_label="pick a file"),
             Field("scoring", "scoring", "choice", "auto",
-                  choices=("auto", "choices", "generate"), flag="--scoring"),
+                  choices=("auto", "fitted", "choices", "generate"), flag="--scoring"),
             Field("repeats", "repeats", "int", "1", lo=1, hi=50, flag="--repeats"))),
 )

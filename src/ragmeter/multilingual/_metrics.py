@@ -34,9 +34,9 @@ from ragmeter.text._languages import CHAR_TOKEN_LANGUAGES
 from ragmeter.text._overlap import f1_from_normalized, f1_from_tokens
 from ragmeter.text._rlc import RLC_OK_THRESHOLD, rlc, rlc_batch, rlc_ok
 
-__all__ = ["METRIC_VERSION", "METRICS", "METRIC_KEYS", "PAIRED_METRICS", "RowMetric",
+__all__ = ["METRIC_VERSION", "METRICS", "AGREEMENT_METRICS", "METRIC_KEYS", "PAIRED_METRICS", "RowMetric",
            "ROWS", "contains", "exact_match_normalized", "f1_normalized", "rows_of", "signature_fields",
-           "headline", "judge_headline", "judge_signature", "degenerate_flag"]
+           "headline", "judge_headline", "judge_signature", "degenerate_flag", "fit_headline"]
 
 METRIC_VERSION = "lbrag-1"
 
@@ -104,6 +104,23 @@ def contains(pred_norm: str, gold_norm: str, lang: str) -> float:
 
 _LBRAG = "LBRAG (kanoes/LBRAG-NEW), lbrag/metrics.py"
 _LBRAG_EXP = "LBRAG (kanoes/LBRAG-NEW), experiments/scripts/experiment.py"
+_VALIDATION = ("ragmeter: the judge against reference semantic scores (LBRAG's released "
+               "GPT-4o-mini semantic_score, or --reference-field); 95% CI: percentile "
+               "bootstrap over rows")
+
+_AGREEMENT: list[Metric] = [
+    Metric("semantic_auroc", "semantic AUROC",
+           "the judge's semantic score ranking the answers whose reference semantic score is "
+           "at least 0.5 above the others (multilingual judge on data with reference scores; "
+           "ties count 1/2)", _VALIDATION, aggregation="auroc",
+           constants={"threshold": 0.5}),
+    Metric("semantic_spearman", "semantic Spearman",
+           "Spearman's rho of the judge's semantic scores and the reference scores",
+           _VALIDATION, aggregation="spearman"),
+    Metric("semantic_mae", "semantic MAE",
+           "mean absolute difference of the judge's semantic scores and the reference "
+           "scores", _VALIDATION, higher_is_better=False, aggregation="mae"),
+]
 
 METRICS = MetricTable("multilingual", METRIC_VERSION, [
     RowMetric("em", "EM",
@@ -147,7 +164,17 @@ METRICS = MetricTable("multilingual", METRIC_VERSION, [
               "expected language (among the data's languages); catches a wrong language in "
               "the same script",
               "ragmeter (--rlc-lid), beyond LBRAG", row="lid", lbrag=False, compact=False),
+    *_AGREEMENT,
 ])
+"""Every metric of the family: the per-row metrics (:data:`ROWS`), then the judge's agreement
+with reference semantic scores (corpus-level, :data:`AGREEMENT_METRICS`), so every door that
+reads a headline (notebook, gate, report, web app) finds each by its name."""
+
+AGREEMENT_METRICS = MetricTable("multilingual", METRIC_VERSION, _AGREEMENT)
+"""The semantic judge's agreement with reference semantic scores (``multilingual judge`` on
+data that has them; ``multilingual fit``'s held-out numbers): corpus-level statistics, not
+per-row metrics: the tail of ``METRICS``, and a table of their own for the verbs that
+show only them."""
 
 ROWS: tuple[RowMetric, ...] = tuple(m for m in METRICS if isinstance(m, RowMetric))
 """``METRICS`` typed as this family's rows."""
@@ -202,6 +229,8 @@ def headline(summary: Mapping[str, Any],
     value (no cost, no baseline) are left out."""
     if summary.get("verb") == "judge":
         return judge_headline(summary)
+    if summary.get("verb") == "fit":
+        return fit_headline(summary)
     metrics: Mapping[str, Mapping[str, Any]] = summary.get("metrics") or {}
     cis: Mapping[str, Mapping[str, Any]] = summary.get("ci95") or {}
     cov = summary.get("coverage") or {}
@@ -234,8 +263,11 @@ def _share(part: Any, whole: Any) -> float | None:
 
 def judge_headline(summary: Mapping[str, Any]) -> list[Headline]:
     """The headline of ``multilingual judge``: the mean semantic score over every row (group
-    ``all``) and, with ``--by``, over each group, with the bootstrap 95% CI, n and coverage.
-    A judge that tripped the degenerate-judge alarm flags every row."""
+    ``all``) and, with ``--by``, over each group, with the bootstrap 95% CI, n and coverage;
+    on data with reference scores, then the judge's agreement with them (group: the judge's
+    name; ``"<judge> / <value>"`` per ``--by`` group).  A judge that tripped the
+    degenerate-judge alarm, or whose validation is at or below chance, flags every semantic
+    score row (the agreement rows are measurements of the judge, and stay unflagged)."""
     blocks = {ALL_GROUP: summary}
     groups = summary.get("groups")
     if isinstance(groups, Mapping):
@@ -250,16 +282,67 @@ def judge_headline(summary: Mapping[str, Any]) -> list[Headline]:
         c = block.get("coverage") or {}
         coverage[group] = _share(c.get("scored"), c.get("rows"))
     flag = degenerate_flag(summary.get("alarms") or [])
-    return METRICS.headline(values, ci=cis, n=n, coverage=coverage,
+    rows = METRICS.headline(values, ci=cis, n=n, coverage=coverage,
                             flags={"semantic_score": flag} if flag else None)
+    return rows + _agreement_rows(summary)
+
+
+_AGREEMENT_NAMES = tuple(AGREEMENT_METRICS.names)
+
+
+def _agreement_rows(summary: Mapping[str, Any]) -> list[Headline]:
+    """The judge's agreement with the reference scores, overall and per ``--by`` group."""
+    judges = summary.get("judges")
+    if not isinstance(judges, Mapping):
+        return []
+    values: dict[str, dict[str, Any]] = {}
+    cis: dict[str, dict[str, Any]] = {}
+    n: dict[str, dict[str, Any]] = {}
+    coverage: dict[str, Any] = {}
+    reference = summary.get("reference") or {}
+    for judge, ests in judges.items():
+        blocks = [(str(judge), ests, reference.get("rows"))]
+        groups = summary.get("groups")
+        for key, block in ((groups or {}).get("values") or {}).items() \
+                if isinstance(groups, Mapping) else ():
+            if isinstance(block.get("agreement"), Mapping):
+                blocks.append((f"{judge} / {key}", block["agreement"], None))
+        for group, found, rows in blocks:
+            if not isinstance(found, Mapping):
+                continue
+            values[group] = {k: (found.get(k) or {}).get("value") for k in _AGREEMENT_NAMES}
+            cis[group] = {k: (found.get(k) or {}).get("ci95") for k in _AGREEMENT_NAMES}
+            n[group] = {k: (found.get(k) or {}).get("n") for k in _AGREEMENT_NAMES}
+            coverage[group] = _share((found.get("semantic_auroc") or {}).get("n"), rows)
+    return AGREEMENT_METRICS.headline(values, ci=cis, n=n, coverage=coverage)
+
+
+def fit_headline(summary: Mapping[str, Any]) -> list[Headline]:
+    """``multilingual fit``: the fitted judge's held-out agreement per scheme (group
+    ``judge / leave-one-language-out`` ...) beside token F1 alone's (``F1 / ...``), with
+    their bootstrap CIs."""
+    held = (summary.get("provenance") or {}).get("held_out") or {}
+    values: dict[str, dict[str, Any]] = {}
+    cis: dict[str, dict[str, Any]] = {}
+    n: dict[str, dict[str, Any]] = {}
+    for scheme, found in held.items():
+        for who, label in (("judge", "fitted judge"), ("f1", "F1 alone")):
+            ests = found.get(who) or {}
+            group = f"{label} / leave-one-{scheme}-out"
+            values[group] = {f"semantic_{k}": (ests.get(k) or {}).get("value")
+                             for k in ("auroc", "spearman", "mae")}
+            cis[group] = {f"semantic_{k}": (ests.get(k) or {}).get("ci95")
+                          for k in ("auroc", "spearman", "mae")}
+            n[group] = {f"semantic_{k}": (ests.get(k) or {}).get("n")
+                        for k in ("auroc", "spearman", "mae")}
+    return AGREEMENT_METRICS.headline(values, ci=cis, n=n)
 
 
 def degenerate_flag(alarms: Sequence[Any]) -> str | None:
-    """The headline flag of a judge that tripped the degenerate-judge alarm, else None."""
-    for a in alarms:
-        if isinstance(a, Mapping) and a.get("kind") == "degenerate_judge":
-            if "share" in a:
-                return (f"degenerate judge: {a.get('verdict')!r} for {a['share']:.0%} of "
-                        f"{a.get('n')} items")
-            return f"degenerate judge: probabilities spread {a.get('spread', 0.0):.3f}"
-    return None
+    """The headline flag of a judge that tripped the degenerate-judge alarm or the validity
+    alarm (:data:`ragmeter.judges.ALARM_KINDS`), else None."""
+    from ragmeter.judges._card import ALARM_KINDS, alarm_flag
+
+    found = [alarm_flag(a) for a in alarms
+             if isinstance(a, Mapping) and a.get("kind") in ALARM_KINDS]
+    return "; ".join(found) if found else None

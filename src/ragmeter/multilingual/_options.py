@@ -13,13 +13,19 @@ __all__ = ["JudgeOptions"]
 class JudgeOptions:
     """How the semantic judge scores an answer (``multilingual judge``).
 
-    ``scoring`` (``--scoring``): ``generate`` (the judge writes ``{"score", "explanation"}``,
-    LBRAG's way), ``choices`` (P(yes) of a yes/no question from logits/logprobs) or ``auto``
-    (choices when the backend declares choice scoring, as the local one does; generate
-    otherwise).  ``repeats`` (``--repeats``): judge
-    every answer N times (distinct samples); the score is the mean over the scored repeats.
-    Both are in the result's signature.
+    ``scoring`` (``--scoring``): ``fitted`` (ragmeter's fitted semantic score, no model call),
+    ``generate`` (the judge writes ``{"score", "explanation"}``, LBRAG's way), ``choices``
+    (P(yes) of a yes/no question from logits/logprobs) or ``auto`` (fitted when the backend
+    declares choice scoring, as the local one does; generate otherwise).  ``model_file``
+    (``--model-file``): a fitted semantic judge's file from ``multilingual fit`` (default: the
+    shipped one).  ``repeats`` (``--repeats``): judge every answer N times (distinct samples);
+    the score is the mean over the scored repeats.  ``reference_field``
+    (``--reference-field``): the column of reference 0-1 semantic scores to validate the
+    judge against (default: ``semantic_score`` when the data has it).  Scoring, model and
+    repeats are in the result's signature.
     """
 
     scoring: str = "auto"
     repeats: int = 1
+    model_file: str | None = None
+    reference_field: str | None = None

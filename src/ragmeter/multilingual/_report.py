@@ -134,10 +134,15 @@ def section(doc: Mapping[str, Any]) -> Markup:
                          [["mean semantic score",
                            with_ci(mean, (doc.get("ci95") or {}).get("semantic_score")),
                            doc["metrics"].get("n")]], caption="Semantic judge")
-        rest = {k: v for k, v in doc.items() if k not in ("metrics", "ci95")}
+        head += _agreement_table(doc)
+        rest = {k: v for k, v in doc.items()
+                if k not in ("metrics", "ci95", "judges", "judge_cards")}  # shown above
         return Markup(head + note("Semantic scores added to the answers (see the items); score "
                                   "them with ragmeter multilingual score for LBRAG's table "
                                   "per system.") + generic(rest))
+    if doc.get("verb") == "fit":
+        return Markup(_held_out_table(doc) + generic(
+            {k: v for k, v in doc.items() if k not in ("headline", "model")}))
     metrics: Mapping[str, Mapping[str, Any]] = doc["metrics"]
     ci: Mapping[str, Mapping[str, Any]] = doc.get("ci95") or {}
     baseline = doc.get("baseline")
@@ -184,6 +189,57 @@ def section(doc: Mapping[str, Any]) -> Markup:
             ylabel="F1 gain per translated token"), "CNBE per system"))
     parts.append(f'<div class="plots">{"".join(plots)}</div>')
     return Markup("".join(parts) + notes_html(doc))
+
+
+_AGREEMENT = (("semantic_auroc", "AUROC (reference >= 0.5) ↑"), ("semantic_spearman",
+              "Spearman ↑"), ("semantic_mae", "MAE ↓"))
+
+
+def _agreement_table(doc: Mapping[str, Any]) -> str:
+    """``multilingual judge`` on data with reference scores: the judge's agreement with them,
+    overall and per ``--by`` group, each with its 95% CI."""
+    from ragmeter.reports._html import table
+    from ragmeter.reports.html_families import with_ci
+
+    judges = doc.get("judges")
+    if not isinstance(judges, Mapping) or not judges:
+        return ""
+    rows = []
+    for judge, found in judges.items():
+        blocks = [(str(judge), found)]
+        groups = doc.get("groups")
+        for key, block in ((groups or {}).get("values") or {}).items() \
+                if isinstance(groups, Mapping) else ():
+            if isinstance(block.get("agreement"), Mapping):
+                blocks.append((f"{judge} / {key}", block["agreement"]))
+        for label, ests in blocks:
+            if isinstance(ests, Mapping):
+                rows.append([label, *[with_ci((ests.get(k) or {}).get("value"),
+                                              (ests.get(k) or {}).get("ci95"))
+                                      for k, _ in _AGREEMENT],
+                             (ests.get("semantic_auroc") or {}).get("n")])
+    field = (doc.get("reference") or {}).get("field", "reference")
+    return table(["judge", *[label for _, label in _AGREEMENT], "rows"], rows,
+                 caption=f"Agreement with the reference scores ({field}); 95% bootstrap CI "
+                         "below a value")
+
+
+def _held_out_table(doc: Mapping[str, Any]) -> str:
+    """``multilingual fit``: the held-out agreement of the fitted judge and of F1 alone."""
+    from ragmeter.reports._html import table
+    from ragmeter.reports.html_families import with_ci
+
+    held = (doc.get("provenance") or {}).get("held_out") or {}
+    rows = []
+    for scheme, found in held.items():
+        for who, label in (("judge", "fitted judge"), ("f1", "F1 alone")):
+            ests = found.get(who) or {}
+            rows.append([f"{label}, leave-one-{scheme}-out",
+                         *[with_ci((ests.get(k[9:]) or {}).get("value"),
+                                   (ests.get(k[9:]) or {}).get("ci95")) for k, _ in _AGREEMENT],
+                         (ests.get("auroc") or {}).get("n")])
+    return table(["model", *[label for _, label in _AGREEMENT], "rows"], rows,
+                 caption="Held-out agreement with the reference semantic scores")
 
 
 def paired_units(items: Sequence[Mapping[str, Any]]) -> Any:

@@ -19,6 +19,8 @@ call exactly these functions.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ragmeter._verb._context import (
@@ -34,7 +36,7 @@ from ragmeter.multilingual._options import JudgeOptions
 from ragmeter.multilingual._rows import ALIASES
 from ragmeter.result import Result
 
-__all__ = ["score", "judge", "ajudge"]
+__all__ = ["score", "judge", "ajudge", "fit"]
 
 COMPONENT = "multilingual"
 
@@ -165,35 +167,47 @@ def judge(data: Any, *, fields: Mapping[str, str] | Iterable[str] | None = None,
           judge: JudgeOptions | None = None, backend: Any = None,
           run: RunOptions | None = None, output: OutputOptions | None = None,
           **options: Any) -> Result:
-    """Add LBRAG's 0–1 ``semantic_score`` to each answer with a judge model.
+    """Add LBRAG's 0–1 ``semantic_score`` to each answer, with ragmeter's fitted semantic
+    score (no model) or a judge model; validate it when the data carries reference scores.
 
-    ``judge`` (:class:`JudgeOptions`): ``scoring`` ``generate`` (the judge writes
-    ``{"score", "explanation"}``, LBRAG's way), ``choices`` (P(yes) of a yes/no question from
-    logits/logprobs) or ``auto`` (choices when the backend declares choice scoring, as the
-    local one does); ``repeats``: judge every answer N times (distinct samples); the score is
-    the mean over the scored repeats and ``summary["stability"]`` holds the flip rate, the
-    per-item agreement and Fleiss' κ over the verdicts rounded to 0.1.  ``backend``: :func:`ragmeter.backends.local` (default) or
-    ``.openai(...)``.  ``run`` (:class:`ragmeter.RunOptions`): the store, replay, dry run,
+    ``judge`` (:class:`JudgeOptions`): ``scoring`` ``fitted`` (ragmeter's fitted semantic
+    score: lexical, numeric and script features, no model call; ``model_file``: your own file
+    from :func:`fit`), ``generate`` (the judge model writes ``{"score", "explanation"}``, LBRAG's
+    way), ``choices`` (P(yes) of a yes/no question from logits/logprobs) or ``auto`` (fitted
+    for the local backend, generate for others); ``repeats``: judge every answer N times
+    (distinct samples; the fitted score is deterministic); the score is the mean over the
+    scored repeats and ``summary["stability"]`` holds the flip rate, the per-item agreement
+    and Fleiss' κ over the verdicts rounded to 0.1.  ``reference_field``: the column of
+    reference 0-1 semantic scores (default: ``semantic_score`` when the data has it, as
+    LBRAG's released runs do): the judge's agreement with them (AUROC at reference >= 0.5,
+    Spearman, MAE, bootstrap 95% CIs) goes to ``summary["judges"][<judge name>]`` and the
+    headline, each row keeps its reference as ``semantic_reference``, and a judge at or
+    below chance on it is flagged.  ``backend``: :func:`ragmeter.backends.local` (default)
+    or ``.openai(...)``.  ``run`` (:class:`ragmeter.RunOptions`): the store, replay, dry run,
     progress.  ``output`` (:class:`ragmeter.OutputOptions`): ``by``: the mean semantic score,
-    coverage, stability and spend per group of rows sharing this field (``lang`` =
-    ``sample_lang``, ``system``, any column); ``resamples``/``seed`` of the bootstrap 95% CI
-    the mean always carries.  The groups' fields are also accepted as plain keywords
+    coverage, stability, agreement and spend per group of rows sharing this field (``lang`` =
+    ``sample_lang``, ``system``, any column); ``resamples``/``seed`` of the bootstrap 95% CIs.
+    The groups' fields are also accepted as plain keywords
     (``judge(df, scoring="generate", dry_run=True)``).
     A failed or unparseable judgement leaves ``semantic_score`` None with ``semantic_reason``.
     The result's ``items`` are the input rows with the semantic columns added: feed them to
     :func:`score`.  ``summary["spend"]``: tokens and money of the judge's calls
-    (``semantic_usage`` per row); the signature names the judge.
+    (``semantic_usage`` per row); the signature names the judge.  The judge card carries the
+    judge's known validation; a judge whose validation is at or below chance (or whose
+    verdicts do not vary) is flagged in ``alarms`` and the headline.
     """
-    from dataclasses import replace
-
     from ragmeter.io import as_text, iter_rows, require
-    from ragmeter.judges._card import check_degenerate, judge_card
-    from ragmeter.judges._repeats import check_repeats, repeat_requests
-    from ragmeter.judges._spend import add_usage, spend, usage_of
+    from ragmeter.judges._card import check_degenerate, check_validity
+    from ragmeter.judges._repeats import check_repeats
+    from ragmeter.judges._spend import add_usage, spend
     from ragmeter.judges._types import Answer
-    from ragmeter.multilingual._metrics import judge_headline, judge_signature
-    from ragmeter.multilingual._semantic import SemanticPrompt, semantic_requests, semantic_rows
-    from ragmeter.runner._run import estimate_requests, run_requests
+    from ragmeter.multilingual._metrics import judge_headline
+    from ragmeter.multilingual._reference import (
+        THRESHOLD,
+        agreement,
+        reference_field_of,
+        reference_scores,
+    )
 
     chosen = gather("multilingual.judge", options, judge=(JudgeOptions, judge),
                     run=(RunOptions, run), output=(OutputOptions, output))
@@ -216,109 +230,242 @@ def judge(data: Any, *, fields: Mapping[str, str] | Iterable[str] | None = None,
             response=None if pred is None else as_text(row, "pred_answer", pred,
                                                        component=COMPONENT),
             extra={"sample_lang": str(row.data.get("sample_lang", ""))}))
-    backend_obj, the_store, config = model_context(backend, calls.store, replay=calls.replay,
-                                                   progress=calls.progress,
-                                                   description="semantic judge",
-                                                   on_progress=calls.on_progress)
-    from ragmeter.backends import scores_choices
+    record = input_record(data, len(raw_rows))
+    ref_field = reference_field_of(raw_rows, how.reference_field, data)
+    references = reference_scores(raw_rows, ref_field) if ref_field else None
+    check_repeats(repeats, COMPONENT)
+    from ragmeter.backends import resolve, scores_choices
 
-    mode = scoring if scoring != "auto" else ("choices" if scores_choices(backend_obj)
+    chosen_backend = resolve(backend)
+    mode = scoring if scoring != "auto" else ("fitted" if scores_choices(chosen_backend)
                                               else "generate")
-    if mode not in ("choices", "generate"):
+    if mode not in ("fitted", "choices", "generate"):
         from ragmeter.errors import ConfigError
 
-        raise ConfigError(f"multilingual: scoring={scoring!r}; expected auto, choices or "
-                          "generate.")
-    check_repeats(repeats, COMPONENT)
-    prompt = SemanticPrompt.default()
-    identity = backend_obj.identity()
-    model = str(identity.get("model", backend_obj.name))
-    signature = judge_signature(backend_obj.name, model, mode, prompt.version, repeats,
-                                bootstrap)
-    # Repeats are distinct samples: their own cache keys, and a per-repeat seed for servers
-    # that honour it (ragmeter.judges._repeats, shared by every judged verb).
-    requests = repeat_requests(semantic_requests(answers, prompt, mode),  # type: ignore[arg-type]
-                               repeats)
-    if calls.dry_run:
-        return dry_run_result(COMPONENT, "judge", estimate_requests(requests, backend_obj,
-                                                                    the_store, config),
-                              signature=signature)
-    outcomes = run_requests(requests, backend_obj, the_store, config)
-    per_repeat = []
-    for k in range(repeats):
-        mine = [replace(o, request=replace(o.request, id=o.request.id.rsplit("#", 1)[0]))
-                for o in outcomes if o.request.repeat == k] if repeats > 1 else outcomes
-        per_repeat.append(semantic_rows(answers, mine, mode, prompt, model))  # type: ignore[arg-type]
-    sem = per_repeat[0] if repeats == 1 else _mean_over_repeats(per_repeat)
-    by_answer: dict[str, list[Any]] = {}
-    for o in outcomes:
-        by_answer.setdefault(o.request.id.rsplit("#", 1)[0], []).append(o)
+        raise ConfigError(f"multilingual: scoring={scoring!r}; expected auto, fitted, choices "
+                          "or generate.")
+    if how.model_file is not None and mode != "fitted":
+        from ragmeter.errors import ConfigError
+
+        raise ConfigError(f"multilingual: model_file={how.model_file!r} is a fitted semantic judge's "
+                          f"file, and scoring is {mode!r}. Fix: scoring='fitted' "
+                          "(--scoring fitted), or leave model_file out.")
+    judged = (_fitted_judgement(answers, how.model_file, repeats, bootstrap, calls.dry_run)
+              if mode == "fitted" else
+              _model_judgement(answers, chosen_backend, calls, mode, repeats, bootstrap))
+    if judged.dry_run is not None:
+        return judged.dry_run
+    sem = judged.rows
     merged = []
     for i, (row, s) in enumerate(zip(raw_rows, sem, strict=True)):
         out = dict(row.data)
         out.update({k: v for k, v in s.items() if k not in ("id", "sample_lang")})
-        out["semantic_usage"] = usage_of(by_answer.get(answers[i].id, []))
+        out["semantic_usage"] = judged.usage[i]
+        if references is not None:
+            out["semantic_reference"] = references[i]
         merged.append(out)
     reasons: dict[str, int] = {}
     for s in sem:
         if s["semantic_score"] is None:
             reasons[s["semantic_reason"]] = reasons.get(s["semantic_reason"], 0) + 1
     scored = sum(1 for s in sem if s["semantic_score"] is not None)
-    judge_name = f"{backend_obj.name}:{model}:semantic-{mode}:{prompt.version}"
     values = [s["semantic_score"] for s in sem]
-    alarm = check_degenerate([None if v is None else round(float(v), 1) for v in values],
-                             judge=judge_name, what="semantic score",
-                             probabilities=values if mode == "choices" else None)
+    card = judged.card
+    alarms = [a for a in (
+        check_degenerate([None if v is None else round(float(v), 1) for v in values],
+                         judge=judged.name, what="semantic score",
+                         probabilities=values if mode == "choices" else None),
+        check_validity(card, what="semantic score")) if a]
     summary: dict[str, Any] = {
-        "family": COMPONENT, "verb": "judge", "signature": signature, "judge": model,
-        "method": mode, "prompt_version": prompt.version, "repeats": repeats,
+        "family": COMPONENT, "verb": "judge", "signature": judged.signature,
+        "judge": judged.model, "method": mode, "prompt_version": judged.prompt_version,
+        "repeats": repeats,
         "coverage": {"rows": len(sem), "scored": scored, "unscored": len(sem) - scored,
                      "reasons": reasons},
     }
+    if judged.stability is not None:
+        summary["stability"] = judged.stability
+    overall = _judge_block(merged, 1, bootstrap)
+    summary["metrics"], summary["ci95"] = overall["metrics"], overall["ci95"]
+    if references is not None and ref_field is not None:
+        found = agreement(values, references, n_resamples=bootstrap[0], seed=bootstrap[1])
+        summary["judges"] = {judged.name: found}
+        summary["reference"] = {"field": ref_field, "threshold": THRESHOLD,
+                                "rows": sum(1 for r in references if r is not None),
+                                "scored": found["semantic_auroc"]["n"]}
+        auroc = found["semantic_auroc"]
+        measured = {"judge": judged.name, "validation": {
+            "metric": f"AUROC at {ref_field} >= {THRESHOLD:g}", "statistic": "auroc",
+            "value": auroc["value"], "ci": auroc["ci95"]}}
+        alarm = check_validity(measured, what="semantic score",
+                               measured_on=f"this data's reference scores ({ref_field})")
+        if alarm:
+            alarms.append(alarm)
+        trained_on = judged.trained_on
+        if trained_on and trained_on == record.sha256:
+            summary["notes"] = [
+                f"this file is the one {judged.model} was fitted on: the agreement above is "
+                "in-sample; its held-out agreement (by language and by system) is on its "
+                "judge card"]
+    summary["spend"] = spend(add_usage(r["semantic_usage"] for r in merged), *judged.prices)
+    if by:
+        summary["groups"] = _judge_groups(merged, by, 1 if mode == "fitted" else repeats,
+                                          judged.prices, bootstrap, references is not None)
+    for out_row in merged:
+        out_row.pop("_verdicts", None)
+    return check_run(Result(COMPONENT, "judge", summary, items=merged,
+                            inputs=[record], backends=judged.backends,
+                            models=[judged.model],
+                            prompt_versions={"semantic": judged.prompt_version},
+                            judges=[card], alarms=alarms, engine=judged.engine,
+                            headline=judge_headline({**summary, "alarms": alarms})),
+                     "multilingual.judge")
+
+
+@dataclass
+class _Judged:
+    """What one way of judging produced, for :func:`judge` to assemble: per answer its
+    semantic columns (``rows``) and usage, and the judge's identity."""
+
+    rows: list[dict[str, Any]]
+    usage: list[dict[str, int]]
+    name: str  # the judge card's name
+    model: str
+    prompt_version: str
+    signature: str
+    card: dict[str, Any]
+    backends: list[Any]
+    prices: tuple[Any, Any] = (None, None)
+    engine: str | None = None
+    stability: dict[str, Any] | None = None
+    dry_run: Result | None = None
+    trained_on: str | None = None  # the SHA-256 of the file a fitted judge was fitted on
+
+
+def _fitted_judgement(answers: list[Any], model_file: str | None, repeats: int,
+                      bootstrap: tuple[int, int], dry_run: bool) -> _Judged:
+    """Every answer scored by the fitted semantic score (no model call)."""
+    from ragmeter.judges._card import judge_card
+    from ragmeter.judges._repeats import deterministic_stability
+    from ragmeter.judges._spend import usage_of
+    from ragmeter.multilingual._metrics import judge_signature
+    from ragmeter.multilingual._semantic_model import load_semantic_model
+
+    fitted = load_semantic_model(model_file)
+    name = f"{fitted.identity}:{fitted.prompt_version}"
+    signature = judge_signature("ragmeter", fitted.name, "fitted", fitted.prompt_version,
+                                repeats, bootstrap)
+    judged = _Judged([], [], name, fitted.identity, fitted.prompt_version, signature,
+                     judge_card(name, fitted.validation()), [],
+                     stability=deterministic_stability(repeats, fitted.identity)
+                     if repeats > 1 else None,
+                     trained_on=((fitted.raw.get("provenance") or {}).get("data") or {})
+                     .get("sha256"))
+    if dry_run:
+        result = Result(COMPONENT, "judge", {
+            "family": COMPONENT, "dry_run": True, "method": "fitted", "requests": 0,
+            "signature": signature,
+            "coverage": {"rows": len(answers), "scored": 0, "unscored": len(answers),
+                         "reasons": {"dry_run": 1}}}, items=[])
+        result.dry_run_text = (  # type: ignore[attr-defined]
+            f"{len(answers)} rows; the fitted semantic score makes no model call.")
+        judged.dry_run = result
+        return judged
+    present = [a for a in answers if a.response is not None]
+    scores = dict(zip((a.id for a in present), fitted.score(
+        [(a.reference, a.response, a.extra.get("sample_lang", "")) for a in present]),
+        strict=True))
+    for a in answers:
+        row: dict[str, Any] = {"id": a.id, **a.extra, "semantic_judge": fitted.identity,
+                               "semantic_prompt": fitted.prompt_version,
+                               "semantic_method": "fitted"}
+        if a.id in scores:
+            row["semantic_score"] = scores[a.id]
+        else:
+            row.update(semantic_score=None, semantic_reason="missing_response")
+        judged.rows.append(row)
+        judged.usage.append(usage_of([]))
+    return judged
+
+
+def _model_judgement(answers: list[Any], chosen_backend: Any, calls: RunOptions, mode: str,
+                     repeats: int, bootstrap: tuple[int, int]) -> _Judged:
+    """Every answer judged by a model through the runner (``generate`` or ``choices``)."""
+    from dataclasses import replace
+
+    from ragmeter.judges._card import judge_card
+    from ragmeter.judges._repeats import repeat_requests
+    from ragmeter.judges._spend import usage_of
+    from ragmeter.multilingual._metrics import judge_signature
+    from ragmeter.multilingual._semantic import SemanticPrompt, semantic_requests, semantic_rows
+    from ragmeter.runner._run import estimate_requests, run_requests
+
+    backend_obj, the_store, config = model_context(chosen_backend, calls.store,
+                                                   replay=calls.replay,
+                                                   progress=calls.progress,
+                                                   description="semantic judge",
+                                                   on_progress=calls.on_progress)
+    prompt = SemanticPrompt.default()
+    identity = backend_obj.identity()
+    model = str(identity.get("model", backend_obj.name))
+    signature = judge_signature(backend_obj.name, model, mode, prompt.version, repeats,
+                                bootstrap)
+    name = f"{backend_obj.name}:{model}:semantic-{mode}:{prompt.version}"
+    judged = _Judged([], [], name, model, prompt.version, signature, judge_card(name),
+                     [identity], prices=(config.price_prompt_per_mtok,
+                                         config.price_completion_per_mtok),
+                     engine=config.engine_name)
+    # Repeats are distinct samples: their own cache keys, and a per-repeat seed for servers
+    # that honour it (ragmeter.judges._repeats, shared by every judged verb).
+    requests = repeat_requests(semantic_requests(answers, prompt, mode),  # type: ignore[arg-type]
+                               repeats)
+    if calls.dry_run:
+        judged.dry_run = dry_run_result(COMPONENT, "judge", estimate_requests(
+            requests, backend_obj, the_store, config), signature=signature)
+        return judged
+    outcomes = run_requests(requests, backend_obj, the_store, config)
+    per_repeat = []
+    for k in range(repeats):
+        mine = [replace(o, request=replace(o.request, id=o.request.id.rsplit("#", 1)[0]))
+                for o in outcomes if o.request.repeat == k] if repeats > 1 else outcomes
+        per_repeat.append(semantic_rows(answers, mine, mode, prompt, model))  # type: ignore[arg-type]
+    judged.rows = per_repeat[0] if repeats == 1 else _mean_over_repeats(per_repeat)
+    by_answer: dict[str, list[Any]] = {}
+    for o in outcomes:
+        by_answer.setdefault(o.request.id.rsplit("#", 1)[0], []).append(o)
+    judged.usage = [usage_of(by_answer.get(a.id, [])) for a in answers]
     if repeats > 1:
         from ragmeter.stats._stability import repeat_agreement
 
         verdicts = {str(i): [None if rows[i]["semantic_score"] is None
                              else round(float(rows[i]["semantic_score"]), 1)
                              for rows in per_repeat] for i in range(len(answers))}
-        summary["stability"] = repeat_agreement(verdicts, repeats)
-        for k, out_row in enumerate(merged):
-            out_row["_verdicts"] = verdicts[str(k)]
-    overall = _judge_block(merged, 1, bootstrap)
-    summary["metrics"], summary["ci95"] = overall["metrics"], overall["ci95"]
-    prices = (config.price_prompt_per_mtok, config.price_completion_per_mtok)
-    summary["spend"] = spend(add_usage(r["semantic_usage"] for r in merged), *prices)
-    if by:
-        summary["groups"] = _judge_groups(merged, by, repeats, prices, bootstrap)
-    for out_row in merged:
-        out_row.pop("_verdicts", None)
-    alarms = [alarm] if alarm else []
-    return check_run(Result(COMPONENT, "judge", summary, items=merged,
-                            inputs=[input_record(data, len(raw_rows))], backends=[identity],
-                            models=[model], prompt_versions={"semantic": prompt.version},
-                            judges=[judge_card(judge_name)], alarms=alarms,
-                            engine=config.engine_name,
-                            headline=judge_headline({**summary, "alarms": alarms})),
-                     "multilingual.judge")
+        judged.stability = repeat_agreement(verdicts, repeats)
+        for k, row in enumerate(judged.rows):
+            row["_verdicts"] = verdicts[str(k)]
+    return judged
 
 
 def _judge_groups(rows: list[dict[str, Any]], by: str, repeats: int,
-                  prices: tuple[Any, Any], bootstrap: tuple[int, int]) -> dict[str, Any]:
+                  prices: tuple[Any, Any], bootstrap: tuple[int, int],
+                  validate: bool = False) -> dict[str, Any]:
     """``multilingual judge --by``: mean semantic score with a bootstrap 95% CI, coverage,
-    stability (with repeats) and spend per group (:mod:`ragmeter._verb._groups`)."""
+    stability (with repeats), agreement with the references (``validate``) and spend per
+    group (:mod:`ragmeter._verb._groups`)."""
     from ragmeter._verb._groups import FieldLookup, grouped
 
     field = "sample_lang" if by == "lang" else by
     return grouped(by, rows, FieldLookup(field, COMPONENT),
-                   lambda part: _judge_block(part, repeats, bootstrap), price_in=prices[0],
-                   price_out=prices[1], usage_of=lambda r: r.get("semantic_usage"))
+                   lambda part: _judge_block(part, repeats, bootstrap, validate),
+                   price_in=prices[0], price_out=prices[1],
+                   usage_of=lambda r: r.get("semantic_usage"))
 
 
 def _judge_block(part: list[dict[str, Any]], repeats: int,
-                 bootstrap: tuple[int, int]) -> dict[str, Any]:
+                 bootstrap: tuple[int, int], validate: bool = False) -> dict[str, Any]:
     """Mean semantic score with a bootstrap 95% CI (``bootstrap``: resamples and seed) and
-    coverage (and stability with repeats) of some judged rows: the whole run's headline and
-    each ``--by`` group's."""
+    coverage (and stability with repeats, the agreement with the rows' references with
+    ``validate``) of some judged rows: the whole run's headline and each ``--by`` group's."""
     from ragmeter import stats
     from ragmeter.stats._stability import repeat_agreement
 
@@ -334,6 +481,12 @@ def _judge_block(part: list[dict[str, Any]], repeats: int,
     if repeats > 1:
         out["stability"] = repeat_agreement(
             {str(k): r["_verdicts"] for k, r in enumerate(part)}, repeats)
+    if validate:
+        from ragmeter.multilingual._reference import agreement
+
+        out["agreement"] = agreement([r["semantic_score"] for r in part],
+                                     [r.get("semantic_reference") for r in part],
+                                     n_resamples=bootstrap[0], seed=bootstrap[1])
     return out
 
 
@@ -365,3 +518,78 @@ def _mean_over_repeats(per_repeat: list[list[dict[str, Any]]]) -> list[dict[str,
 
 
 ajudge = async_variant(judge)
+
+
+def fit(data: Any, *, out: str | Path | None = None, name: str = "semantic-fitted-v1",
+        reference_field: str = "semantic_score", source: str | None = None,
+        fields: Mapping[str, str] | Iterable[str] | None = None) -> Result:
+    """Fit ragmeter's semantic score on answers that carry a reference 0-1 semantic score
+    (LBRAG's answers with their released ``semantic_score``, or ``reference_field``), choose
+    its features, penalty and output rule on those rows only, and measure it held out by
+    language and by system beside token F1 alone (:mod:`ragmeter.multilingual._semantic_fit`).
+
+    The summary is the model file's content; ``out`` also writes it (byte-identical for the
+    same rows and arguments).  ``source``: a line saying what the data is (kept in the
+    file's provenance).  Rows without an answer or a reference are left out and counted.
+    Use the file with ``judge(..., model_file=PATH)`` (``--model-file``).
+    """
+    from ragmeter.errors import InputError
+    from ragmeter.io import as_text, is_blank, iter_rows, require, source_label, write_text
+    from ragmeter.multilingual._metrics import METRIC_VERSION, fit_headline
+    from ragmeter.multilingual._reference import reference_scores
+    from ragmeter.multilingual._semantic_fit import Fitting, fit_content
+    from ragmeter.multilingual._semantic_model import fingerprint, model_json
+    from ragmeter.signature import Signature
+    from ragmeter.text._languages import canonical_language
+
+    fm = field_map(fields, COMPONENT)
+    rows = list(iter_rows(data, component=COMPONENT, field_map=fm))
+    refs = reference_scores(rows, reference_field)
+    usable = []
+    for row, ref in zip(rows, refs, strict=True):
+        pred = require(row, "pred_answer", component=COMPONENT, field_map=fm)
+        if ref is None or is_blank(pred):
+            continue
+        usable.append({
+            "gold_answer": as_text(row, "gold_answer", require(
+                row, "gold_answer", component=COMPONENT, field_map=fm), component=COMPONENT),
+            "pred_answer": as_text(row, "pred_answer", pred, component=COMPONENT),
+            "sample_lang": canonical_language(as_text(row, "sample_lang", require(
+                row, "sample_lang", component=COMPONENT, field_map=fm), component=COMPONENT)),
+            "system": as_text(row, "system", require(row, "system", component=COMPONENT,
+                                                     field_map=fm), component=COMPONENT),
+            "reference": ref})
+    if len({r["sample_lang"] for r in usable}) < 2:
+        raise InputError(f"{len(usable)} rows with an answer and a reference score in "
+                         f"{reference_field!r}, in fewer than two languages; the fit chooses "
+                         "its settings by leaving one language out.", component=COMPONENT,
+                         path=source_label(data),
+                         fix="fit on answers in two or more languages that carry reference "
+                             "scores (reference_field=..., --reference-field).")
+    record = input_record(data, len(rows))
+    run_ids = {str(r.data.get("run_id")) for r in rows if not is_blank(r.data.get("run_id"))}
+    provenance: dict[str, Any] = {
+        "file": Path(record.path).name, "sha256": record.sha256, "rows": len(rows),
+        "fitted_rows": len(usable), "reference_field": reference_field,
+        "rows_used": "every row with an answer and a reference score (none left out by "
+                     "hand); languages and systems as the rows name them",
+        "name": source or (f"run {next(iter(run_ids))}" if len(run_ids) == 1
+                           else Path(record.path).name)}
+    if len(run_ids) == 1:
+        provenance["run_id"] = next(iter(run_ids))
+    content = fit_content(Fitting.of(usable), name=name, data_provenance=provenance)
+    if out is not None:
+        write_text(out, model_json(content))
+    summary: dict[str, Any] = {
+        **content, "family": COMPONENT, "verb": "fit",
+        "coverage": {"rows": len(rows), "scored": len(usable),
+                     "unscored": len(rows) - len(usable), "reasons": {}}}
+    summary["signature"] = Signature.make(COMPONENT, METRIC_VERSION, {
+        "features": content["features"], "judge": f"ragmeter:{name}@fitted:{content['version']}:{fingerprint(content)}",
+        "held_out": ",".join(f"leave-one-{k}-out" for k in content["provenance"]["held_out"])
+    }).render()
+    items = [{"held_out": k, **{f"{who}_{stat}": v[who][stat]["value"]
+                                for who in ("judge", "f1") for stat in v[who]}}
+             for k, v in content["provenance"]["held_out"].items()]
+    return Result(COMPONENT, "fit", summary, items=items, inputs=[record],
+                  headline=fit_headline(summary))

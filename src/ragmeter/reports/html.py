@@ -317,16 +317,21 @@ def _family_body(record: RunRecord) -> Markup:
 
 
 def _judging(record: RunRecord) -> Markup:
-    """The degenerate-judge alarms (flagged) and the judge cards of a judged run: every judged
-    number carries its judge's validation, or says plainly that it is unvalidated."""
+    """The judge alarms (flagged: a degenerate judge, a judge at or below chance) and the judge
+    cards of a judged run: every judged number carries its judge's validation, or says plainly
+    that it is unvalidated."""
     from ragmeter.judges._card import card_line
 
     parts = []
     for alarm in record.result.get("alarms") or []:
         if isinstance(alarm, Mapping):
-            parts.append(note(f"⚠ FLAGGED — degenerate judge: {alarm.get('message', '')}",
-                              "warn"))
-    for card in record.result.get("judges") or []:
+            what = "judge at or below chance" if alarm.get("kind") == "judge_at_chance" \
+                else "degenerate judge"
+            parts.append(note(f"⚠ FLAGGED — {what}: {alarm.get('message', '')}", "warn"))
+    cards = record.result.get("judges")
+    if not isinstance(cards, list):  # a validation per judge: the cards are beside it
+        cards = record.result.get("judge_cards")
+    for card in cards or []:
         if isinstance(card, Mapping):
             parts.append(note(f"judge: {card_line(card)}",
                               "" if card.get("validated") else "warn"))

@@ -27,7 +27,7 @@ from typing import Any
 from ragmeter.backends import scores_choices
 from ragmeter.backends._types import Backend, Request
 from ragmeter.errors import ConfigError
-from ragmeter.judges._card import check_degenerate, judge_card
+from ragmeter.judges._card import check_degenerate, check_validity, judge_card
 from ragmeter.rgb import _metrics as qa_rgb
 from ragmeter.rgb._data import RgbDataset
 from ragmeter.rgb._errors import ERROR_DETECTOR_VALIDATION, ERROR_DETECTOR_VERSION, detect_error
@@ -222,7 +222,8 @@ def judge_tasks(tasks: Sequence[JudgeTask], prompts: JudgePrompts, backend: Back
                                     "rate_per_repeat": [qa_rgb.judge_reject_rate(f)
                                                         for f in repeat_flags]}
         alarm = check_degenerate(flags, judge=judge_name, what=f"{what} on {t.name}",
-                                 probabilities=probs if probs else None)
+                                 probabilities=probs if probs else None) \
+            or check_validity(row["card"], what=f"{what} on {t.name}")
         if alarm is not None:
             row["alarm"] = alarm
             out.alarms.append(alarm)

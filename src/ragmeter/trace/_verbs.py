@@ -271,7 +271,7 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
     if out.by:
         data = rereadable(data)  # read again for the groups (issue 29.9)
     from ragmeter.backends import resolve, scores_choices
-    from ragmeter.judges._card import check_degenerate, judge_card
+    from ragmeter.judges._card import check_degenerate, check_validity, judge_card
     from ragmeter.trace._data import judge_descriptor, read_sources
     from ragmeter.trace._label import (
         TASKS,
@@ -398,7 +398,7 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
                                     with_spend=prices is not None,
                                     price_in=(prices or (None, None))[0],
                                     price_out=(prices or (None, None))[1])
-    alarms = [alarm] if alarm else []
+    alarms = [a for a in (alarm, check_validity(card, what="adherence")) if a]
     rows_headline = headline({**summary, **_labels_summary(rows, out.resamples, out.seed)},
                              alarms=alarms)
     return Result(COMPONENT, "label", summary, items=rows,

@@ -89,7 +89,10 @@ def flags(record: RunRecord) -> list[str]:
     kinds = [a.get("kind") if isinstance(a, Mapping) else str(a) for a in doc.get("alarms") or []]
     if "degenerate_judge" in kinds or any("degenerate" in n.lower() for n in notes):
         out.append("degenerate judge")
-    out += [f"alarm: {k}" for k in dict.fromkeys(kinds) if k and k != "degenerate_judge"]
+    if "judge_at_chance" in kinds:
+        out.append("judge at chance")
+    out += [f"alarm: {k}" for k in dict.fromkeys(kinds)
+            if k and k not in ("degenerate_judge", "judge_at_chance")]
     if any("lenient" in n.lower() and "not" in n.lower() for n in notes):
         out.append("lenient (not paper)")
     if record.items_truncated:

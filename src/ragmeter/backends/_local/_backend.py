@@ -6,13 +6,19 @@ found with :func:`importlib.util.find_spec` (the package itself is never importe
 ``__init__`` needs the ``llm`` CLI) and nothing is ever downloaded.  ``model=PATH`` accepts any
 GGUF file or Hugging Face model folder on disk.
 
-Two runtimes, chosen per backend:
+Four runtimes, chosen per backend when it is made (:func:`_choose_runtime`), named by its
+identity:
 
-* ``transformers`` + ``torch`` (the ``ragmeter[local]`` extra): ``AutoModelForCausalLM``
-  ``.from_pretrained(dir, gguf_file=...)`` de-quantizes the GGUF to float32 once and writes a
-  converted copy (:mod:`ragmeter.backends._local._cache`); a converted Llama then runs greedy
-  generation and choice scoring on a numpy forward pass (:mod:`ragmeter.backends._local._numpy`, no
-  torch import) or, with ``forward="torch"``, a plain-torch one (:mod:`ragmeter.backends._local._fast`);
+* ``numpy`` (the ``ragmeter[local]`` extra, the default): the first load converts the GGUF to a
+  memory-mappable copy without torch or transformers (:mod:`ragmeter.backends._local._cache`,
+  :mod:`ragmeter.backends._local._gguf_convert`), then greedy generation, sampling and choice
+  scoring run on a numpy forward pass (:mod:`ragmeter.backends._local._numpy`).  It runs the
+  GGUF files that converter handles (Llama with a byte-level BPE vocabulary);
+* ``torch`` and ``transformers`` (the ``ragmeter[torch]`` extra): the same pass in plain torch
+  (:mod:`ragmeter.backends._local._fast`, transformers' ``generate`` behind it for sampling),
+  or transformers' own model classes, which run any architecture transformers loads (a GGUF
+  de-quantized by ``AutoModelForCausalLM.from_pretrained(dir, gguf_file=...)``, or a Hugging
+  Face folder);
 * ``llama-cpp-python`` when it is importable and the model is a GGUF file (faster).  On some
   x86 CPUs it segfaults on the first decode unless the model is loaded with
   ``use_extra_bufts=False``, which is passed whenever the installed version knows it.
@@ -35,12 +41,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import math
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ragmeter.backends._local import _model
@@ -50,9 +58,13 @@ from ragmeter.backends._local._model import (
     INSTALL_LLAMA_CPP,
     INSTALL_LOCAL,
     INSTALL_MODEL,
+    INSTALL_TORCH,
+    NUMPY_NEEDS,
     RUNTIMES,
+    TORCH_NEEDS,
     ModelLocation,
     default_model_path,
+    has_all,
     resolve_model,
     runtime_status,
 )
@@ -75,7 +87,8 @@ from ragmeter.errors import BackendError, ConfigError, MissingDependencyError
 
 __all__ = ["LocalBackend", "ModelLocation", "resolve_model", "default_model_path",
            "runtime_status", "expected_value", "normalize_logprobs", "DEFAULT_MODEL",
-           "INSTALL_LOCAL", "INSTALL_MODEL", "INSTALL_LLAMA_CPP"]
+           "INSTALL_LOCAL", "INSTALL_TORCH", "INSTALL_MODEL", "INSTALL_LLAMA_CPP",
+           "numpy_declines"]
 
 T = TypeVar("T")
 
@@ -121,13 +134,24 @@ def expected_value(choice_probs: Mapping[str, float]) -> float:
     return math.fsum(s * p for s, p in values) / total
 
 
-def _choose_runtime(runtime: str, location: ModelLocation) -> str:
+def _choose_runtime(runtime: str, location: ModelLocation, forward: str | None = None) -> str:
+    """The runtime that will run ``location``: ``runtime`` when it names one, else the pass
+    ``forward`` or ``$RAGMETER_LOCAL_FORWARD`` names, else (``"auto"``) llama.cpp when it is
+    importable and the model is a GGUF file, else the numpy forward pass when it runs the
+    model, else transformers.  Decided before anything is loaded, so that the backend's
+    identity names the runtime its answers come from.  Raises MissingDependencyError with the
+    extra to install, or ConfigError for a runtime that cannot run this model."""
     if runtime not in RUNTIMES:
         raise ConfigError(f"local: unknown runtime {runtime!r}. Known: {', '.join(RUNTIMES)}.")
+    asked = _forward_choice(forward)
+    if runtime != "auto" and forward is not None and forward != runtime:
+        raise ConfigError(f"local: runtime={runtime!r} and forward={forward!r} disagree. Fix: "
+                          "give runtime= only (forward= is its older name).")
     status = runtime_status()
+    if runtime == "auto" and asked is not None:
+        runtime = asked
     if runtime == "auto":
-        runtime = ("llama_cpp" if status["llama_cpp"] and location.kind == "gguf"
-                   else "transformers")
+        return _auto_runtime(location, status)
     if runtime == "llama_cpp":
         if location.kind != "gguf":
             raise ConfigError(f"local: llama_cpp runs GGUF files only; {location.path} is a "
@@ -135,13 +159,77 @@ def _choose_runtime(runtime: str, location: ModelLocation) -> str:
         if not status["llama_cpp"]:
             raise MissingDependencyError("llama-cpp-python", INSTALL_LLAMA_CPP)
         return runtime
-    needed = ["torch", "transformers"] + (["gguf"] if location.kind == "gguf" else [])
-    missing = [n for n in needed if not status[n]]
-    if missing:
+    if runtime in ("numpy", "torch"):
+        _require(status, NUMPY_NEEDS if runtime == "numpy" else (*NUMPY_NEEDS, *TORCH_NEEDS),
+                 runtime)
+        reason = numpy_declines(location)
+        if reason is None:
+            return runtime
+        if runtime == "numpy":
+            raise ConfigError(f"local: the numpy runtime does not run {location.model_id}: "
+                              f"{reason}. Fix: use runtime='transformers' ({INSTALL_TORCH}).")
+        runtime = "transformers"  # the torch pass runs what the numpy one runs, no more
+    _require(status, TORCH_NEEDS + (("gguf",) if location.kind == "gguf" else ()), runtime)
+    return runtime
+
+
+def _auto_runtime(location: ModelLocation, status: Mapping[str, bool]) -> str:
+    if status.get("llama_cpp") and location.kind == "gguf":
+        return "llama_cpp"
+    numpy_ready = has_all(dict(status), NUMPY_NEEDS)
+    reason = numpy_declines(location) if numpy_ready else None
+    if numpy_ready and reason is None:
+        return "numpy"
+    if has_all(dict(status), TORCH_NEEDS + (("gguf",) if location.kind == "gguf" else ())):
+        return "transformers"
+    if not numpy_ready:
+        missing = [n for n in NUMPY_NEEDS if not status.get(n)]
         raise MissingDependencyError(
             "The local model runtime (" + ", ".join(missing) + ")", INSTALL_LOCAL,
-            detail="CPU torch; or install llama-cpp-python to run GGUF files with llama.cpp")
-    return runtime
+            detail="the numpy forward pass, no torch; or install llama-cpp-python to run GGUF "
+                   "files with llama.cpp")
+    raise MissingDependencyError(
+        f"The torch runtime for {location.model_id}", INSTALL_TORCH,
+        detail=f"the numpy runtime does not run {reason}")
+
+
+def _require(status: Mapping[str, bool], names: Sequence[str], runtime: str) -> None:
+    missing = [n for n in names if not status.get(n)]
+    if missing:
+        install = INSTALL_LOCAL if runtime == "numpy" else INSTALL_TORCH
+        raise MissingDependencyError(f"The {runtime} runtime (" + ", ".join(missing) + ")",
+                                     install)
+
+
+@functools.lru_cache(maxsize=16)
+def _declines(path: str, size: int, mtime_ns: int) -> str | None:
+    from ragmeter.backends._local import _cache as local_cache
+
+    gguf = Path(path)
+    if local_cache.is_complete(local_cache.direct_model_dir(gguf)):
+        return None  # converted by the direct converter: it handles the file
+    from ragmeter.backends._local._gguf_convert import unsupported
+    from ragmeter.backends._local._gguf_read import GgufFormatError, read_gguf
+
+    try:
+        parsed = read_gguf(gguf)
+    except (GgufFormatError, OSError) as exc:
+        return f"this file ({exc})"
+    try:
+        return unsupported(parsed)
+    finally:
+        parsed.close()
+
+
+def numpy_declines(location: ModelLocation) -> str | None:
+    """Why the numpy (and torch) forward pass cannot run ``location``, or None.  It runs the
+    GGUF files that :mod:`ragmeter.backends._local._gguf_convert` converts (Llama with a
+    byte-level BPE vocabulary, the default SmolLM2 among them); a complete conversion answers
+    without reading the file, otherwise its header is read (once per process)."""
+    if location.kind != "gguf":
+        return "a Hugging Face folder (it runs GGUF files)"
+    stat = location.path.stat()
+    return _declines(str(location.path), stat.st_size, stat.st_mtime_ns)
 
 
 def _default_threads() -> int:
@@ -173,55 +261,53 @@ FORWARDS = ("numpy", "torch", "transformers")
 FORWARD_ENV = "RAGMETER_LOCAL_FORWARD"
 
 
-def _forward_choice(forward: str | None) -> str:
-    """The forward pass a converted Llama runs on: ``forward``, else ``$RAGMETER_LOCAL_FORWARD``,
-    else ``numpy``; ``RAGMETER_LOCAL_FAST=0`` (the older switch) means ``transformers``."""
+def _forward_choice(forward: str | None) -> str | None:
+    """The runtime asked for by ``forward`` (the older name of ``runtime=``), else by
+    ``$RAGMETER_LOCAL_FORWARD``; ``RAGMETER_LOCAL_FAST=0`` (an older switch) means
+    ``transformers``; None when nothing asks."""
     if forward is None:
         forward = os.environ.get(FORWARD_ENV, "").strip().lower() or None
     if forward is None:
         fast = os.environ.get("RAGMETER_LOCAL_FAST", "1").strip().lower()
-        forward = "transformers" if fast in ("0", "false", "no") else "numpy"
-    if forward not in FORWARDS:
+        forward = "transformers" if fast in ("0", "false", "no") else None
+    if forward is not None and forward not in FORWARDS:
         raise ConfigError(f"local: unknown forward {forward!r} (option forward= or "
                           f"${FORWARD_ENV}). Known: {', '.join(FORWARDS)}.")
     return forward
 
 
-def _transformers_runtime(location: ModelLocation, threads: int, forward: str = "numpy") -> Any:
-    """The runtime for ``runtime="transformers"``.  A converted Llama GGUF runs on the
-    forward pass ``forward`` names: ``numpy``
-    (:class:`~ragmeter.backends._local._numpy.NumpyLlamaRuntime`, the default: imports neither torch
-    nor transformers) or ``torch`` (:class:`~ragmeter.backends._local._fast.FastLlamaRuntime`:
-    logits bit-identical to transformers'), each with the transformers runtime behind it for
-    sampling; anything else, or ``forward="transformers"``, runs on transformers.  The first
-    load of a GGUF converts it (without transformers when :mod:`ragmeter.backends._local._gguf_convert`
-    handles the file)."""
+def _build_runtime(location: ModelLocation, threads: int, runtime: str) -> Any:
+    """The runtime :func:`_choose_runtime` chose: ``numpy``
+    (:class:`~ragmeter.backends._local._numpy.NumpyLlamaRuntime`: imports neither torch nor
+    transformers), ``torch`` (:class:`~ragmeter.backends._local._fast.FastLlamaRuntime`: logits
+    bit-identical to transformers', with the transformers runtime behind it for sampling) or
+    ``transformers``.  The first load of a GGUF converts it (without transformers for the
+    files :mod:`ragmeter.backends._local._gguf_convert` handles, which are the ones the numpy
+    and torch passes run)."""
     from ragmeter.backends._local import _cache as local_cache
 
-    folder = local_cache.converted_dir(location)
-    if folder is None or forward == "transformers":
+    if runtime == "transformers":
         return _TransformersRuntime(location, threads)
-    if not local_cache.is_complete(folder):
-        folder = local_cache.convert_direct(location.path) or folder  # no transformers
-    if not local_cache.is_complete(folder):
-        converted = _TransformersRuntime(location, threads)  # converts and writes the cache
-        folder = local_cache.converted_dir(location) or folder
-        if not local_cache.is_complete(folder):
-            return converted  # could not write it (read-only home): run from the GGUF
-        del converted  # the converted copy is read back memory-mapped instead
+    kernel = None
+    if runtime == "numpy":  # the blocks file and the block kernel when it can be built
+        folder, kernel = local_cache.convert_for_numpy(location.path)
+    else:
+        folder = local_cache.convert_direct(location.path)
+    if folder is None:
+        raise ConfigError(f"local: the {runtime} runtime needs the converted copy of "
+                          f"{location.path.name} and it could not be written under "
+                          f"{local_cache.models_dir()}. Fix: set RAGMETER_HOME to a writable "
+                          "folder.")
     from ragmeter.backends._local import _fast as local_fast
 
-    if not local_fast.supports(folder):
-        return _TransformersRuntime(location, threads)
-
-    def fallback() -> Any:
-        return _TransformersRuntime(location, threads)
-
-    if forward == "torch":
-        return local_fast.FastLlamaRuntime(folder, threads, fallback)
+    if not local_fast.supports(folder):  # what the converter writes is a plain Llama
+        raise RuntimeError(f"{folder}: not a Llama the {runtime} forward pass runs")
+    if runtime == "torch":
+        return local_fast.FastLlamaRuntime(folder, threads,
+                                           lambda: _TransformersRuntime(location, threads))
     from ragmeter.backends._local import _numpy as local_numpy
 
-    return local_numpy.NumpyLlamaRuntime(folder, threads, fallback)
+    return local_numpy.NumpyLlamaRuntime(folder, threads, kernel=kernel)
 
 
 # --------------------------------------------------------------------------- the backend
@@ -230,17 +316,19 @@ class LocalBackend(BaseBackend):
     """The ``local`` backend: an on-disk model run on the CPU, loaded on first use.
 
     ``model``: None for the default SmolLM2-135M-Instruct, or a path to a GGUF file or a
-    Hugging Face model folder.  ``runtime``: ``"auto"`` (llama.cpp when importable and the model
-    is GGUF, else transformers), ``"transformers"`` or ``"llama_cpp"``.  ``threads``: CPU
+    Hugging Face model folder.  ``runtime``: what runs it (:func:`_choose_runtime`):
+    ``"auto"`` (llama.cpp when importable and the model is GGUF, else ``"numpy"`` when the
+    numpy forward pass runs the model, else ``"transformers"``), ``"numpy"`` (the ``local``
+    extra: no torch), ``"torch"`` or ``"transformers"`` (the ``torch`` extra) or
+    ``"llama_cpp"``; the identity (and so the store's cache key, run records and reports)
+    names the one chosen.  ``threads``: CPU
     threads (default: cores, at most 8).  ``max_tokens``: the default completion limit when a
     request does not set one.  ``batch_size``: how many concurrent requests may share one
     forward pass (default 1: one at a time, the exact reference path); ``batch_wait_ms``: how
     long the model thread waits for a batch to fill (:mod:`ragmeter.backends._local._batch`).
-    ``forward``: which forward pass runs a converted Llama under the transformers runtime:
-    ``"numpy"`` (default; no torch import for greedy generation and choice scoring),
-    ``"torch"`` or ``"transformers"``; default ``$RAGMETER_LOCAL_FORWARD`` or ``"numpy"``.
-    Greedy outputs are the same on all three (tested); the store's cache key does not include
-    it.
+    ``forward``: the older name of ``runtime`` for ``"numpy"``, ``"torch"`` and
+    ``"transformers"``; with ``runtime="auto"``, ``$RAGMETER_LOCAL_FORWARD`` names one too.
+    Greedy outputs are the same on all three (tested).
     """
 
     name = "local"
@@ -260,8 +348,7 @@ class LocalBackend(BaseBackend):
         if int(batch_size) < 1:
             raise ConfigError(f"local: batch_size must be at least 1, got {batch_size}.")
         self.location = resolve_model(model)
-        self.runtime_name = _choose_runtime(runtime, self.location)
-        self.forward = _forward_choice(forward)
+        self.runtime_name = _choose_runtime(runtime, self.location, forward)
         self.threads = int(threads) if threads else _default_threads()
         self.max_tokens = int(max_tokens)
         self._size = self.location.size_bytes()
@@ -316,8 +403,7 @@ class LocalBackend(BaseBackend):
             if self.runtime_name == "llama_cpp":
                 self._runtime = _LlamaCppRuntime(self.location, self.threads)
             else:
-                self._runtime = _transformers_runtime(self.location, self.threads,
-                                                      self.forward)
+                self._runtime = _build_runtime(self.location, self.threads, self.runtime_name)
         return self._runtime
 
     def _load_locked(self) -> Any:
@@ -485,7 +571,8 @@ class LocalBackend(BaseBackend):
 
     @classmethod
     def readiness(cls) -> Readiness:
-        """Ready when the default model and a runtime for it are installed."""
+        """Ready when the default model and a runtime for it are installed (checked without
+        importing or reading anything)."""
         return Readiness(_model.default_model_path() is not None
                          and _model.installed_runtime() is not None)
 

@@ -2,7 +2,12 @@
 
 The first load of a GGUF writes ``$RAGMETER_HOME/models/<model>-<key>/``:
 
-* ``model.safetensors``: the de-quantized float32 state dict (tied weights stored once),
+* the weights the runtime reads: ``model-blocks.safetensors`` for the numpy runtime with its
+  block kernel (:mod:`ragmeter.backends._local._kernel`: the GGUF's Q4_1/Q8_0 blocks as they
+  are, about the GGUF's size), or ``model.safetensors``, the de-quantized float32 state dict
+  (tied weights stored once, 5.5 times the Q4_1 GGUF), for the torch and transformers
+  runtimes and for the numpy runtime without the kernel; a folder gets the other file when a
+  runtime asks for it,
 * ``config.json`` and ``generation_config.json``,
 * the tokenizer (``tokenizer.json``, its config and chat template),
 * ``ragmeter-cache.json``: what the key was made of.
@@ -41,8 +46,9 @@ if TYPE_CHECKING:
     from ragmeter.backends._local._model import ModelLocation
 
 __all__ = ["CACHE_FORMAT", "CACHE_INFO", "models_dir", "gguf_sha256", "cache_key", "direct_key",
-           "cached_model_dir", "transformers_model_dir", "converted_dir", "tokenizer_source",
-           "is_complete", "write_cache", "convert_direct"]
+           "cached_model_dir", "direct_model_dir", "transformers_model_dir", "converted_dir", "tokenizer_source",
+           "is_complete", "write_cache", "convert_direct", "convert_for_numpy",
+           "WEIGHT_FILES"]
 
 CACHE_FORMAT = "safetensors-f32-v1"
 CACHE_INFO = "ragmeter-cache.json"
@@ -118,6 +124,13 @@ def _folder(gguf: Path, key: dict[str, str]) -> Path:
     return models_dir() / f"{gguf.stem}-{digest}"
 
 
+def direct_model_dir(gguf: Path) -> Path | None:
+    """The folder the direct converter writes for this GGUF (may not exist yet); None when
+    gguf, numpy or tokenizers is not installed."""
+    key = direct_key(gguf)
+    return _folder(gguf, key) if key is not None else None
+
+
 def converted_dir(location: ModelLocation) -> Path | None:
     """The cache folder for a GGUF model (it may not exist yet); None for a Hugging Face
     folder, which ``from_pretrained`` already reads quickly."""
@@ -162,9 +175,16 @@ def transformers_model_dir(gguf: Path) -> Path:
     return _folder(gguf, cache_key(gguf))
 
 
-def is_complete(folder: Path) -> bool:
-    """True when ``folder`` holds a finished conversion (the info file is written last)."""
-    return (folder / CACHE_INFO).is_file() and (folder / "model.safetensors").is_file()
+WEIGHT_FILES = {"f32": "model.safetensors", "blocks": "model-blocks.safetensors"}
+
+
+def is_complete(folder: Path | None, weights: str | None = None) -> bool:
+    """True when ``folder`` holds a finished conversion (the info file is written last) with
+    the weights file ``weights`` names (``"f32"``, ``"blocks"``; None: either)."""
+    if folder is None or not (folder / CACHE_INFO).is_file():
+        return False
+    names = WEIGHT_FILES.values() if weights is None else [WEIGHT_FILES[weights]]
+    return any((folder / name).is_file() for name in names)
 
 
 def _write_atomically(folder: Path, fill: Callable[[Path], None], key: dict[str, str]) -> Path:
@@ -219,16 +239,24 @@ def write_cache(folder: Path, model: Any, tokenizer: Any, key: dict[str, str]) -
 _DECLINED: dict[str, str] = {}
 
 
-def convert_direct(gguf: Path) -> Path | None:
-    """The complete cache folder for ``gguf``, converted without transformers when needed
-    (:mod:`ragmeter.backends._local._gguf_convert`); None when that converter does not handle this file
-    (a warning says why, once) or the folder cannot be written (a warning says so): the caller
-    then converts with transformers."""
-    found = cached_model_dir(gguf)
-    if is_complete(found):
-        return found
+def convert_direct(gguf: Path, weights: str = "f32") -> Path | None:
+    """The complete cache folder for ``gguf`` with the weights file ``weights`` (``"f32"`` or
+    ``"blocks"``), converted without transformers when needed
+    (:mod:`ragmeter.backends._local._gguf_convert`); a folder that lacks only that file gets
+    it.  None when that converter does not handle this file (a warning says why, once), when
+    the blocks file cannot hold its weights (the caller then asks for ``"f32"``), or when the
+    folder cannot be written (a warning says so)."""
+    if weights == "f32":
+        found = cached_model_dir(gguf)
+        if is_complete(found, "f32"):
+            return found
     key = direct_key(gguf)
     if key is None or str(gguf) in _DECLINED:
+        return None
+    folder = _folder(gguf, key)
+    if is_complete(folder, weights):
+        return folder
+    if weights == "blocks" and str(gguf) in _NO_BLOCKS:
         return None
     from ragmeter.backends._local import _gguf_convert as gguf_convert
     from ragmeter.backends._local._gguf_read import GgufFormatError, read_gguf
@@ -243,9 +271,16 @@ def convert_direct(gguf: Path) -> Path | None:
         if reason:
             _decline(gguf, reason)
             return None
-        folder = _folder(gguf, key)
+        if weights == "blocks" and gguf_convert.blocks_unsupported(parsed):
+            _NO_BLOCKS.add(str(gguf))
+            return None
         try:
-            return _write_atomically(folder, lambda tmp: gguf_convert.convert(parsed, tmp), key)
+            if is_complete(folder):  # the other weights file is there: add this one
+                _add_file(folder, WEIGHT_FILES[weights],
+                          lambda tmp: gguf_convert.write_weights(parsed, tmp, weights))
+                return folder
+            return _write_atomically(
+                folder, lambda tmp: gguf_convert.convert(parsed, tmp, weights), key)
         except OSError as exc:  # a read-only home: the caller runs from the GGUF
             _DECLINED[str(gguf)] = f"an unwritable cache ({exc})"  # not tried again
             warnings.warn(f"local: could not write the converted model to {folder} ({exc}).",
@@ -256,6 +291,36 @@ def convert_direct(gguf: Path) -> Path | None:
             return None
     finally:
         parsed.close()
+
+
+def convert_for_numpy(gguf: Path) -> tuple[Path | None, Any]:
+    """(folder, kernel) for the numpy runtime: the blocks file and the block kernel when
+    the kernel can be had and the blocks file holds this GGUF's weights, else the float32
+    file and None; (None, None) when neither can be made."""
+    from ragmeter.backends._local._kernel import kernel
+
+    found = kernel()
+    if found is not None:
+        folder = convert_direct(gguf, "blocks")
+        if folder is not None:
+            return folder, found
+    return convert_direct(gguf, "f32"), None
+
+
+def _add_file(folder: Path, name: str, write: Callable[[Path], Path]) -> None:
+    """Write one more weights file into a complete folder: into a temporary folder beside it,
+    then renamed into place (a killed write leaves no half file under the real name)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        made = write(tmp)
+        made.chmod(0o644)
+        os.replace(made, folder / name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# GGUF files whose weights the blocks file cannot hold, in this process
+_NO_BLOCKS: set[str] = set()
 
 
 def _decline(gguf: Path, reason: str) -> None:

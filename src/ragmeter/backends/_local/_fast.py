@@ -293,9 +293,10 @@ def _repeat_kv(x: Any, n_rep: int) -> Any:
 class LlamaRuntimeBase:
     """What every transformers-free runtime of a converted Llama shares, without its forward
     pass: config, tokenizer, end-of-sequence and pad ids, the transformers runtime as the
-    fallback, and the greedy/sampling split.  Nothing here imports torch or numpy."""
+    fallback (when given), and the greedy/sampling split.  Nothing here imports torch or
+    numpy."""
 
-    def __init__(self, folder: Path, fallback: Callable[[], Any]) -> None:
+    def __init__(self, folder: Path, fallback: Callable[[], Any] | None = None) -> None:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         generation: dict[str, Any] = {}
         if (folder / "generation_config.json").is_file():
@@ -321,6 +322,8 @@ class LlamaRuntimeBase:
     def fallback(self) -> Any:
         """The transformers runtime for what this one does not repeat (loaded once)."""
         if self._fallback is None:
+            if self._fallback_factory is None:
+                raise RuntimeError("this runtime has no fallback")
             self._fallback = self._fallback_factory()
         return self._fallback
 
@@ -347,15 +350,20 @@ class LlamaRuntimeBase:
         raise NotImplementedError
 
     def _results(self, prompts: Sequence[list[int]], out: list[list[int]],
-                 max_tokens: int) -> list[_Generation]:
+                 max_tokens: int, stop: Sequence[str] = (),
+                 ends: Mapping[int, int] | None = None) -> list[_Generation]:
         """Generations from each row's new tokens as ``generate`` returns them (a finished
-        row of a batch continues with the pad token)."""
+        row of a batch continues with the pad token); ``ends``: the number of tokens of the
+        rows a ``stop`` string ended, whose text is cut before it."""
         results = []
         for row, prompt in enumerate(prompts):
-            new = self._own_tokens(out[row], padded=len(prompts) > 1)
+            if ends and row in ends:
+                new = out[row][:ends[row]]
+            else:
+                new = self._own_tokens(out[row], padded=len(prompts) > 1)
             hit_eos = bool(new) and new[-1] in self.eos
             text = self.tokenizer.decode(new, skip_special_tokens=True)
-            text, hit_stop = truncate_at_stop(text, [])
+            text, hit_stop = truncate_at_stop(text, stop)
             finish = "stop" if (hit_eos or hit_stop or len(new) < max_tokens) else "length"
             results.append(_Generation(text, len(prompt), len(new), finish))
         return results

@@ -36,12 +36,17 @@ from typing import Any
 
 from ragmeter.backends._local._gguf_read import GgufFile, TensorInfo
 
-__all__ = ["CONVERTER", "unsupported", "convert", "hf_name"]
+__all__ = ["CONVERTER", "BLOCKS_FORMAT", "F32_FILE", "BLOCKS_FILE", "unsupported",
+           "blocks_unsupported", "convert", "write_weights", "hf_name"]
 
 # Names the conversion in the cache key; bump it when the output of this module changes.
 CONVERTER = "ragmeter-gguf-llama-v1"
 
 _F32 = 0
+_BLOCK_TYPES = {3: "Q4_1", 8: "Q8_0"}  # what ragmeter.backends._local._kernels.c multiplies
+BLOCKS_FORMAT = "ragmeter-blocks-1"
+F32_FILE = "model.safetensors"
+BLOCKS_FILE = "model-blocks.safetensors"
 _CHUNK_ELEMENTS = 1 << 22  # rows de-quantized at a time: about 16 MB of float32
 
 # GGUF tensor names (ggml's "standardized tensor names") -> Llama's
@@ -272,6 +277,98 @@ def write_model(gguf: GgufFile, path: Path, config: dict[str, Any]) -> None:
                 fh.write(np.ascontiguousarray(chunk, dtype="<f4").data)
 
 
+# --------------------------------------------------------------------------- blocks
+
+# the fused matrices of the blocks file: (name, parts in row order)
+_FUSED = (("self_attn.qkv_proj", ("attn_q", "attn_k", "attn_v")),
+          ("self_attn.o_proj", ("attn_output",)),
+          ("mlp.gate_up_proj", ("ffn_gate", "ffn_up")),
+          ("mlp.down_proj", ("ffn_down",)))
+
+
+def blocks_unsupported(gguf: GgufFile) -> str | None:
+    """Why the blocks file cannot hold this GGUF's weights (the float32 file then serves),
+    or None: every matrix in Q4_1 or Q8_0 (the block kernel's types), the parts of a fused
+    matrix of one type, rows a whole number of blocks."""
+    infos = {t.name: t for t in gguf.tensors}
+    layers = int(gguf.metadata["llama.block_count"])
+    matrices = [infos["token_embd.weight"]] + ([infos["output.weight"]]
+                                               if "output.weight" in infos else [])
+    for i in range(layers):
+        for _, parts in _FUSED:
+            kinds = {infos[f"blk.{i}.{p}.weight"].ggml_type for p in parts}
+            if len(kinds) != 1:
+                return f"layer {i}: {'/'.join(parts)} in different types"
+            matrices += [infos[f"blk.{i}.{p}.weight"] for p in parts]
+    other = sorted({t.ggml_type for t in matrices} - set(_BLOCK_TYPES))
+    if other:
+        return f"tensor types {other} (the kernel multiplies Q4_1 and Q8_0)"
+    if any(t.shape[-1] % 32 for t in matrices):
+        return "rows that are not whole blocks of 32"
+    return None
+
+
+def _block_tensors(gguf: GgufFile, config: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(name, raw uint8 rows or float32 values, (type, columns) or None), in name order."""
+    import numpy as np
+
+    infos = {t.name: t for t in gguf.tensors}
+    out: list[tuple[str, Any, Any]] = []
+
+    def rows(gguf_name: str) -> Any:
+        info = infos[gguf_name]
+        raw = _raw(gguf, info)
+        if ".attn_q." in gguf_name or ".attn_k." in gguf_name:
+            heads = int(config["num_attention_heads"] if ".attn_q." in gguf_name
+                        else config["num_key_value_heads"])
+            raw = _unpermute(raw, heads)
+        return raw
+
+    for gguf_name, name in (("token_embd.weight", "model.embed_tokens.weight"),
+                            ("output.weight", "lm_head.weight")):
+        if gguf_name in infos:
+            info = infos[gguf_name]
+            out.append((name, rows(gguf_name), (info.ggml_type, info.shape[-1])))
+    out.append(("model.norm.weight", _raw(gguf, infos["output_norm.weight"]), None))
+    for i in range(int(config["num_hidden_layers"])):
+        prefix = f"model.layers.{i}."
+        out.append((prefix + "input_layernorm.weight",
+                    _raw(gguf, infos[f"blk.{i}.attn_norm.weight"]), None))
+        out.append((prefix + "post_attention_layernorm.weight",
+                    _raw(gguf, infos[f"blk.{i}.ffn_norm.weight"]), None))
+        for fused, parts in _FUSED:
+            names = [f"blk.{i}.{p}.weight" for p in parts]
+            info = infos[names[0]]
+            data = np.concatenate([rows(n) for n in names]) if len(names) > 1 else rows(names[0])
+            out.append((prefix + fused + ".weight", data, (info.ggml_type, info.shape[-1])))
+    return sorted(out, key=lambda entry: entry[0])
+
+
+def write_blocks(gguf: GgufFile, path: Path, config: dict[str, Any]) -> None:
+    """The blocks file: a safetensors file whose matrices keep the GGUF's quantized blocks
+    (stored as uint8 rows of blocks, rows in Hugging Face's order, q/k/v and gate/up fused
+    into one matrix each) and whose norms are float32; the metadata names each matrix's
+    block type and column count.  About the GGUF's size."""
+    import numpy as np
+
+    entries = _block_tensors(gguf, config)
+    types = {name: [_BLOCK_TYPES[kind[0]], int(kind[1])] for name, _, kind in entries if kind}
+    header: dict[str, Any] = {"__metadata__": {"format": BLOCKS_FORMAT,
+                                               "blocks": json.dumps(types, sort_keys=True)}}
+    start = 0
+    for name, data, kind in entries:
+        nbytes = int(data.nbytes)
+        header[name] = {"dtype": "U8" if kind else "F32", "shape": list(data.shape),
+                        "data_offsets": [start, start + nbytes]}
+        start += nbytes
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-(len(text) + 8) % 64)  # the data starts 64-byte aligned
+    with path.open("wb") as fh:
+        fh.write(len(text).to_bytes(8, "little") + text)
+        for _, data, kind in entries:
+            fh.write(np.ascontiguousarray(data, dtype=np.uint8 if kind else "<f4").data)
+
+
 # --------------------------------------------------------------------------- tokenizer
 
 def _byte_alphabet() -> dict[int, str]:
@@ -326,11 +423,26 @@ def tokenizer_config(meta: dict[str, Any]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- the folder
 
-def convert(gguf: GgufFile, folder: Path) -> None:
-    """Write the converted model into ``folder`` (which exists and is empty).  Call only when
-    :func:`unsupported` returned None."""
+def write_weights(gguf: GgufFile, folder: Path, kind: str,
+                  config: dict[str, Any] | None = None) -> Path:
+    """Write the weights file of ``kind`` (``"f32"``: :data:`F32_FILE`, ``"blocks"``:
+    :data:`BLOCKS_FILE`) into ``folder``; returns its path."""
+    config = llama_config(gguf) if config is None else config
+    if kind == "blocks":
+        path = folder / BLOCKS_FILE
+        write_blocks(gguf, path, config)
+    else:
+        path = folder / F32_FILE
+        write_model(gguf, path, config)
+    return path
+
+
+def convert(gguf: GgufFile, folder: Path, weights: str = "f32") -> None:
+    """Write the converted model into ``folder`` (which exists and is empty), with the
+    weights file of kind ``weights``.  Call only when :func:`unsupported` returned None (and,
+    for ``"blocks"``, :func:`blocks_unsupported`)."""
     config = llama_config(gguf)
-    write_model(gguf, folder / "model.safetensors", config)
+    write_weights(gguf, folder, weights, config)
     (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True),
                                         encoding="utf-8")
     (folder / "generation_config.json").write_text(

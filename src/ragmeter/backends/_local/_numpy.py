@@ -42,29 +42,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragmeter.backends._local._fast import LlamaRuntimeBase, safetensors_layout
-from ragmeter.backends._local._runtimes import DEFAULT_MAX_TOKENS, _Generation
+from ragmeter.backends._local._fast import LlamaRuntimeBase
+from ragmeter.backends._local._runtimes import (
+    DEFAULT_MAX_TOKENS,
+    _Generation,
+    _stop_list,
+    truncate_at_stop,
+)
+from ragmeter.backends._local._weights import Layer, load_safetensors_numpy, load_weights
 
 __all__ = ["NumpyLlamaRuntime", "load_safetensors_numpy"]
 
-_DTYPES = {"F32": "float32", "F16": "float16"}
 _QUERY_BLOCK = 256  # prompt positions per attention block (bounds the score matrix's memory)
-
-
-def load_safetensors_numpy(path: Path) -> dict[str, Any]:
-    """The tensors of a safetensors file as read-only numpy views of one memory map."""
-    import numpy as np
-
-    mapped, layout = safetensors_layout(path)
-    tensors: dict[str, Any] = {}
-    for name, code, shape, offset, length in layout:
-        if code not in _DTYPES:
-            raise RuntimeError(f"{path}: tensor {name} has dtype {code}; the numpy runtime "
-                               "reads F32 or F16")
-        dtype = np.dtype(_DTYPES[code])
-        flat = np.frombuffer(mapped, dtype=dtype, count=length // dtype.itemsize, offset=offset)
-        tensors[name] = flat.reshape(shape)
-    return tensors
 
 
 @dataclass(frozen=True)
@@ -102,16 +91,19 @@ class _KVCache:
 class _NumpyLlama:
     """The forward pass of ``LlamaForCausalLM`` over memory-mapped numpy weights."""
 
-    def __init__(self, folder: Path, config: Mapping[str, Any], threads: int) -> None:
+    def __init__(self, folder: Path, config: Mapping[str, Any], threads: int,
+                 kernel: Any = None) -> None:
         import numpy as np
 
         self.np = np
         self.threads = max(1, int(threads))
         self.blas = _Blas()
         self._pool: Any = None
-        self.w = load_safetensors_numpy(folder / "model.safetensors")
-        self.embed = self.w["model.embed_tokens.weight"]
-        self.lm_head = self.w.get("lm_head.weight", self.embed)  # tied: one tensor serves both
+        self.weights = load_weights(folder, config, kernel)
+        if kernel is not None and self.weights.kind == "blocks":
+            kernel.set_threads(self.threads)
+        self.vocab = self.weights.vocab
+        self.final_norm = self.weights.final_norm
         self.layers = int(config["num_hidden_layers"])
         self.heads = int(config["num_attention_heads"])
         self.kv_heads = int(config.get("num_key_value_heads") or self.heads)
@@ -123,16 +115,12 @@ class _NumpyLlama:
         dim = self.head_dim
         self.inv_freq = (1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float32) / dim))
                          ).astype(np.float32)
-        names = ("input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                 "self_attn.o_proj", "post_attention_layernorm", "mlp.gate_proj",
-                 "mlp.up_proj", "mlp.down_proj")
-        # linear weights as (in, out) views: x @ w.T without a copy (BLAS reads it transposed)
-        self._layer_w = []
-        for i in range(self.layers):
-            ln1, wq, wk, wv, wo, ln2, wg, wu, wd = (self.w[f"model.layers.{i}.{n}.weight"]
-                                                    for n in names)
-            self._layer_w.append((ln1, wq.T, wk.T, wv.T, wo.T, ln2, wg.T, wu.T, wd.T))
-        self.final_norm = self.w["model.norm.weight"]
+        self._sizes = (self.heads * dim, self.kv_heads * dim, self.kv_heads * dim)
+
+    def weight_bytes_per_token(self) -> int:
+        """Bytes of weights one decode step reads (``benchmarks/bench_decode.py``'s
+        ceiling): every layer's, the final norm, the lm_head and one embedding row."""
+        return self.weights.bytes_per_token()
 
     # ------------------------------------------------------------------ pieces
 
@@ -163,13 +151,13 @@ class _NumpyLlama:
         scores /= scores.sum(axis=-1, keepdims=True)
         return scores
 
-    def _mlp(self, x: Any, wg: Any, wu: Any, wd: Any) -> Any:
+    def _mlp(self, x: Any, layer: Layer) -> Any:
         np = self.np
-        gate = x @ wg
+        gate, up = layer.gate_up(x)
         # silu(g) = g * sigmoid(g) = g / (1 + exp(-g))
         silu = gate / (1.0 + np.exp(-gate))
-        silu *= x @ wu
-        return silu @ wd
+        silu *= up
+        return layer.down(silu)
 
     # ------------------------------------------------------------------ passes
 
@@ -230,13 +218,14 @@ class _NumpyLlama:
         offsets = [0]
         for n in counts:
             offsets.append(offsets[-1] + n)
-        h = self.embed[ids]
+        h = self.weights.embed(ids)
         tokens = len(ids)
-        for i, (ln1, wq, wk, wv, wo, ln2, wg, wu, wd) in enumerate(self._layer_w):
-            x = self._norm(h, ln1)
-            q = self._rotate((x @ wq).reshape(tokens, self.heads, self.head_dim), cos, sin)
-            k = self._rotate((x @ wk).reshape(tokens, self.kv_heads, self.head_dim), cos, sin)
-            v = (x @ wv).reshape(tokens, self.kv_heads, self.head_dim)
+        for i, layer in enumerate(self.weights.layers):
+            x = self._norm(h, layer.ln1)
+            xq, xk, xv = layer.qkv(x, self._sizes)
+            q = self._rotate(xq.reshape(tokens, self.heads, self.head_dim), cos, sin)
+            k = self._rotate(xk.reshape(tokens, self.kv_heads, self.head_dim), cos, sin)
+            v = xv.reshape(tokens, self.kv_heads, self.head_dim)
             out = np.empty((tokens, self.heads, self.head_dim), dtype=np.float32)
             for j, row in enumerate(rows):
                 a, b = offsets[j], offsets[j + 1]
@@ -252,11 +241,11 @@ class _NumpyLlama:
                     cache.keys[i][row, :, lo:cache.width] = kr
                     cache.values[i][row, :, lo:cache.width] = vr
                 out[a:b] = self._causal_attention(q[a:b], kr, vr, start)
-            h = h + out.reshape(tokens, -1) @ wo
-            h = h + self._mlp(self._norm(h, ln2), wg, wu, wd)
+            h = h + layer.o(out.reshape(tokens, -1))
+            h = h + self._mlp(self._norm(h, layer.ln2), layer)
         picked = [h[offsets[j] + keep[row][0]:offsets[j] + keep[row][1]]
                   for j, row in enumerate(rows)]
-        logits = self._norm(np.concatenate(picked), self.final_norm) @ self.lm_head.T
+        logits = self.weights.head(self._norm(np.concatenate(picked), self.final_norm))
         bounds = np.cumsum([0] + [len(x) for x in picked])
         return [logits[bounds[j]:bounds[j + 1]] for j in range(len(rows))]
 
@@ -298,14 +287,15 @@ class _NumpyLlama:
         batch = len(tokens)
         col = cache.filled
         cos, sin = self._rotary(positions.astype(np.float32))
-        h = self.embed[tokens]
+        h = self.weights.embed(tokens)
         bias = cache.bias[..., :col + 1]
-        for i, (ln1, wq, wk, wv, wo, ln2, wg, wu, wd) in enumerate(self._layer_w):
-            x = self._norm(h, ln1)
-            q = self._rotate((x @ wq).reshape(batch, self.heads, self.head_dim), cos, sin)
+        for i, layer in enumerate(self.weights.layers):
+            x = self._norm(h, layer.ln1)
+            xq, xk, xv = layer.qkv(x, self._sizes)
+            q = self._rotate(xq.reshape(batch, self.heads, self.head_dim), cos, sin)
             cache.keys[i][:, :, col] = self._rotate(
-                (x @ wk).reshape(batch, self.kv_heads, self.head_dim), cos, sin)
-            cache.values[i][:, :, col] = (x @ wv).reshape(batch, self.kv_heads, self.head_dim)
+                xk.reshape(batch, self.kv_heads, self.head_dim), cos, sin)
+            cache.values[i][:, :, col] = xv.reshape(batch, self.kv_heads, self.head_dim)
             keys = cache.keys[i][:, :, :col + 1]
             values = cache.values[i][:, :, :col + 1]
             qg = q.reshape(batch, self.kv_heads, self.groups, self.head_dim)
@@ -314,15 +304,15 @@ class _NumpyLlama:
             scores += bias
             self._softmax_(np, scores)
             out = (scores @ values).reshape(batch, -1)
-            h = h + out @ wo
-            h = h + self._mlp(self._norm(h, ln2), wg, wu, wd)
+            h = h + layer.o(out)
+            h = h + self._mlp(self._norm(h, layer.ln2), layer)
         cache.filled = col + 1
-        return self._norm(h, self.final_norm) @ self.lm_head.T
+        return self.weights.head(self._norm(h, self.final_norm))
 
 
 class NumpyLlamaRuntime(LlamaRuntimeBase):
-    """The runtime interface of ``_TransformersRuntime`` over :class:`_NumpyLlama`; requests
-    it does not repeat exactly go to ``fallback()`` (the transformers runtime, loaded once)."""
+    """The runtime interface of ``_TransformersRuntime`` over :class:`_NumpyLlama`: greedy
+    decoding, sampling, repetition penalties, stop strings and choice scoring, without torch."""
 
     #: prompts of a batch that start with the same tokens (a system prompt, a template)
     #: compute those once: at least MIN_PREFIX shared tokens; the last KEPT_PREFIXES
@@ -333,12 +323,13 @@ class NumpyLlamaRuntime(LlamaRuntimeBase):
     KEPT_PREFIXES = 4
     KEPT_TOKENS = 4096
 
-    def __init__(self, folder: Path, threads: int, fallback: Callable[[], Any]) -> None:
+    def __init__(self, folder: Path, threads: int,
+                 fallback: Callable[[], Any] | None = None, kernel: Any = None) -> None:
         import numpy as np
 
         self.np = np
         super().__init__(folder, fallback)
-        self.model = _NumpyLlama(folder, self.config, threads)
+        self.model = _NumpyLlama(folder, self.config, threads, kernel)
         self._prefixes: OrderedDict[tuple[int, ...], Prefix] = OrderedDict()
 
     def _shared_prefix(self, prompts: Sequence[list[int]]) -> Prefix | None:
@@ -371,16 +362,19 @@ class NumpyLlamaRuntime(LlamaRuntimeBase):
 
     def generate_batch(self, prompts: Sequence[list[int]],
                        params: Mapping[str, Any]) -> list[_Generation]:
-        """Greedy decoding as ``model.generate`` does it on a left-padded batch (see the
-        module docstring); one prompt is a batch of one."""
-        if not self._exact(params):
-            return list(self.fallback().generate_batch(prompts, params))
+        """Decoding as ``model.generate`` does it on a left-padded batch (see the module
+        docstring): greedy, or sampled and penalized by :class:`_Chooser`; a row whose text
+        contains a ``stop`` string ends there.  One prompt is a batch of one."""
         with self.model.blas.single():
-            return self._greedy(prompts, int(params.get("max_tokens") or DEFAULT_MAX_TOKENS))
+            return self._generate(prompts, params)
 
-    def _greedy(self, prompts: Sequence[list[int]], max_tokens: int) -> list[_Generation]:
+    def _generate(self, prompts: Sequence[list[int]],
+                  params: Mapping[str, Any]) -> list[_Generation]:
         np = self.np
         model = self.model
+        max_tokens = int(params.get("max_tokens") or DEFAULT_MAX_TOKENS)
+        stop = _stop_list(params.get("stop"))
+        chooser = _Chooser.of(np, params, prompts, model.vocab)
         cache = _KVCache(np, model.layers, [len(p) for p in prompts], model.kv_heads,
                          model.head_dim, max_tokens)
         eos = np.array(self._generation_eos or sorted(self.eos), dtype=np.int64)
@@ -392,19 +386,40 @@ class NumpyLlamaRuntime(LlamaRuntimeBase):
                                               [(len(p) - skip - 1, len(p) - skip)
                                                for p in prompts], prefix))
         generated: list[Any] = []
+        ends: dict[int, int] = {}  # rows a stop string ended: their number of tokens
         next_tokens: Any = None
         for step in range(max_tokens):
             if step:
                 logits = model.decode(next_tokens, positions, cache)
                 positions += 1
-            next_tokens = np.where(unfinished, np.argmax(logits, axis=-1), self.pad_id)
+            chosen = np.argmax(logits, axis=-1) if chooser is None else chooser.pick(logits)
+            next_tokens = np.where(unfinished, chosen, self.pad_id)
             generated.append(next_tokens)
             unfinished &= ~np.isin(next_tokens, eos)
+            if stop:
+                self._end_at_stop(generated, unfinished, stop, ends)
             if not unfinished.any():
                 break
         out = (np.stack(generated, axis=1).tolist() if generated
                else [[] for _ in prompts])
+        if stop:
+            return self._results(prompts, out, max_tokens, stop, ends)
         return self._results(prompts, out, max_tokens)
+
+    def _greedy(self, prompts: Sequence[list[int]], max_tokens: int) -> list[_Generation]:
+        """Greedy decoding of ``prompts`` (no stop strings)."""
+        return self._generate(prompts, {"max_tokens": max_tokens})
+
+    def _end_at_stop(self, generated: Sequence[Any], unfinished: Any, stop: Sequence[str],
+                     ends: dict[int, int]) -> None:
+        """End the rows whose text now contains a stop string (the text is cut before it
+        later, as OpenAI does; the tokens counted are those generated up to it)."""
+        for row in self.np.flatnonzero(unfinished).tolist():
+            text = self.tokenizer.decode([int(g[row]) for g in generated],
+                                         skip_special_tokens=True)
+            if truncate_at_stop(text, stop)[1]:
+                unfinished[row] = False
+                ends[row] = len(generated)
 
     def choice_logprobs_batch(self, prompts: Sequence[list[int]],
                               choices: Sequence[Sequence[list[int]]]) -> list[list[float]]:
@@ -436,6 +451,75 @@ class NumpyLlamaRuntime(LlamaRuntimeBase):
             logp = _log_softmax(self.np, rows)
             scores[i] = sum((float(logp[j, tok]) for j, tok in enumerate(choices[i])), 0.0)
         return scores
+
+
+class _Chooser:
+    """The next token of each row of a batch that samples (temperature > 0) or penalizes
+    repetition, in the order of transformers' logits processors: the repetition penalty on
+    the logits of every token already in the row (``RepetitionPenaltyLogitsProcessor``:
+    negative logits multiplied, positive ones divided), then temperature, top-k
+    (``TopKLogitsWarper``), top-p (``TopPLogitsWarper``: the smallest tokens whose cumulative
+    probability stays at or below ``1 - top_p`` are removed, at least one kept), and a draw
+    from the softmax; without temperature, the argmax.  ``top_k`` applies only when given
+    (as OpenAI's API has none).  Each row draws from its own ``numpy.random.default_rng(seed)``,
+    so a row's tokens do not depend on the batch it shares (the draws are numpy's, not
+    torch's: the same seed gives other tokens than the transformers runtime)."""
+
+    def __init__(self, np: Any, params: Mapping[str, Any], prompts: Sequence[list[int]],
+                 vocab: int) -> None:
+        self.np = np
+        self.temperature = float(params.get("temperature") or 0.0)
+        top_p = params.get("top_p")
+        self.top_p = 1.0 if top_p is None else float(top_p)
+        self.top_k = int(params["top_k"]) if params.get("top_k") else 0
+        penalty = params.get("repetition_penalty")
+        self.penalty = None if penalty is None else float(penalty)
+        seed = int(params.get("seed", 0) or 0)
+        self.rngs = [np.random.default_rng(seed) for _ in prompts]
+        self.seen = np.zeros((len(prompts), vocab), dtype=bool)
+        for row, prompt in enumerate(prompts):
+            self.seen[row, prompt] = True
+
+    @classmethod
+    def of(cls, np: Any, params: Mapping[str, Any], prompts: Sequence[list[int]],
+           vocab: int) -> _Chooser | None:
+        """A chooser, or None for plain greedy decoding (the argmax of the logits)."""
+        if float(params.get("temperature") or 0.0) > 0 or \
+                params.get("repetition_penalty") is not None:
+            return cls(np, params, prompts, vocab)
+        return None
+
+    def pick(self, logits: Any) -> Any:
+        np = self.np
+        scores = logits.astype(np.float64)
+        if self.penalty is not None:
+            seen = scores[self.seen]
+            scores[self.seen] = np.where(seen < 0, seen * self.penalty, seen / self.penalty)
+        if self.temperature <= 0:
+            chosen = np.argmax(scores, axis=-1)
+        else:
+            chosen = np.array([self._draw(row, scores[row] / self.temperature)
+                               for row in range(len(scores))], dtype=np.int64)
+        self.seen[np.arange(len(chosen)), chosen] = True
+        return chosen
+
+    def _draw(self, row: int, scores: Any) -> int:
+        np = self.np
+        if 0 < self.top_k < len(scores):
+            kth = np.partition(scores, -self.top_k)[-self.top_k]
+            scores[scores < kth] = -np.inf
+        if self.top_p < 1.0:
+            order = np.argsort(scores, kind="stable")
+            probs = np.exp(scores[order] - scores[order[-1]])
+            cumulative = np.cumsum(probs / probs.sum())
+            remove = cumulative <= 1.0 - self.top_p
+            remove[-1] = False
+            scores[order[remove]] = -np.inf
+        weights = np.exp(scores - scores.max())
+        cumulative = np.cumsum(weights)
+        drawn = int(np.searchsorted(cumulative, self.rngs[row].random() * cumulative[-1],
+                                    side="right"))
+        return min(drawn, len(scores) - 1)
 
 
 def _log_softmax(np: Any, logits: Any) -> Any:

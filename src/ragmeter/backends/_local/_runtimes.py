@@ -77,9 +77,9 @@ class _TransformersRuntime:
         from ragmeter.backends._local import _cache as local_cache
 
         cache_dir = local_cache.converted_dir(location)
-        if cache_dir is not None and not local_cache.is_complete(cache_dir) and direct:
+        if cache_dir is not None and not local_cache.is_complete(cache_dir, "f32") and direct:
             cache_dir = local_cache.convert_direct(location.path) or cache_dir
-        if cache_dir is not None and local_cache.is_complete(cache_dir):
+        if cache_dir is not None and local_cache.is_complete(cache_dir, "f32"):
             # the converted copy: memory-mapped float32 safetensors, no de-quantization
             self.tokenizer = load_hf_tokenizer(str(cache_dir), None)
             with _no_progress_bars():

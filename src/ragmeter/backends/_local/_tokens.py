@@ -57,7 +57,9 @@ def local_counter(model: str | None) -> TokenCounter:
 
         return TokenCounter(f"local:{location.model_id} (llama.cpp, template approximate)",
                             False, count_llama, count_messages_llama)
-    return _approximate_counter("no local tokenizer runtime: pip install 'ragmeter[local]'")
+    from ragmeter.backends._local._model import INSTALL_LOCAL
+
+    return _approximate_counter(f"no local tokenizer runtime: {INSTALL_LOCAL}")
 
 
 def _converted_counter(location: Any) -> TokenCounter | None:
@@ -74,7 +76,7 @@ def _converted_counter(location: Any) -> TokenCounter | None:
     if folder is None:
         return None
     if not local_cache.is_complete(folder):
-        folder = local_cache.convert_direct(location.path) or folder
+        folder = local_cache.convert_for_numpy(location.path)[0] or folder
     if not local_cache.is_complete(folder) or not local_fast.supports(folder):
         return None
     tokenizer = local_fast._ChatTokenizer(folder)

@@ -1,0 +1,143 @@
+"""Batch-1 decoding of the local model against this machine's memory-bandwidth ceiling (issue 26.2).
+
+Decoding one token reads every weight the forward pass uses once (every layer's matrices and
+the tied lm_head; the one embedding row and the small norms hardly count), so its speed is
+bounded by ``memory read bandwidth / bytes of weights read per token``.  In the same process,
+round by round interleaved, this benchmark measures:
+
+* the read bandwidth numpy reaches here: ``W @ x`` (BLAS sgemv, one BLAS thread) over float32
+  matrices of 512 MiB in all, 16 times the L3 cache of the development box, on one thread and
+  on two Python threads at once (each its half; BLAS releases the GIL);
+* batch-1 decoding: the runtime's own decode step, one token at a time after a short prompt,
+  ``--tokens`` steps (no end of sequence: every step is timed), on the runtime's threads;
+* batch-8 decoding the same way (eight rows per step), for the "both cores when the batch
+  allows it" side.
+
+It prints, per round and as medians: the bandwidth (GB/s, 1 and 2 threads), the bytes the
+decode step reads per token, the ceilings they give (tokens/s), decoding tokens/s, and the
+fraction of each ceiling reached (target: batch-1 >= 0.75 of the ceiling).
+
+    python benchmarks/bench_decode.py [--rounds 3] [--tokens 64] [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+BANDWIDTH_BYTES = 512 << 20
+
+
+def bandwidth(threads: int, mats: list[Any], x: Any) -> float:
+    """GB/s of ``W @ x`` over every matrix in ``mats`` split among ``threads`` threads."""
+    from threadpoolctl import threadpool_limits
+
+    parts = [mats[i::threads] for i in range(threads)]
+
+    def run(part: list[Any]) -> None:
+        for w in part:
+            w @ x
+
+    with threadpool_limits(1, "blas"):
+        run(mats[:2])  # warm the code path
+        start = time.perf_counter()
+        workers = [threading.Thread(target=run, args=(p,)) for p in parts]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        elapsed = time.perf_counter() - start
+    return sum(m.nbytes for m in mats) / elapsed / 1e9
+
+
+def decode_rate(runtime: Any, rows: int, tokens: int) -> float:
+    """New tokens per second (all rows together) over ``tokens`` decode steps after a prompt
+    of 24 tokens per row."""
+    import numpy as np
+
+    from ragmeter.backends._local._numpy import _KVCache
+
+    model = runtime.model
+    prompt = runtime.prompt_ids(_messages("Name three rivers of Europe and one of Asia."))
+    prompts = [prompt[:24]] * rows
+    with model.blas.single():
+        cache = _KVCache(np, model.layers, [len(p) for p in prompts], model.kv_heads,
+                         model.head_dim, tokens + 1)
+        logits = np.concatenate(model.prefill(prompts, cache, [(23, 24)] * rows))
+        positions = np.full(rows, 24, dtype=np.int64)
+        nxt = np.argmax(logits, axis=-1)
+        start = time.perf_counter()
+        for _ in range(tokens):
+            logits = model.decode(nxt, positions, cache)
+            positions += 1
+            nxt = np.argmax(logits, axis=-1)
+        elapsed = time.perf_counter() - start
+    return rows * tokens / elapsed
+
+
+def _messages(text: str) -> Any:
+    from ragmeter.backends._types import Request
+
+    return Request.chat("b", [{"role": "user", "content": text}]).messages
+
+
+def bytes_per_token(runtime: Any) -> int:
+    """Bytes of weights one decode step reads: every layer's tensors and the lm_head."""
+    return int(runtime.model.weight_bytes_per_token())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=0, help="0: the backend's default")
+    args = parser.parse_args()
+    import numpy as np
+
+    from ragmeter.backends._local import _backend as local
+
+    backend = local.LocalBackend(runtime="numpy", threads=args.threads or None)
+    backend.load()
+    runtime = backend._runtime
+    rng = np.random.default_rng(0)
+    mats = [rng.standard_normal((4096, 2048), dtype=np.float32)
+            for _ in range(BANDWIDTH_BYTES // (4096 * 2048 * 4))]
+    x = rng.standard_normal(2048, dtype=np.float32)
+    per_token = bytes_per_token(runtime)
+    decode_rate(runtime, 1, 4)  # page the weights in
+    print(f"model {backend.model}, runtime {backend.runtime_name}, threads {backend.threads}; "
+          f"weights read per token {per_token / 1e6:.1f} MB; {os.cpu_count()} CPUs")
+    rounds = []
+    for r in range(args.rounds):
+        got = {"bw1": bandwidth(1, mats, x), "bw2": bandwidth(2, mats, x),
+               "dec1": backend.run_in_model_thread(decode_rate, runtime, 1, args.tokens),
+               "dec8": backend.run_in_model_thread(decode_rate, runtime, 8, args.tokens),
+               "load": os.getloadavg()[0]}
+        rounds.append(got)
+        print(f"round {r + 1}: bandwidth {got['bw1']:.1f} GB/s (1 thread), {got['bw2']:.1f} "
+              f"GB/s (2); batch-1 {got['dec1']:.1f} tok/s, batch-8 {got['dec8']:.1f} tok/s "
+              f"[load avg {got['load']:.1f}]", flush=True)
+    med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
+    ceiling1, ceiling2 = med["bw1"] * 1e9 / per_token, med["bw2"] * 1e9 / per_token
+    print(f"medians over {args.rounds} rounds [load avg {min(r['load'] for r in rounds):.1f}-"
+          f"{max(r['load'] for r in rounds):.1f}]:")
+    print(f"  read bandwidth: {med['bw1']:.1f} GB/s on 1 thread, {med['bw2']:.1f} GB/s on 2")
+    print(f"  ceiling: {per_token / 1e6:.1f} MB per token -> {ceiling1:.1f} tok/s (1 thread), "
+          f"{ceiling2:.1f} tok/s (2 threads)")
+    print(f"  batch-1 decoding: {med['dec1']:.1f} tok/s = {med['dec1'] / ceiling1:.2f} of the "
+          f"1-thread ceiling, {med['dec1'] / ceiling2:.2f} of the 2-thread one (target >= 0.75)")
+    print(f"  batch-8 decoding: {med['dec8']:.1f} tok/s ({med['dec8'] / 8:.1f} steps/s = "
+          f"{med['dec8'] / 8 / ceiling2:.2f} of the 2-thread ceiling)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

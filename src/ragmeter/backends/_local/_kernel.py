@@ -1,0 +1,179 @@
+"""The block kernels of ``_kernels.c``: built once per machine, loaded with ctypes.
+
+The numpy runtime keeps a quantized GGUF's Q4_1 and Q8_0 blocks as they are and multiplies
+them with float32 activations in C, de-quantizing each block in registers (see the C file).
+This module compiles ``_kernels.c`` with the C compiler at hand (``$CC``, else ``cc``, ``gcc``
+or ``clang``) into ``$RAGMETER_HOME/kernels/``, keyed by the source, the compiler and the CPU
+(``-march=native`` code runs only on the CPU it was built for), and loads it.  Building takes
+about a second, once.  When there is no compiler, the build fails or the library cannot be
+loaded, :func:`kernel` returns None and says why once (a warning), and the runtime reads
+float32 weights through numpy's BLAS instead; ``RAGMETER_LOCAL_KERNEL=0`` asks for that.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Kernel", "kernel", "describe", "Q4_1", "Q8_0", "BLOCK_BYTES", "KERNEL_ENV"]
+
+Q4_1, Q8_0 = 3, 8  # GGML type ids
+BLOCK_BYTES = {Q4_1: 20, Q8_0: 34}  # bytes per block of 32 weights
+KERNEL_ENV = "RAGMETER_LOCAL_KERNEL"
+SOURCE = Path(__file__).with_name("_kernels.c")
+ABI = 1
+FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11", "-pthread")
+
+
+class Kernel:
+    """The loaded library: products and row look-ups over blocks (thread-safe; each call
+    releases the GIL and runs on this thread and the library's workers)."""
+
+    def __init__(self, library: ctypes.CDLL, path: Path) -> None:
+        import numpy as np
+
+        self.np = np
+        self.path = path
+        self._lib = library
+        pointer, i64 = ctypes.c_void_p, ctypes.c_int64
+        library.rk_matmul.argtypes = [ctypes.c_int, pointer, i64, i64, pointer, i64, pointer]
+        library.rk_matmul.restype = None
+        library.rk_rows.argtypes = [ctypes.c_int, pointer, i64, pointer, i64, pointer]
+        library.rk_rows.restype = None
+        library.rk_set_threads.argtypes = [ctypes.c_int]
+        library.rk_set_threads.restype = ctypes.c_int
+        self.threads = 1
+
+    def set_threads(self, threads: int) -> int:
+        """Use ``threads`` threads per call (the caller's and ``threads - 1`` workers)."""
+        self.threads = int(self._lib.rk_set_threads(int(threads)))
+        return self.threads
+
+    def matmul(self, ggml_type: int, blocks: Any, cols: int, x: Any) -> Any:
+        """``x @ W.T`` for ``x`` ``(n, cols)`` float32 and ``W`` given as ``blocks``
+        ``(rows, cols / 32 * block bytes)`` uint8: ``(n, rows)`` float32."""
+        np = self.np
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        n, rows = x.shape[0], blocks.shape[0]
+        out = np.empty((n, rows), dtype=np.float32)
+        self._lib.rk_matmul(ggml_type, blocks.ctypes.data, rows, cols, x.ctypes.data, n,
+                            out.ctypes.data)
+        return out
+
+    def rows(self, ggml_type: int, blocks: Any, cols: int, ids: Any = None) -> Any:
+        """Rows ``ids`` of ``W`` (all when None) as float32 ``(len(ids), cols)``."""
+        np = self.np
+        if ids is None:
+            count, pointer = blocks.shape[0], None
+        else:
+            ids = np.ascontiguousarray(ids, dtype=np.int64)
+            count, pointer = len(ids), ids.ctypes.data
+        out = np.empty((count, cols), dtype=np.float32)
+        self._lib.rk_rows(ggml_type, blocks.ctypes.data, cols, pointer, count, out.ctypes.data)
+        return out
+
+
+_LOCK = threading.Lock()
+
+
+def _turned_off() -> bool:
+    return os.environ.get(KERNEL_ENV, "").strip().lower() in ("0", "false", "no", "off")
+
+
+def describe() -> str:
+    """How the numpy runtime reads a Q4_1/Q8_0 GGUF's weights here, in a few words, without
+    building anything (``ragmeter models``)."""
+    if _turned_off():
+        return f"float32 weights ({KERNEL_ENV}=0)"
+    cc = compiler()
+    if cc is None or shutil.which(cc) is None:
+        return "float32 weights (no C compiler for the block kernel)"
+    return f"Q4_1/Q8_0 blocks, block kernel built with {Path(cc).name}"
+
+
+@functools.lru_cache(maxsize=1)
+def kernel() -> Kernel | None:
+    """The block kernel, built when needed; None when it cannot be had (said once)."""
+    if _turned_off():
+        return None
+    with _LOCK:
+        try:
+            path = _built()
+            library = ctypes.CDLL(str(path))
+            if library.rk_abi() != ABI:
+                raise OSError(f"{path} has ABI {library.rk_abi()}, expected {ABI}")
+            return Kernel(library, path)
+        except (OSError, subprocess.SubprocessError, ValueError) as exc:
+            warnings.warn(f"local: the block kernel could not be built or loaded ({exc}); "
+                          "the numpy runtime reads float32 weights instead (slower decoding, "
+                          "a 5x larger converted copy). Install a C compiler (e.g. apt-get "
+                          "install gcc) to get it.", stacklevel=3)
+            return None
+
+
+def compiler() -> str | None:
+    """The C compiler to build with: ``$CC``, else the first of cc, gcc, clang on PATH."""
+    named = os.environ.get("CC", "").strip()
+    if named:
+        return named.split()[0]
+    for name in ("cc", "gcc", "clang"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _cpu_signature() -> str:
+    """What ``-march=native`` depends on: the CPU's model and flags."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return platform.processor() or platform.machine()
+    wanted = ("model name", "flags", "Features", "CPU part", "CPU implementer")
+    lines = sorted({line.strip() for line in text.splitlines()
+                    if line.split(":")[0].strip() in wanted})
+    return "\n".join(lines) or platform.machine()
+
+
+def _built() -> Path:
+    """The compiled library for this source, compiler and CPU, compiled when missing."""
+    from ragmeter._util._home import data_home
+
+    cc = compiler()
+    if cc is None:
+        raise OSError("no C compiler found (cc, gcc, clang, or $CC)")
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30,
+                             check=False).stdout
+    digest = hashlib.sha256()
+    for part in (SOURCE.read_bytes(), version.encode(), " ".join(FLAGS).encode(),
+                 _cpu_signature().encode(), platform.platform().encode()):
+        digest.update(part)
+        digest.update(b"\0")
+    folder = data_home() / "kernels"
+    target = folder / f"ragmeter-kernels-{digest.hexdigest()[:16]}.so"
+    if target.is_file():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=folder)
+    os.close(fd)
+    try:
+        done = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE)], capture_output=True,
+                              text=True, timeout=120, check=False)
+        if done.returncode != 0:
+            raise OSError(f"{Path(cc).name} failed: {done.stderr.strip()[-400:]}")
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target

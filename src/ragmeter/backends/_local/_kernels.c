@@ -1,0 +1,358 @@
+/* ragmeter's block kernels for the local model's numpy runtime (issue 26.2).
+ *
+ * Matrix products whose weights stay in GGUF's quantized blocks (Q4_1: 32 weights in 20
+ * bytes, Q8_0: 32 weights in 34 bytes), de-quantized block by block in registers, so a decoding
+ * step reads 5.6 times fewer bytes than from float32 weights.  A block de-quantizes exactly as
+ * gguf.quants does it (Q4_1: d * q + m, Q8_0: d * q, in float32; d * q is exact, so a fused
+ * multiply-add gives the same float), so the weights are bit for bit the float32 copy's; only
+ * the order of the additions of a dot product differs from a BLAS's.
+ *
+ * Built once per machine by ragmeter.backends._local._kernel with the C compiler at hand
+ * (cc -O3 -march=native) and loaded with ctypes; without a compiler the runtime reads float32
+ * weights through numpy's BLAS instead.  Plain C99 + GCC/Clang vector extensions, pthreads.
+ *
+ * Work is cut into chunks of rows taken from an atomic counter by the calling thread and by
+ * the worker threads (rk_set_threads): the caller never waits for a worker to start, only for
+ * the chunks a worker has taken to end, so a worker the scheduler keeps off a busy CPU costs
+ * nothing but its own chunk.
+ */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#define RK_ABI 1
+#define T_Q4_1 3
+#define T_Q8_0 8
+#define MAX_WORKERS 15
+#define INPUTS_PER_PASS 8
+
+int rk_abi(void) { return RK_ABI; }
+
+/* IEEE 754 half to float (exact). */
+static inline float half_to_float(const uint8_t *p) {
+    uint16_t h = (uint16_t)(p[0] | (p[1] << 8));
+#if defined(__F16C__)
+    return _cvtsh_ss(h);
+#else
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: normalize */
+            int e = -1;
+            do { man <<= 1; e++; } while (!(man & 0x400));
+            bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ff) << 13);
+        }
+    } else {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+#endif
+}
+
+static inline int64_t block_bytes(int type) { return type == T_Q4_1 ? 20 : 34; }
+
+/* V: 16 floats, in one AVX-512 register, two AVX2 registers, or an array. */
+#if defined(__AVX512F__)
+typedef __m512 V;
+static inline V vzero(void) { return _mm512_setzero_ps(); }
+static inline V vload(const float *p) { return _mm512_loadu_ps(p); }
+static inline void vstore(float *p, V v) { _mm512_storeu_ps(p, v); }
+static inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+static inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
+static inline float vsum(V v) { return _mm512_reduce_add_ps(v); }
+static inline void block_values(int type, const uint8_t *b, V *lo, V *hi) {
+    __m512 d = _mm512_set1_ps(half_to_float(b));
+    if (type == T_Q4_1) {
+        __m512 m = _mm512_set1_ps(half_to_float(b + 2));
+        __m128i q = _mm_loadu_si128((const __m128i *)(b + 4)), low = _mm_set1_epi8(0x0f);
+        __m512i ql = _mm512_cvtepu8_epi32(_mm_and_si128(q, low));
+        __m512i qh = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), low));
+        *lo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ql), d, m);
+        *hi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(qh), d, m);
+    } else {
+        __m512i q0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 2)));
+        __m512i q1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 18)));
+        *lo = _mm512_mul_ps(_mm512_cvtepi32_ps(q0), d);
+        *hi = _mm512_mul_ps(_mm512_cvtepi32_ps(q1), d);
+    }
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+typedef struct { __m256 a, b; } V;
+static inline V vzero(void) { return (V){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+static inline V vload(const float *p) { return (V){_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+static inline void vstore(float *p, V v) { _mm256_storeu_ps(p, v.a); _mm256_storeu_ps(p + 8, v.b); }
+static inline V vfma(V a, V b, V c) {
+    return (V){_mm256_fmadd_ps(a.a, b.a, c.a), _mm256_fmadd_ps(a.b, b.b, c.b)};
+}
+static inline V vadd(V a, V b) { return (V){_mm256_add_ps(a.a, b.a), _mm256_add_ps(a.b, b.b)}; }
+static inline float vsum(V v) {
+    __m256 s = _mm256_add_ps(v.a, v.b);
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ss(t, _mm_movehdup_ps(t));
+    return _mm_cvtss_f32(t);
+}
+static inline __m256 bytes8(__m128i q, int is_signed) {
+    return _mm256_cvtepi32_ps(is_signed ? _mm256_cvtepi8_epi32(q) : _mm256_cvtepu8_epi32(q));
+}
+static inline void block_values(int type, const uint8_t *b, V *lo, V *hi) {
+    __m256 d = _mm256_set1_ps(half_to_float(b));
+    if (type == T_Q4_1) {
+        __m256 m = _mm256_set1_ps(half_to_float(b + 2));
+        __m128i q = _mm_loadu_si128((const __m128i *)(b + 4)), low = _mm_set1_epi8(0x0f);
+        __m128i ql = _mm_and_si128(q, low), qh = _mm_and_si128(_mm_srli_epi16(q, 4), low);
+        lo->a = _mm256_fmadd_ps(bytes8(ql, 0), d, m);
+        lo->b = _mm256_fmadd_ps(bytes8(_mm_srli_si128(ql, 8), 0), d, m);
+        hi->a = _mm256_fmadd_ps(bytes8(qh, 0), d, m);
+        hi->b = _mm256_fmadd_ps(bytes8(_mm_srli_si128(qh, 8), 0), d, m);
+    } else {
+        __m128i q0 = _mm_loadu_si128((const __m128i *)(b + 2));
+        __m128i q1 = _mm_loadu_si128((const __m128i *)(b + 18));
+        lo->a = _mm256_mul_ps(bytes8(q0, 1), d);
+        lo->b = _mm256_mul_ps(bytes8(_mm_srli_si128(q0, 8), 1), d);
+        hi->a = _mm256_mul_ps(bytes8(q1, 1), d);
+        hi->b = _mm256_mul_ps(bytes8(_mm_srli_si128(q1, 8), 1), d);
+    }
+}
+#else
+typedef struct { float v[16]; } V;
+static inline V vzero(void) { V r; memset(&r, 0, sizeof r); return r; }
+static inline V vload(const float *p) { V r; memcpy(r.v, p, 64); return r; }
+static inline void vstore(float *p, V v) { memcpy(p, v.v, 64); }
+static inline V vfma(V a, V b, V c) {
+    for (int i = 0; i < 16; i++) c.v[i] += a.v[i] * b.v[i];
+    return c;
+}
+static inline V vadd(V a, V b) {
+    for (int i = 0; i < 16; i++) a.v[i] += b.v[i];
+    return a;
+}
+static inline float vsum(V v) {
+    float s = 0.0f;
+    for (int i = 0; i < 16; i++) s += v.v[i];
+    return s;
+}
+static inline void block_values(int type, const uint8_t *b, V *lo, V *hi) {
+    float d = half_to_float(b);
+    if (type == T_Q4_1) {
+        float m = half_to_float(b + 2);
+        for (int i = 0; i < 16; i++) {
+            lo->v[i] = d * (float)(b[4 + i] & 0x0f) + m;
+            hi->v[i] = d * (float)(b[4 + i] >> 4) + m;
+        }
+    } else {
+        for (int i = 0; i < 16; i++) {
+            lo->v[i] = d * (float)(int8_t)b[2 + i];
+            hi->v[i] = d * (float)(int8_t)b[18 + i];
+        }
+    }
+}
+#endif
+
+/* One row's dot product with one vector. */
+static inline float row_dot(int type, const uint8_t *row, int64_t blocks, const float *x) {
+    V acc0 = vzero(), acc1 = vzero();
+    int64_t bb = block_bytes(type);
+    for (int64_t b = 0; b < blocks; b++) {
+        V lo, hi;
+        block_values(type, row + b * bb, &lo, &hi);
+        acc0 = vfma(lo, vload(x + b * 32), acc0);
+        acc1 = vfma(hi, vload(x + b * 32 + 16), acc1);
+    }
+    return vsum(vadd(acc0, acc1));
+}
+
+/* The same row's dot products with four vectors (each block de-quantized once). */
+static inline void row_dot4(int type, const uint8_t *row, int64_t blocks, const float *x,
+                            int64_t cols, float *out) {
+    V a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
+    V b0 = vzero(), b1 = vzero(), b2 = vzero(), b3 = vzero();
+    int64_t bb = block_bytes(type);
+    for (int64_t b = 0; b < blocks; b++) {
+        V lo, hi;
+        const float *p = x + b * 32;
+        block_values(type, row + b * bb, &lo, &hi);
+        a0 = vfma(lo, vload(p), a0);
+        b0 = vfma(hi, vload(p + 16), b0);
+        a1 = vfma(lo, vload(p + cols), a1);
+        b1 = vfma(hi, vload(p + cols + 16), b1);
+        a2 = vfma(lo, vload(p + 2 * cols), a2);
+        b2 = vfma(hi, vload(p + 2 * cols + 16), b2);
+        a3 = vfma(lo, vload(p + 3 * cols), a3);
+        b3 = vfma(hi, vload(p + 3 * cols + 16), b3);
+    }
+    out[0] = vsum(vadd(a0, b0));
+    out[1] = vsum(vadd(a1, b1));
+    out[2] = vsum(vadd(a2, b2));
+    out[3] = vsum(vadd(a3, b3));
+}
+
+/* Y[k * rows + r] = row . X[k * cols ...] for k < n. */
+static void row_dots(int type, const uint8_t *row, int64_t cols, const float *X, int64_t n,
+                     float *Y, int64_t rows, int64_t r) {
+    int64_t blocks = cols / 32, k = 0;
+    float four[4];
+    for (; k + 4 <= n; k += 4) {
+        if (type == T_Q4_1)
+            row_dot4(T_Q4_1, row, blocks, X + k * cols, cols, four);
+        else
+            row_dot4(T_Q8_0, row, blocks, X + k * cols, cols, four);
+        for (int i = 0; i < 4; i++) Y[(k + i) * rows + r] = four[i];
+    }
+    for (; k < n; k++)
+        Y[k * rows + r] = type == T_Q4_1 ? row_dot(T_Q4_1, row, blocks, X + k * cols)
+                                         : row_dot(T_Q8_0, row, blocks, X + k * cols);
+}
+
+static void row_values(int type, const uint8_t *row, int64_t cols, float *out) {
+    int64_t blocks = cols / 32, bb = block_bytes(type);
+    for (int64_t b = 0; b < blocks; b++) {
+        V lo, hi;
+        block_values(type, row + b * bb, &lo, &hi);
+        vstore(out + b * 32, lo);
+        vstore(out + b * 32 + 16, hi);
+    }
+}
+
+/* ------------------------------------------------------------------------------ the work */
+
+enum { JOB_DOTS = 1, JOB_VALUES = 2 };
+
+typedef struct {
+    int kind, type;
+    const uint8_t *W;
+    int64_t rows, cols, n, chunk, chunks;
+    const float *X;
+    float *Y;
+    const int64_t *ids; /* JOB_VALUES: which rows (NULL: all) */
+} job_t;
+
+static job_t job;
+static _Atomic uint64_t next_chunk; /* generation << 32 | index of the next chunk */
+static _Atomic int64_t chunks_done;
+static uint32_t generation;
+
+static pthread_mutex_t calls = PTHREAD_MUTEX_INITIALIZER; /* one job at a time */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static pthread_t workers[MAX_WORKERS];
+static int worker_count, stopping;
+static uint32_t posted; /* the generation the workers were last woken for */
+
+static void run_chunk(const job_t *j, int64_t c) {
+    int64_t start = c * j->chunk, end = start + j->chunk;
+    if (end > j->rows) end = j->rows;
+    int64_t bytes = j->cols / 32 * block_bytes(j->type);
+    if (j->kind == JOB_DOTS) {
+        for (int64_t r = start; r < end; r++)
+            row_dots(j->type, j->W + r * bytes, j->cols, j->X, j->n, j->Y, j->rows, r);
+    } else {
+        for (int64_t r = start; r < end; r++) {
+            int64_t src = j->ids ? j->ids[r] : r;
+            row_values(j->type, j->W + src * bytes, j->cols, j->Y + r * j->cols);
+        }
+    }
+}
+
+/* Take chunks of generation gen until none is left. */
+static void take_chunks(uint32_t gen) {
+    for (;;) {
+        uint64_t cur = atomic_load_explicit(&next_chunk, memory_order_acquire);
+        if ((uint32_t)(cur >> 32) != gen || (int64_t)(cur & 0xffffffffu) >= job.chunks) return;
+        if (!atomic_compare_exchange_weak_explicit(&next_chunk, &cur, cur + 1,
+                                                   memory_order_acq_rel, memory_order_acquire))
+            continue;
+        run_chunk(&job, (int64_t)(cur & 0xffffffffu));
+        atomic_fetch_add_explicit(&chunks_done, 1, memory_order_release);
+    }
+}
+
+static void *worker_main(void *arg) {
+    (void)arg;
+    uint32_t seen = 0;
+    pthread_mutex_lock(&lock);
+    for (;;) {
+        while (posted == seen && !stopping) pthread_cond_wait(&wake, &lock);
+        if (stopping) break;
+        seen = posted;
+        pthread_mutex_unlock(&lock);
+        take_chunks(seen);
+        pthread_mutex_lock(&lock);
+    }
+    pthread_mutex_unlock(&lock);
+    return NULL;
+}
+
+/* Run the job in `job` on this thread and the workers. */
+static void run_job(void) {
+    int64_t work = job.rows * job.cols * (job.kind == JOB_DOTS ? job.n : 1);
+    int parallel = worker_count > 0 && work >= (1 << 17) && job.rows >= 64;
+    int64_t parts = parallel ? 16 * (worker_count + 1) : 1;
+    job.chunk = (job.rows + parts - 1) / parts;
+    if (job.chunk < 1) job.chunk = 1;
+    job.chunks = (job.rows + job.chunk - 1) / job.chunk;
+    generation++;
+    atomic_store_explicit(&chunks_done, 0, memory_order_relaxed);
+    atomic_store_explicit(&next_chunk, (uint64_t)generation << 32, memory_order_release);
+    if (parallel) {
+        pthread_mutex_lock(&lock);
+        posted = generation;
+        pthread_cond_broadcast(&wake);
+        pthread_mutex_unlock(&lock);
+    }
+    take_chunks(generation);
+    while (atomic_load_explicit(&chunks_done, memory_order_acquire) < job.chunks) sched_yield();
+}
+
+/* Y (n x rows) = X (n x cols) @ W.T, W: rows x cols in blocks of `type`. */
+void rk_matmul(int type, const uint8_t *W, int64_t rows, int64_t cols, const float *X, int64_t n,
+               float *Y) {
+    pthread_mutex_lock(&calls);
+    job = (job_t){JOB_DOTS, type, W, rows, cols, n, 0, 0, X, Y, NULL};
+    run_job();
+    pthread_mutex_unlock(&calls);
+}
+
+/* out (count x cols) = the rows `ids` (NULL: rows 0..count-1) of W as float32. */
+void rk_rows(int type, const uint8_t *W, int64_t cols, const int64_t *ids, int64_t count,
+             float *out) {
+    pthread_mutex_lock(&calls);
+    job = (job_t){JOB_VALUES, type, W, count, cols, 1, 0, 0, NULL, out, ids};
+    run_job();
+    pthread_mutex_unlock(&calls);
+}
+
+/* Use `threads` threads in all (the caller and threads - 1 workers); returns the count. */
+int rk_set_threads(int threads) {
+    int want = threads - 1;
+    if (want < 0) want = 0;
+    if (want > MAX_WORKERS) want = MAX_WORKERS;
+    pthread_mutex_lock(&calls);
+    if (want == worker_count) {
+        pthread_mutex_unlock(&calls);
+        return worker_count + 1;
+    }
+    pthread_mutex_lock(&lock);
+    stopping = 1;
+    pthread_cond_broadcast(&wake);
+    pthread_mutex_unlock(&lock);
+    for (int i = 0; i < worker_count; i++) pthread_join(workers[i], NULL);
+    worker_count = 0;
+    stopping = 0;
+    for (int i = 0; i < want; i++) {
+        if (pthread_create(&workers[i], NULL, worker_main, NULL) != 0) break;
+        worker_count++;
+    }
+    pthread_mutex_unlock(&calls);
+    return worker_count + 1;
+}
