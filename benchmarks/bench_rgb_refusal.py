@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent.parent / "tests" / "suites" / "rgb"
-SETS = {"dev": HERE / "refusal_labels.jsonl", "heldout": HERE / "refusal_labels_heldout.jsonl"}
+SETS = {"dev": HERE / "refusal_labels.jsonl", "heldout": HERE / "refusal_labels_heldout.jsonl",
+        # 47 answers the local model wrote to RGB prompts, labelled after v2 (issue 27.3)
+        "model": HERE / "refusal_labels_model.jsonl"}
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -98,6 +100,7 @@ def main() -> int:
     from ragmeter.stats import auroc
 
     data = {k: _rows(v) for k, v in SETS.items()}
+    data["heldout+model"] = data["heldout"] + data["model"]  # the judge card's 87 answers
     report: dict[str, Any] = {"detector_version": DETECTOR_VERSION, "results": {}}
     for name, rows in data.items():
         y = [bool(r["declines"]) for r in rows]

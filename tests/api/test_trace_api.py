@@ -81,7 +81,7 @@ def test_run_and_label_api_equal_cli(emanual, run_cli, tmp_path):
     cli = json.loads(out.read_text())
     cli_labels = [json.loads(x) for x in labels.read_text().splitlines()]
     assert cli["label"]["strategy"] == "detector"
-    assert cli["judges"]["ragmeter:trace-detector-v3 (detector)"]["hallucination_auroc"]["n"] \
+    assert cli["judges"]["ragmeter:trace-detector-v4 (detector)"]["hallucination_auroc"]["n"] \
         == 40
     for kind, data in _inputs(rows):
         result = ragmeter.trace.run(data)

@@ -145,8 +145,10 @@ def test_rgb_auto_follows_choice_scoring():
     scoring = Scripted(Capabilities(choice_scoring=True))
     plain = Scripted(Capabilities())
     learned = Scripted(Capabilities(choice_scoring=None))
+    # a backend that scores choices is the small local model: its detectors (refusal for Rej*,
+    # errors for ED*/CR*, issue 27.3) agree with hand labels far better than its choices
     assert [resolve_method("auto", scoring, k) for k in ("reject", "fact")] == \
-        ["detector", "choice"]
+        ["detector", "detector"]
     assert [resolve_method("auto", b, k) for b in (plain, learned) for k in ("reject", "fact")] \
         == ["text"] * 4
 

@@ -123,8 +123,8 @@ _judge_method_option = click.option(
     "--judge-method", type=click.Choice(["auto", "text", "choice", "detector"]), default="auto",
     show_default=True,
     help="text: apply the original rules to the judge's reply; choice: score Yes/No; "
-         "detector: ragmeter's refusal detector for Rej*, no model call (ED* then uses choice). "
-         "auto: text for remote backends; detector (Rej*) and choice (ED*) for the local one.")
+         "detector: ragmeter's refusal detector for Rej* and error detector for ED*, no model "
+         "call. auto: text for remote backends; detector for the local one.")
 
 
 @group.command(name="judge")

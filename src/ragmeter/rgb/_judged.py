@@ -6,13 +6,12 @@ default data, reject_evalue.py) or ``fact`` (ED* and CR*, the counterfactual pre
 fact_evalue.py).  Judge methods:
 
 * ``text`` and ``choice``: a model call per item (:mod:`ragmeter.rgb._judge`);
-* ``detector``: ragmeter's refusal detector (:mod:`ragmeter.rgb._refusal`), no model call,
-  for Rej* only; ED* has no detector, so with ``detector`` the fact task uses ``choice``.
+* ``detector``: no model call: ragmeter's refusal detector (:mod:`ragmeter.rgb._refusal`)
+  for Rej*, its error detector (:mod:`ragmeter.rgb._errors`) for ED* and CR*.
 
 ``auto`` picks per task: with a backend that declares choice scoring (the local model),
-``detector`` for Rej* (it agrees with hand-labelled answers far better than the small model's
-choice scoring: docs/rgb.md) and ``choice`` for ED*; with any other backend ``text`` (what the
-paper did).
+``detector`` (each agrees with hand-labelled answers far better than the small model's
+choice scoring: docs/rgb.md); with any other backend ``text`` (what the paper did).
 
 Every rate carries n and a Wilson 95% interval; a judge that gives one verdict to nearly every
 item trips the degenerate-judge alarm (issue 12, item 7).
@@ -31,6 +30,7 @@ from ragmeter.errors import ConfigError
 from ragmeter.judges._card import check_degenerate, check_validity, judge_card
 from ragmeter.rgb import _metrics as qa_rgb
 from ragmeter.rgb._data import RgbDataset
+from ragmeter.rgb._errors import ERROR_DETECTOR_VALIDATION, ERROR_DETECTOR_VERSION, detect_error
 from ragmeter.rgb._judge import judge_record, judge_request, parse_fact, parse_reject
 from ragmeter.rgb._prompts import JudgePrompts
 from ragmeter.rgb._refusal import DETECTOR_VALIDATION, DETECTOR_VERSION, detect_refusal
@@ -72,12 +72,24 @@ def resolve_method(method: str, backend: Backend, kind: str) -> str:
         raise ConfigError(f"rgb: unknown judge method {method!r}. "
                           f"Fix: use one of {', '.join(JUDGE_METHODS)}.")
     if method == "auto":
-        if not scores_choices(backend):
-            return "text"
-        return "detector" if kind == "reject" else "choice"
-    if method == "detector" and kind == "fact":
-        return "choice"
+        return "detector" if scores_choices(backend) else "text"
     return method
+
+
+def detector_of(kind: str) -> tuple[str, dict[str, object] | None]:
+    """The version and the measured validation of the detector judging ``kind``."""
+    if kind == "reject":
+        return DETECTOR_VERSION, DETECTOR_VALIDATION
+    return ERROR_DETECTOR_VERSION, ERROR_DETECTOR_VALIDATION
+
+
+def _detect(kind: str, prediction: str) -> tuple[bool, str | None, str]:
+    """A detector's verdict on one answer: (flag, the text that decided it, why)."""
+    if kind == "reject":
+        refusal = detect_refusal(prediction)
+        return refusal.declines, refusal.matched, refusal.reason
+    error = detect_error(prediction)
+    return error.detects, error.matched, error.reason
 
 
 def _ok_items(task: JudgeTask) -> list[dict[str, Any]]:
@@ -152,10 +164,9 @@ def judge_tasks(tasks: Sequence[JudgeTask], prompts: JudgePrompts, backend: Back
                 reasons["no_prediction"] = reasons.get("no_prediction", 0) + 1
                 continue
             if m == "detector":
-                verdict = detect_refusal(it["prediction"])
-                flag = verdict.declines
-                per[key] = {"flag": int(flag), "method": m, "matched": verdict.matched,
-                            "reason": verdict.reason}
+                flag, matched, why = _detect(t.kind, it["prediction"])
+                per[key] = {"flag": int(flag), "method": m, "matched": matched,
+                            "reason": why}
             else:
                 rid = f"judge/{t.name}/{it['id']}"
                 mine = [outcomes[repeat_id(rid, k)] for k in range(repeats)]
@@ -186,8 +197,9 @@ def judge_tasks(tasks: Sequence[JudgeTask], prompts: JudgePrompts, backend: Back
         n, hits = len(flags), sum(flags)
         what = qa_rgb.METRICS.get("reject_rate_judged" if t.kind == "reject"
                                   else "ed_judged").label
+        version, validation = detector_of(t.kind)
         judge_name = f"{'ragmeter' if m == 'detector' else backend.name}:" + (
-            DETECTOR_VERSION if m == "detector" else f"{model}:{m}")
+            version if m == "detector" else f"{model}:{m}")
         if t.kind == "reject":
             row: dict[str, Any] = {"reject_rate_judged": qa_rgb.judge_reject_rate(flags),
                                    "rejected": hits, "n": n, "ci95": {
@@ -200,7 +212,7 @@ def judge_tasks(tasks: Sequence[JudgeTask], prompts: JudgePrompts, backend: Back
                    "ci95": {"ed_judged": qa_rgb.wilson(hits, n),
                             "cr_judged": qa_rgb.wilson(ok, hits)}}
         row.update({"coverage": cov, "method": m, "judge": judge_name,
-                    "card": judge_card(judge_name, DETECTOR_VALIDATION if m == "detector"
+                    "card": judge_card(judge_name, validation if m == "detector"
                                        else None)})
         if repeats > 1:
             if m == "detector":
@@ -267,11 +279,12 @@ def task_kind(dataset: RgbDataset) -> str:
     return "reject" if dataset.kind == "default" else "fact"
 
 
-def task_judge_info(backend: Backend, prompts: JudgePrompts, method: str) -> dict[str, Any]:
-    """The identity of the judge of one task (``method`` resolved): the detector's version,
-    or the backend, model and judge prompts."""
+def task_judge_info(backend: Backend, prompts: JudgePrompts, method: str,
+                    kind: str = "reject") -> dict[str, Any]:
+    """The identity of the judge of one task of ``kind`` (``method`` resolved): the
+    detector's version, or the backend, model and judge prompts."""
     if method == "detector":
-        return {"backend": "ragmeter", "model": DETECTOR_VERSION, "method": method,
+        return {"backend": "ragmeter", "model": detector_of(kind)[0], "method": method,
                 "prompts": "none"}
     return {"backend": backend.name, "model": str(backend.identity().get("model", backend.name)),
             "method": method, "prompts": prompts.version}
@@ -314,7 +327,7 @@ def judge_predictions(dataset: RgbDataset, predictions: Any, prompts: JudgePromp
                               signature=signature_for(dataset, config))
     task = JudgeTask(f"{dataset.name}/{config.label()}", kind, dataset, score)
     rates = judge_tasks([task], prompts, backend, store, runner, method, repeats=repeats)
-    info = task_judge_info(backend, prompts, rates.methods[kind])
+    info = task_judge_info(backend, prompts, rates.methods[kind], kind)
     sig = judge_result_signature(dataset, rate, info, repeats)
     return RgbJudgeResult(dataset=dataset.name, kind=kind, lang=dataset.lang, score=score,
                           rates=rates.rates[task.name], items=rates.items[task.name],

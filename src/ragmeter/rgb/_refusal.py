@@ -30,12 +30,14 @@ __all__ = ["DETECTOR_VERSION", "DETECTOR_VALIDATION", "REFUSAL_PATTERNS_EN", "RE
 
 DETECTOR_VERSION = "refusal-patterns-2"
 # Agreement with hand-labelled answers, measured by benchmarks/bench_rgb_refusal.py (docs/rgb.md).
-# The 40 "held-out" answers were written after v1 was frozen (v1: 29/40, kappa 0.45); v2's
-# patterns were revised after seeing them, so this number is in-sample and optimistic.
+# The 40 hand-written "held-out" answers were written after v1 was frozen (v1: 29/40, kappa
+# 0.45); v2's patterns were revised after seeing them, so on them v2 is in-sample.  The 47
+# answers of the local model (issue 27.3) were labelled after v2 and never used to change it.
 DETECTOR_VALIDATION: dict[str, object] | None = {
-    "metric": "Cohen's kappa vs hand labels", "value": 0.950, "ci": [0.843, 1.0],
-    "data": "40 en/zh answers (tests/suites/rgb/refusal_labels_heldout.jsonl), in-sample for "
-            "v2; v1 out-of-sample kappa 0.45",
+    "metric": "Cohen's kappa vs hand labels", "value": 0.969, "ci": [0.891, 1.0],
+    "data": "87 en/zh answers: 40 hand-written (refusal_labels_heldout.jsonl, in-sample for "
+            "v2: kappa 0.950) and 47 by the local model (refusal_labels_model.jsonl, "
+            "out-of-sample, 2 declines, 47/47 agree); v1 out-of-sample kappa 0.45",
 }
 
 _SOURCE = r"(?:documents?|passages?|context|texts?|sources?|information|materials?|articles?)"

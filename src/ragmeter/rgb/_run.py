@@ -308,7 +308,7 @@ def judge_tasks_for(scores: Sequence[tuple[Setting, RgbScore]]) -> list[JudgeTas
 def judge_info_for(backend: Backend, prompts: JudgePrompts, methods: dict[str, str]
                    ) -> dict[str, Any]:
     """The judge's identity for results and signatures; ``method`` names each task's method
-    when they differ (``reject:detector,fact:choice``)."""
+    when they differ (``reject:detector,fact:text``)."""
     used = sorted(set(methods.values()))
     method = used[0] if len(used) == 1 else ",".join(f"{k}:{v}"
                                                      for k, v in sorted(methods.items()))

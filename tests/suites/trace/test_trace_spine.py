@@ -21,25 +21,36 @@ from ragmeter.trace._metrics import (
 SAMPLE = sample_path("trace_labelled.jsonl")  # 3 annotated rows, no baselines
 
 
-@pytest.fixture(scope="module")
-def emanual(tmp_path_factory):
-    """40 annotated rows of RAGBench's emanual split with its released baselines (JSONL)."""
+def _first_rows(tmp_path_factory, split: str):
+    """40 annotated rows of a RAGBench test split with its released baselines (JSONL)."""
     import json
 
     import pyarrow.parquet as pq
 
     from tests.conftest import shared
 
-    path = shared("ragbench", "emanual", "test-00000-of-00001.parquet")
+    path = shared("ragbench", split, "test-00000-of-00001.parquet")
     cols = ["id", "question", "documents", "response", "documents_sentences",
             "response_sentences", "all_relevant_sentence_keys", "all_utilized_sentence_keys",
             "unsupported_response_sentence_keys", "sentence_support_information",
             "gpt3_adherence", "gpt3_context_relevance",
             "gpt35_utilization", "ragas_faithfulness", "trulens_groundedness"]
     rows = pq.read_table(path, columns=cols).to_pylist()[:40]
-    file = tmp_path_factory.mktemp("trace-spine") / "emanual40.jsonl"
+    file = tmp_path_factory.mktemp("trace-spine") / f"{split}40.jsonl"
     file.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return file
+
+
+@pytest.fixture(scope="module")
+def emanual(tmp_path_factory):
+    return _first_rows(tmp_path_factory, "emanual")
+
+
+@pytest.fixture(scope="module")
+def covidqa(tmp_path_factory):
+    """covidqa's first 40 rows: the shipped detector (v4) flags 5 of them (the annotations
+    7); on emanual's first 20 it flags none, which rightly trips the degenerate alarm."""
+    return _first_rows(tmp_path_factory, "covidqa")
 
 
 def _row(rel, util, unsup, n=4):
@@ -165,7 +176,7 @@ def test_label_signature_names_what_changes_the_labels() -> None:
              "documents": ["The Nets play in Brooklyn."], "response": "In Brooklyn."}]
     sig = ragmeter.trace.label(rows).signature or ""
     assert sig.startswith("family:trace|metrics:ragbench-1|") and "strategy:detector" in sig
-    assert "judge:ragmeter:trace-detector-v3@detector:" in sig
+    assert "judge:ragmeter:trace-detector-v4@detector:" in sig
     assert "language:en" in sig
     other = ragmeter.trace.label(rows, language="de").signature
     assert other != sig
@@ -267,12 +278,12 @@ def test_validate_headline_is_per_judge_with_the_released_baselines(emanual) -> 
     assert (f"judge / {key}", "relevance_rmse") in _rows(by)
 
 
-def test_run_headline_is_the_validation_of_its_judge(emanual) -> None:
+def test_run_headline_is_the_validation_of_its_judge(covidqa) -> None:
     from ragmeter.testing import assert_metric
 
-    result = ragmeter.trace.run(emanual, limit=20, resamples=100)
+    result = ragmeter.trace.run(covidqa, limit=20, resamples=100)
     doc = result.summary
-    ours = "ragmeter:trace-detector-v3 (detector)"
+    ours = "ragmeter:trace-detector-v4 (detector)"
     rows = _rows(result)
     assert rows[(ours, "hallucination_auroc")].value == \
         doc["judges"][ours]["hallucination_auroc"]["value"]
