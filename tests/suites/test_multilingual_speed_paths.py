@@ -246,3 +246,22 @@ def test_mean_std_equals_mean_and_sample_std(values: list[float]) -> None:
             assert stats.mean_std(values) == want
     finally:
         stats.SMALL = saved
+
+
+_TEXTS = st.sampled_from(["", "a", "the river", "river", "東京", "東 京", "a b a", "b a", "Paris"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_TEXTS, _TEXTS, st.sampled_from(["en", "ja", "zh", "de"])),
+                max_size=20))
+def test_answer_batches_equal_their_functions(rows: list[tuple[str, str, str]]) -> None:
+    """The ``answer`` metrics' column forms (1.0 without a call for identical answers) give
+    the per-row function's values exactly."""
+    from ragmeter.multilingual._metrics import ROWS
+
+    preds, golds, langs = ([r[k] for r in rows] for k in range(3))
+    same = [p == g for p, g in zip(preds, golds, strict=True)]
+    for m in ROWS:
+        if m.row == "answer":
+            assert m.batch is not None and m.fn is not None
+            assert m.batch(preds, golds, langs, same) == [m.fn(*r) for r in rows], m.name

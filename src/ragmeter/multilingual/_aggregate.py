@@ -6,10 +6,15 @@ accumulated columns; :mod:`ragmeter.multilingual._scorer` reads and scores the r
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from ragmeter import stats
 from ragmeter.errors import InputError, UnknownNameError
+from ragmeter.io._spill import NumberColumn, Scatter, SpillDir
 from ragmeter.multilingual._cost import cnbe, cnbe_many
 from ragmeter.multilingual._metrics import PAIRED_METRICS, ROWS
 from ragmeter.multilingual._rows import FastPathUnsupported
@@ -33,141 +38,278 @@ def group_summary(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: summary[k] for k in GROUP_KEYS if k in summary}
 
 
-def _cnbe_values(f1: array, base_f1: array, positions: list[int], cost: array) -> list[float]:
-    """CNBE per row against the baseline row at ``positions`` (-1: none, given 0 here and
-    removed by the caller): :func:`cnbe_many` over the columns, or :func:`cnbe` per row for
-    a small system (the same values; no numpy import)."""
-    if len(f1) < SMALL_BATCH:
-        return [cnbe(f, base_f1[p] if p >= 0 else base_f1[0], c)
-                for f, p, c in zip(f1, positions, cost, strict=True)]
-    import numpy as np
-
-    pos = np.fromiter(positions, dtype=np.int64, count=len(positions))
-    base_aligned = np.frombuffer(base_f1, dtype=np.float64)[np.where(pos < 0, 0, pos)]
-    value = cnbe_many(np.frombuffer(f1, dtype=np.float64), base_aligned,
-                      np.frombuffer(cost, dtype=np.float64))
-    return value.tolist()  # type: ignore[no-any-return]
+NAN = float("nan")
+CHUNK = 1 << 16  # rows per chunk of the passes over the columns
 
 
-def _cnbe_for(columns: dict[str, _Columns], systems: list[str], baseline: str, path: str,
-              unit: str, exact_places: bool, base_unscored: frozenset[str] = frozenset()
-              ) -> dict[str, list[float | None]]:
-    """CNBE per row of each system against the baseline's row of the same sample: None for a
-    row without cost, or whose baseline row is unscored (``base_unscored``: a null baseline
-    prediction, issue 29.10); a sample with no baseline row at all is an InputError."""
-    base = columns[baseline]
-    base_f1 = base.values["f1"]
-    base_index = base.index
-    out: dict[str, list[float | None]] = {}
-    for system in systems:
-        cols = columns[system]
-        f1, cost = cols.values["f1"], cols.values["cost"]
-        if system == baseline:
-            out[system] = [0.0] * len(f1)
+@dataclass
+class _Pairing:
+    """What the pass over the rows by sample id found: each non-baseline system's aligned
+    baseline position (-1: none) and baseline F1 (NaN: none), its rows without a baseline row
+    (count, first position) and its rows whose baseline row is unscored (count, first id)."""
+
+    base: dict[str, list[NumberColumn]] = field(default_factory=dict)
+    missing: dict[str, list[int]] = field(default_factory=dict)
+    orphans: dict[str, tuple[int, int, str]] = field(default_factory=dict)
+
+
+def _first_duplicate(keys: list[str], codes: list[float], places: list[float]
+                     ) -> tuple[int, int, str, int]:
+    """``(place, system code, sample id, first place)`` of the duplicate row that comes first
+    in the input (among rows of one group)."""
+    seen: dict[tuple[float, str], float] = {}
+    for i in sorted(range(len(keys)), key=places.__getitem__):
+        key = (codes[i], keys[i])
+        if key in seen:
+            return int(places[i]), int(codes[i]), keys[i], int(seen[key])
+        seen[key] = places[i]
+    raise AssertionError("no duplicate found")  # pragma: no cover - caller checked
+
+
+def _pair(acc: _Accumulator, baseline: str | None, exact_places: bool) -> _Pairing:
+    """One pass over every row grouped by sample id (:class:`KeyedRecords`, on disk for a big
+    input): a duplicate (system, sample id) is an InputError naming the first one in the input
+    and its first place; with a baseline, each other row gets its baseline row's position and
+    F1, written back in row order (:class:`Scatter`)."""
+    names = {code: system for system, code in acc.codes.items()}
+    b = acc.codes[baseline] if baseline is not None else -1
+    out = _Pairing()
+    scatters = {s: Scatter(len(acc.columns[s]), 2, acc.spill)
+                for s in acc.columns if s != baseline} if baseline is not None else {}
+    dup: tuple[int, int, str, int] | None = None
+    for keys, fields in acc.keys.groups():
+        big = len(keys) >= SMALL_BATCH
+        if not (_unique_many(keys, fields[0]) if big
+                else len(set(zip(fields[0], keys, strict=True))) == len(keys)):
+            found = _first_duplicate(keys, fields[0].tolist(), fields[2].tolist())
+            dup = found if dup is None or found < dup else dup
+        if dup is not None or baseline is None:
             continue
-        get = base_index.get
-        positions = [get(sid, -1) for sid in cols.sample_ids]
-        vals: list[float | None] = _cnbe_values(f1, base_f1, positions, cost)  # type: ignore[assignment]
-        if len(positions) < SMALL_BATCH:
-            missing = [i for i, p in enumerate(positions) if p < 0]
-            no_value = [i for i, c in enumerate(cost) if c != c] + missing
-        else:
-            import numpy as np
-
-            pos = np.asarray(positions)
-            missing = np.flatnonzero(pos < 0).tolist()
-            no_value = np.flatnonzero(
-                (pos < 0) | np.isnan(np.frombuffer(cost, dtype=np.float64))).tolist()
-        for i in no_value:
-            vals[i] = None  # no cost, or no baseline row
-        if missing and base_unscored:  # the baseline has the row, unscored: no CNBE here
-            missing = [i for i in missing if cols.sample_ids[i] not in base_unscored]
-        if missing:
-            if not exact_places:
-                raise FastPathUnsupported("missing baseline rows")
-            first = missing[0]
-            raise InputError(
-                f"system {system!r} has {len(missing)} sample_id(s) with no row of the "
-                f"baseline system {baseline!r}, first {cols.sample_ids[first]!r} at "
-                f"{unit} {cols.places[first]}.", component=COMPONENT, path=path,
-                field="sample_id",
-                fix="give the baseline an answer for every sample, or choose another "
-                    "--baseline.")
-        out[system] = vals
+        if big:
+            _pair_many(keys, fields, b, names, out, scatters)
+            continue
+        codes, pos, _, f1 = (f.tolist() for f in fields)
+        base = {k: i for i, k in enumerate(keys) if codes[i] == b}
+        rows: dict[float, tuple[list[float], list[float], list[float]]] = {}
+        get = base.get
+        for k, c, p, j in zip(keys, codes, pos, map(get, keys, repeat(-1)), strict=True):
+            if c == b or p < 0:
+                continue
+            bp = pos[j] if j >= 0 else -1.0
+            system = names[int(c)]
+            if bp < 0:
+                if j < 0:
+                    seen = out.missing.get(system)
+                    if seen is None:
+                        out.missing[system] = [1, int(p)]
+                    else:
+                        seen[0] += 1
+                        seen[1] = min(seen[1], int(p))
+                else:
+                    count, first, sid = out.orphans.get(system, (0, int(p), k))
+                    out.orphans[system] = ((count + 1, first, sid) if first <= p
+                                           else (count + 1, int(p), k))
+            cols = rows.get(c)
+            if cols is None:
+                cols = rows[c] = ([], [], [])
+            cols[0].append(p)
+            cols[1].append(bp if bp >= 0 else -1.0)
+            cols[2].append(f1[j] if bp >= 0 else NAN)
+        for c, (ps, bps, bfs) in rows.items():
+            scatters[names[int(c)]].put(ps, bps, bfs)
+    if dup is not None:
+        place, code, sid, first = dup
+        if not exact_places:
+            raise FastPathUnsupported("duplicate row")
+        raise InputError(
+            f"duplicate row for system {names[code]!r} and sample_id {sid!r} "
+            f"(first at {acc.unit} {first}).", component=COMPONENT, path=acc.path,
+            field="sample_id", fix="keep one answer per system and sample.",
+            **{acc.unit: place})
+    out.base = {s: scatter.columns() for s, scatter in scatters.items()}
     return out
 
 
-def _present(values: array | list[float | None]) -> list[float]:
-    """The values that are there (not None, not the internal NaN marker)."""
-    if isinstance(values, array) and len(values) >= SMALL_BATCH:
+def _pair_many(keys: list[str], fields: list[array], b: int, names: dict[int, str],
+               out: _Pairing, scatters: dict[str, Scatter]) -> None:
+    """The pairing of :func:`_pair` for one big group, in numpy (the same results)."""
+    import numpy as np
+
+    codes, pos, _, f1 = (np.frombuffer(f, dtype=np.float64) for f in fields)
+    base_rows = np.flatnonzero(codes == b).tolist()
+    index = dict(zip(_pick(keys, base_rows), base_rows, strict=True))
+    other = np.flatnonzero((codes != b) & (pos >= 0))
+    j = np.fromiter(map(index.get, _pick(keys, other.tolist()), repeat(-1)), dtype=np.int64,
+                    count=other.size)
+    found = j >= 0
+    bp = np.where(found, pos[j], -1.0)
+    valid = bp >= 0
+    base_pos = np.where(valid, bp, -1.0)
+    base_f1 = np.where(valid, f1[j], np.nan)
+    other_codes, other_pos = codes[other], pos[other]
+    for c in np.unique(other_codes).tolist():
+        sel = other_codes == c
+        system = names[int(c)]
+        scatters[system].put(other_pos[sel], base_pos[sel], base_f1[sel])
+        for mask, orphan in ((sel & ~found, False), (sel & found & ~valid, True)):
+            if not mask.any():
+                continue
+            at = np.flatnonzero(mask)
+            first = int(at[np.argmin(other_pos[at])])
+            p, count = int(other_pos[first]), int(at.size)
+            if orphan:
+                prev = out.orphans.get(system)
+                key = keys[int(other[first])]
+                out.orphans[system] = ((count, p, key) if prev is None else
+                                       (prev[0] + count, *min(prev[1:], (p, key))))
+            else:
+                seen = out.missing.get(system)
+                out.missing[system] = ([count, p] if seen is None
+                                       else [seen[0] + count, min(seen[1], p)])
+
+
+def _unique_many(keys: list[str], codes: array) -> bool:
+    """Whether no (system code, key) comes twice among a big group's rows (numpy)."""
+    import numpy as np
+
+    code = np.frombuffer(codes, dtype=np.float64)
+    systems = np.unique(code)
+    if systems.size == 1:
+        return len(set(keys)) == len(keys)
+    return all(len(set(picked)) == len(picked)
+               for picked in (_pick(keys, np.flatnonzero(code == c).tolist()) for c in systems))
+
+
+def _pick(seq: list[str], idx: list[int]) -> tuple[str, ...]:
+    if len(idx) == 1:
+        return (seq[idx[0]],)
+    return itemgetter(*idx)(seq) if idx else ()  # type: ignore[no-any-return]
+
+
+def _cnbe_column(cols: _Columns, base_f1: NumberColumn | None, spill: SpillDir
+                 ) -> NumberColumn:
+    """CNBE per row against the aligned baseline F1 (None: this is the baseline, 0.0 each);
+    NaN (none) where there is no baseline row or no cost: :func:`cnbe` per row for small
+    chunks, :func:`cnbe_many` for big ones (the same values)."""
+    out = NumberColumn("d", spill)
+    n = len(cols)
+    for start in range(0, n, CHUNK):
+        stop = min(n, start + CHUNK)
+        if base_f1 is None:
+            out.extend(repeat(0.0, stop - start))
+            continue
+        f1 = cols.values["f1"].read(start, stop)
+        cost = cols.values["cost"].read(start, stop)
+        base = base_f1.read(start, stop)
+        if stop - start < SMALL_BATCH:
+            out.extend([NAN if bf != bf or c != c else cnbe(f, bf, c)
+                        for f, bf, c in zip(f1, base, cost, strict=True)])
+            continue
         import numpy as np
 
-        arr = np.frombuffer(values, dtype=np.float64)
-        return arr[~np.isnan(arr)].tolist()  # type: ignore[no-any-return]
-    return [v for v in values if v is not None and v == v]
+        bf_np = np.frombuffer(base, dtype=np.float64)
+        cost_np = np.frombuffer(cost, dtype=np.float64)
+        value = cnbe_many(np.frombuffer(f1, dtype=np.float64), np.nan_to_num(bf_np), cost_np)
+        value[np.isnan(bf_np) | np.isnan(cost_np)] = np.nan
+        out.extend(array("d", value.tobytes()))
+    return out
 
 
-def _per_metric(cols: _Columns, cnbe: list[float | None], lid: bool) -> dict[str, list[float]]:
-    """Every metric's present per-row values of one system, in the table's order (``lid``:
-    ``rlc_lid`` was computed)."""
-    per: dict[str, list[float]] = {}
+def _present_chunks(column: NumberColumn, fn: Any = None, absent: bool = False
+                    ) -> Callable[[], Iterator[Any]]:
+    """The column's values chunk by chunk (through ``fn`` when given; without NaN when
+    ``absent`` values may be there)."""
+    def chunks() -> Iterator[Any]:
+        for chunk in column.chunks():
+            if fn is not None:
+                yield list(map(fn, chunk))
+            elif absent and len(chunk) >= SMALL_BATCH:
+                import numpy as np
+
+                arr = np.frombuffer(chunk, dtype=np.float64)
+                yield arr[~np.isnan(arr)]
+            elif absent:
+                yield [v for v in chunk if v == v]
+            else:
+                yield chunk
+    return chunks
+
+
+def _per_metric(cols: _Columns, cnbe: NumberColumn | None, lid: bool
+                ) -> dict[str, Callable[[], Iterator[Any]]]:
+    """Every metric's present per-row values of one system, in chunks, in the table's order
+    (``lid``: ``rlc_lid`` was computed)."""
+    per: dict[str, Callable[[], Iterator[Any]]] = {}
     for m in ROWS:
         if m.row in ("answer", "response"):
-            per[m.name] = cols.values[m.name].tolist()
+            per[m.name] = _present_chunks(cols.values[m.name])
         elif m.of is not None:
-            assert m.fn is not None
-            per[m.name] = list(map(m.fn, per.get(m.of) or cols.values[m.of].tolist()))
+            per[m.name] = _present_chunks(cols.values[m.of], m.fn)
         elif m.row == "baseline":
-            per[m.name] = _present(cnbe)
+            per[m.name] = (_present_chunks(cnbe, absent=True) if cnbe is not None
+                           else lambda: iter(()))
         elif m.row == "given" or (m.row == "lid" and lid):
-            per[m.name] = _present(cols.values[m.name])
+            per[m.name] = _present_chunks(cols.values[m.name], absent=True)
     return per
 
 
 def aggregate(acc: _Accumulator, config: MultilingualConfig, lid: LidRlc | None,
-               exact_places: bool) -> MultilingualResult:
-    unscored_ids: dict[str, set[str]] = {}
-    for u in acc.unscored:
-        unscored_ids.setdefault(u["system"], set()).add(u["sample_id"])
-    acc.fix_places()
+              exact_places: bool) -> MultilingualResult:
     columns = acc.columns
     systems = list(columns)
     notes: list[str] = []
     baseline = config.baseline
-    if baseline is not None and baseline not in columns:
-        if config.baseline_required:
-            raise UnknownNameError("baseline system", baseline, systems, component=COMPONENT)
-        notes.append(f"no system named {baseline!r} in the input: CNBE is not computed "
-                     f"(choose one with --baseline).")
+    unknown = baseline is not None and baseline not in columns
+    if unknown:
         baseline = None
-    if baseline is not None and not columns[baseline].sample_ids:
+    elif baseline is not None and not len(columns[baseline]):
         notes.append(f"the baseline {baseline!r} has no scored row: CNBE is not computed.")
         baseline = None
-    base_unscored = frozenset(unscored_ids.get(baseline, ())) if baseline else frozenset()
-    cnbe = (_cnbe_for(columns, systems, baseline, acc.path, acc.unit, exact_places,
-                      base_unscored) if baseline else {})
-    if baseline and base_unscored:
-        orphans = [sid for s in systems if s != baseline for sid in columns[s].sample_ids
-                   if sid in base_unscored]
-        if orphans:
-            notes.append(f"{len(orphans)} row(s) have no CNBE: the baseline {baseline!r} row "
-                         f"of their sample is unscored (first {orphans[0]!r}); their other "
-                         f"metrics count.")
+    pairing = _pair(acc, baseline, exact_places)  # a duplicate row is the first error
+    if unknown:
+        if config.baseline_required:
+            raise UnknownNameError("baseline system", config.baseline or "", systems,
+                                   component=COMPONENT)
+        notes.insert(0, f"no system named {config.baseline!r} in the input: CNBE is not "
+                        f"computed (choose one with --baseline).")
+    for system in systems:
+        if system not in pairing.missing:
+            continue
+        if not exact_places:
+            raise FastPathUnsupported("missing baseline rows")
+        count, first = pairing.missing[system]
+        raise InputError(
+            f"system {system!r} has {count} sample_id(s) with no row of the "
+            f"baseline system {baseline!r}, first {columns[system].sample_ids[first]!r} at "
+            f"{acc.unit} {columns[system].places[first]}.", component=COMPONENT, path=acc.path,
+            field="sample_id",
+            fix="give the baseline an answer for every sample, or choose another "
+                "--baseline.")
+    orphans = [pairing.orphans[s] for s in systems if s in pairing.orphans]
+    if orphans:
+        notes.append(f"{sum(o[0] for o in orphans)} row(s) have no CNBE: the baseline "
+                     f"{baseline!r} row of their sample is unscored (first {orphans[0][2]!r}); "
+                     f"their other metrics count.")
+    cnbe = ({s: _cnbe_column(columns[s], pairing.base[s][1] if s != baseline else None,
+                             acc.spill) for s in systems} if baseline else {})
     metrics: dict[str, dict[str, float | int | None]] = {}
     ci: dict[str, dict[str, list[float] | None]] = {}
     rows_without_cost = 0
     for system in systems:
         cols = columns[system]
-        n = len(cols.sample_ids)
-        per = _per_metric(cols, cnbe.get(system, []), lid is not None)
-        rows_without_cost += n - len(per["cost"])
+        n = len(cols)
+        per = _per_metric(cols, cnbe.get(system), lid is not None)
         m: dict[str, float | int | None] = {}
         sys_ci: dict[str, list[float] | None] = {}
-        for key, present in per.items():
-            m[key], m[f"{key}_std"] = stats.mean_std(present)
-            if len(present) != n:
-                m[f"{key}_n"] = len(present)
+        for key, chunks in per.items():
+            m[key], m[f"{key}_std"], count = stats.mean_std_chunks(chunks)
+            if count != n:
+                m[f"{key}_n"] = count
+            if key == "cost":
+                rows_without_cost += n - count
             if config.ci:
+                present = [v for chunk in chunks() for v in
+                           (chunk.tolist() if hasattr(chunk, "tolist") else chunk)]
                 interval = stats.bootstrap_ci(present, n_resamples=config.n_resamples,
                                               seed=config.seed)
                 sys_ci[key] = list(interval) if interval else None
@@ -186,11 +328,11 @@ def aggregate(acc: _Accumulator, config: MultilingualConfig, lid: LidRlc | None,
         if baseline is None:
             notes.append("paired tests need a baseline system; none was available.")
         else:
-            paired = _paired_tests(columns, systems, baseline, config)
+            paired = _paired_tests(columns, systems, baseline, pairing, config)
     reasons: dict[str, int] = {}
     for u in acc.unscored:
         reasons[u["reason"]] = reasons.get(u["reason"], 0) + 1
-    scored = sum(len(columns[s].sample_ids) for s in systems)
+    scored = sum(len(columns[s]) for s in systems)
     coverage = {"rows": acc.n_rows, "scored": scored, "unscored": acc.n_rows - scored,
                 "reasons": reasons}
     base_f1 = metrics[baseline]["f1"] if baseline else None
@@ -200,27 +342,30 @@ def aggregate(acc: _Accumulator, config: MultilingualConfig, lid: LidRlc | None,
         baseline_f1=base_f1 if isinstance(base_f1, float) else None, ci=ci,
         paired_tests=paired, notes=notes, columns=columns, cnbe_values=cnbe,
         unscored_items=acc.unscored, unscored_places=list(acc.unscored_numbers),
+        spill=acc.spill,
     )
 
 
 def _paired_tests(columns: dict[str, _Columns], systems: list[str], baseline: str,
-                  config: MultilingualConfig) -> dict[str, dict[str, dict[str, float | int | str]]]:
+                  pairing: _Pairing, config: MultilingualConfig
+                  ) -> dict[str, dict[str, dict[str, float | int | str]]]:
     base = columns[baseline]
+    base_values = {key: base.values[key].tolist() for key in PAIRED_METRICS}
     out: dict[str, dict[str, dict[str, float | int | str]]] = {}
     for system in systems:
         if system == baseline:
             continue
         cols = columns[system]
-        pairs = [(i, base.index[sid]) for i, sid in enumerate(cols.sample_ids)
-                 if sid in base.index]
+        pairs = [(i, int(j)) for i, j in enumerate(pairing.base[system][0]) if j >= 0]
         if not pairs:
             continue
         res: dict[str, dict[str, float | int | str]] = {}
         for key in PAIRED_METRICS:
             import numpy as np
 
-            a = np.array([cols.values[key][i] for i, _ in pairs])
-            b = np.array([base.values[key][j] for _, j in pairs])
+            values = cols.values[key].tolist()
+            a = np.array([values[i] for i, _ in pairs])
+            b = np.array([base_values[key][j] for _, j in pairs])
             boot = stats.paired_bootstrap(a, b, n_resamples=config.n_resamples, seed=config.seed)
             perm = stats.paired_permutation(a, b, seed=config.seed)
             res[key] = {"n": boot.n, "mean_diff": boot.mean_diff, "ci_low": boot.ci_low,

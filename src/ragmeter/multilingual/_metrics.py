@@ -11,7 +11,8 @@ where its per-row value comes from (``row``), so the row, Arrow and Ray paths, t
 the items, the console, the HTML report and the run list need no code of their own per metric:
 
 * ``answer``: ``fn(normalized prediction, normalized gold, language)``; with several golds the
-  row's value is the max over them (SQuAD's rule);
+  row's value is the max over them (SQuAD's rule) (``batch``: the same over whole columns,
+  given which rows' answers are identical);
 * ``response``: ``fn(prediction, language)`` (``batch``: the same over whole columns);
 * ``of:<metric>``: ``fn(value of that metric in the same row)``;
 * ``given``: read from the input row (``translate_tokens``/``evidence``, ``semantic_score``);
@@ -100,6 +101,22 @@ def contains(pred_norm: str, gold_norm: str, lang: str) -> float:
     return 1.0 if f" {gold_norm} " in f" {pred_norm} " else 0.0
 
 
+def _identical_first(fn: Callable[[str, str, str], float]) -> Callable[..., list[float]]:
+    """``fn`` over whole columns, 1.0 without a call where the normalized answers are
+    identical (EM, F1 and contains all give 1.0 there; tested equal to ``fn`` per row)."""
+    def batch(preds: Sequence[str], golds: Sequence[str], langs: Sequence[str],
+              same: Sequence[bool]) -> list[float]:
+        return [1.0 if s else fn(p, g, lg)
+                for s, p, g, lg in zip(same, preds, golds, langs, strict=True)]
+    return batch
+
+
+def _em_batch(preds: Sequence[str], golds: Sequence[str], langs: Sequence[str],
+              same: Sequence[bool]) -> list[float]:
+    """:func:`exact_match_normalized` over whole columns."""
+    return [1.0 if s else 0.0 for s in same]
+
+
 # ------------------------------------------------------------------ the table
 
 _LBRAG = "LBRAG (kanoes/LBRAG-NEW), lbrag/metrics.py"
@@ -126,16 +143,18 @@ METRICS = MetricTable("multilingual", METRIC_VERSION, [
     RowMetric("em", "EM",
               "1.0 when the normalized prediction equals the normalized gold answer (the max "
               "over several golds)", f"{_LBRAG} exact_match; several golds: SQuAD v1.1",
-              fn=exact_match_normalized),
+              fn=exact_match_normalized, batch=_em_batch),
     RowMetric("f1", "F1",
               "token F1 of the normalized prediction and gold (characters are the tokens for "
               "ja and zh); the max over several golds",
               f"{_LBRAG} f1_score; several golds: SQuAD v1.1", fn=f1_normalized,
+              batch=_identical_first(f1_normalized),
               constants={"char_token_languages": tuple(sorted(CHAR_TOKEN_LANGUAGES))}),
     RowMetric("contains", "contains",
               "1.0 when the normalized gold answer occurs in the normalized prediction (whole "
               "words; characters for ja and zh); the max over several golds",
               "ragmeter (its own lenient match; not an LBRAG metric)", fn=contains,
+              batch=_identical_first(contains),
               lbrag=False),
     RowMetric("rlc", "RLC",
               "response-language consistency: share of the prediction's characters (spaces, "

@@ -16,12 +16,12 @@ from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import itemgetter
+from operator import eq, itemgetter
 from typing import Any
 
 from ragmeter import stats
-from ragmeter.errors import InputError
 from ragmeter.io import FieldMap
+from ragmeter.io._spill import KeyedRecords, NumberColumn, SpillDir, TextColumn
 from ragmeter.multilingual._metrics import (
     METRIC_KEYS,
     METRIC_VERSION,
@@ -83,28 +83,31 @@ ITEM_METRICS = tuple(m for m in ROWS if m.row != "lid")  # rlc_lid: only when co
 ITEM_KEYS = ("sample_id", "system", "sample_lang", "status", *(m.name for m in ITEM_METRICS))
 """The keys of a scored item, in order (then ``rlc_lid`` and the texts when present)."""
 _ABSENT_MARKED = frozenset(m.name for m in STORED if m.row in ("given", "lid"))
+KEY_FIELDS = 4  # system code, position, place, F1
 
 
-@dataclass
 class _Columns:
-    """Compact per-row values of one system, in input order.
+    """Per-row values of one system, in input order, in columns that move to a temporary file
+    past :data:`~ragmeter.io._spill.SPILL_AT` values (memory does not grow with the rows).
 
-    Floats live in ``array('d')`` (8 bytes a value) so that millions of rows fit in little
-    memory, one column per stored metric (``values``, by name); ``given`` and ``lid`` metrics
+    One float column per stored metric (``values``, by name); ``given`` and ``lid`` metrics
     (cost, semantic score, ``rlc_lid``) use NaN internally for "absent" (input NaN is rejected
     at parsing), turned into None before anything leaves this module.
     """
 
-    sample_ids: list[str] = field(default_factory=list)
-    langs: list[str] = field(default_factory=list)
-    values: dict[str, array] = field(
-        default_factory=lambda: {m.name: array("d") for m in STORED})
-    places: array = field(default_factory=lambda: array("q"))  # line/row number
-    index: dict[str, int] = field(default_factory=dict)  # sample_id -> position
-    texts: list[tuple[str | None, str, str]] = field(default_factory=list)  # keep_text only
+    def __init__(self, spill: SpillDir) -> None:
+        self.sample_ids = TextColumn(spill)
+        self.langs = TextColumn(spill)
+        self.values: dict[str, NumberColumn] = {m.name: NumberColumn("d", spill)
+                                                for m in STORED}
+        self.places = NumberColumn("q", spill)  # line/row number
+        self.texts: list[tuple[str | None, str, str]] = []  # keep_text only
+
+    def __len__(self) -> int:
+        return len(self.sample_ids)
 
     def has_lid(self) -> bool:
-        return any(self.values[m.name] for m in LID)
+        return any(len(self.values[m.name]) for m in LID)
 
 
 def _opt(x: float) -> float | None:
@@ -120,7 +123,7 @@ def _column(m: RowMetric, values: Sequence[Any], cnbe: Sequence[Any] | None, n: 
         assert m.fn is not None
         return list(map(m.fn, values))
     if m.row == "baseline":
-        return cnbe if cnbe else repeat(None, n)  # type: ignore[return-value]
+        return [None if v != v else v for v in cnbe] if cnbe else repeat(None, n)  # type: ignore[return-value]
     if m.name in _ABSENT_MARKED:
         return [None if v != v else v for v in values]
     return values
@@ -140,9 +143,10 @@ class MultilingualResult:
     paired_tests: dict[str, dict[str, dict[str, float | int | str]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     columns: dict[str, _Columns] = field(default_factory=dict, repr=False)
-    cnbe_values: dict[str, list[float | None]] = field(default_factory=dict, repr=False)
+    cnbe_values: dict[str, NumberColumn] = field(default_factory=dict, repr=False)  # NaN: none
     unscored_items: list[dict[str, Any]] = field(default_factory=list, repr=False)
     unscored_places: list[int] = field(default_factory=list, repr=False)
+    spill: SpillDir | None = field(default=None, repr=False)  # owns the columns' files
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -164,7 +168,7 @@ class MultilingualResult:
 
     def rows_by_system(self) -> dict[str, int]:
         """Each system's rows, unscored ones included (the headline's coverage)."""
-        out = {s: len(self.columns[s].sample_ids) for s in self.systems}
+        out = {s: len(self.columns[s]) for s in self.systems}
         for item in self.unscored_items:
             out[item["system"]] = out.get(item["system"], 0) + 1
         return out
@@ -173,22 +177,26 @@ class MultilingualResult:
         """Per-row results (scored rows by system in input order, then unscored rows)."""
         for system in self.systems:
             cols = self.columns[system]
-            n = len(cols.sample_ids)
-            rows = self._rows_of(system)(range(n))
-            lid = [(m.name, cols.values[m.name]) for m in LID if cols.values[m.name]]
-            for i, row in enumerate(rows):
-                item = dict(zip(ITEM_KEYS, row, strict=True))
-                for name, column in lid:
-                    if column[i] == column[i]:
-                        item[name] = column[i]
-                if cols.texts:
-                    question, gold, pred = cols.texts[i]
-                    gold = list(gold) if isinstance(gold, tuple) else gold
-                    if question and question.strip():
-                        item["question"] = question
-                    item["gold_answer"] = gold
-                    item["pred_answer"] = pred
-                yield item
+            n = len(cols)
+            rows_of = self._rows_of(system)
+            lid = [(m.name, cols.values[m.name]) for m in LID if len(cols.values[m.name])]
+            for start in range(0, n, BATCH):
+                chunk = range(start, min(n, start + BATCH))
+                lids = [(name, column.take(chunk)) for name, column in lid]
+                for i, row in zip(chunk, rows_of(chunk), strict=True):
+                    item = dict(zip(ITEM_KEYS, row, strict=True))
+                    for name, values in lids:
+                        value = values[i - start]
+                        if value == value:
+                            item[name] = value
+                    if cols.texts:
+                        question, gold, pred = cols.texts[i]
+                        gold = list(gold) if isinstance(gold, tuple) else gold
+                        if question and question.strip():
+                            item["question"] = question
+                        item["gold_answer"] = gold
+                        item["pred_answer"] = pred
+                    yield item
         yield from self.unscored_items
 
     def item_columns(self) -> Any:
@@ -199,7 +207,7 @@ class MultilingualResult:
 
         if any(c.texts or c.has_lid() for c in self.columns.values()):
             return None
-        parts = [ItemPart(ITEM_KEYS, len(self.columns[s].sample_ids), self._rows_of(s))
+        parts = [ItemPart(ITEM_KEYS, len(self.columns[s]), self._rows_of(s))
                  for s in self.systems]
         return ItemColumns(parts, self.unscored_items)
 
@@ -208,15 +216,14 @@ class MultilingualResult:
         cnbe = self.cnbe_values.get(system)
 
         def rows(positions: Sequence[int]) -> list[tuple[Any, ...]]:
-            whole = positions == range(len(cols.sample_ids))
-            take = _taker(None if whole else list(positions))
-            ids = take(cols.sample_ids)
+            ids = cols.sample_ids.take(positions)
             n = len(ids)
-            picked = take(cnbe) if cnbe else None
-            columns = [_column(m, take(cols.values[m.of or m.name]) if m.row != "baseline"
-                               else (), picked, n) for m in ITEM_METRICS]
-            return list(zip(ids, repeat(system, n), take(cols.langs), repeat("ok", n),
-                            *columns, strict=False))
+            picked = cnbe.take(positions) if cnbe is not None else None
+            columns = [_column(m, cols.values[m.of or m.name].take(positions)
+                               if m.row != "baseline" else (), picked, n)
+                       for m in ITEM_METRICS]
+            return list(zip(ids, repeat(system, n), cols.langs.take(positions),
+                            repeat("ok", n), *columns, strict=False))
         return rows
 
     def ordered_items(self) -> list[dict[str, Any]]:
@@ -231,6 +238,15 @@ class MultilingualResult:
 
 
 # ------------------------------------------------------------------ scoring
+
+
+def _absent_marked(seq: Sequence[float | None]) -> Sequence[float]:
+    """``seq`` with None as the NaN marker (a column of None only: no pass per value)."""
+    if None not in seq:
+        return seq  # type: ignore[return-value]
+    if seq.count(None) == len(seq):  # type: ignore[attr-defined]
+        return [ABSENT] * len(seq)
+    return [ABSENT if v is None else v for v in seq]
 
 
 def _taker(idx: list[int] | None) -> Callable[[Sequence[Any]], Sequence[Any]]:
@@ -280,11 +296,17 @@ class _Accumulator:
         self.unscored: list[dict[str, Any]] = []
         self.unscored_numbers: list[int] = []
         self.n_rows = 0
+        self.spill = SpillDir()
+        self.keys = KeyedRecords(KEY_FIELDS, self.spill)
+        """Every row by sample id: (system code, position (-1 - k: unscored row k), place,
+        F1), for the duplicate check and the CNBE pairing (:mod:`._aggregate`)."""
+        self.codes: dict[str, int] = {}
 
     def _cols(self, system: str) -> _Columns:
         cols = self.columns.get(system)
         if cols is None:
-            cols = self.columns[system] = _Columns()
+            cols = self.columns[system] = _Columns(self.spill)
+            self.codes[system] = len(self.codes)
         return cols
 
     def add(self, systems: list[str], sample_ids: list[str], langs: list[str],
@@ -362,25 +384,25 @@ class _Accumulator:
                values: Mapping[str, Sequence[float | None]], numbers: Sequence[int],
                texts: tuple[Sequence[Any], Sequence[Any], Sequence[Any]] | None) -> None:
         """Append scored rows to their systems' columns (duplicates are an error)."""
-        columns = {name: ([ABSENT if v is None else v for v in seq]
-                          if name in _ABSENT_MARKED and None in seq else seq)
+        columns = {name: _absent_marked(seq) if name in _ABSENT_MARKED else seq
                    for name, seq in values.items()}
         for system, idx in _group_positions(systems).items():
             take = _taker(idx)
             cols = self._cols(system)
-            start = len(cols.sample_ids)
+            start = len(cols)
             sids = take(sample_ids)
-            sid_set = set(sids)
-            if len(sid_set) != len(sids) or not cols.index.keys().isdisjoint(sid_set):
-                self._raise_duplicate(cols, system, list(sids), list(take(numbers)))
-            cols.index.update(zip(sids, range(start, start + len(sids)), strict=True))
-            cols.sample_ids.extend(sids)
-            cols.places.extend(take(numbers))
-            cols.langs.extend(take(langs))
+            k = len(sids)
+            places = take(numbers)
+            f1 = take(columns["f1"])
+            cols.sample_ids.extend(sids)  # type: ignore[arg-type]
+            cols.places.extend(places)
+            cols.langs.extend(take(langs))  # type: ignore[arg-type]
             for name, seq in columns.items():
-                cols.values[name].extend(take(seq))  # type: ignore[arg-type]
+                cols.values[name].extend(take(seq))
             if texts is not None:
                 cols.texts.extend(zip(*(take(t) for t in texts), strict=True))
+            self.keys.add(sids, array("d", (self.codes[system],)) * k,
+                          array("d", range(start, start + k)), places, f1)
 
     def _answers(self, preds: list[str], golds: Sequence[str | tuple[str, ...]],
                  langs: list[str], golds_are_text: bool = False) -> dict[str, list[float]]:
@@ -397,6 +419,10 @@ class _Accumulator:
                 distinct = list(dict.fromkeys(golds))
                 norm_of = dict(zip(distinct, normalize_many(distinct), strict=True))  # type: ignore[arg-type]
                 norm_g = list(map(norm_of.__getitem__, golds))
+                same = list(map(eq, norm_p, norm_g))
+                return {m.name: (m.batch(norm_p, norm_g, langs, same) if m.batch is not None
+                                 else list(map(m.fn, norm_p, norm_g, langs)))  # type: ignore[arg-type]
+                        for m in ANSWER}
             return {m.name: list(map(m.fn, norm_p, norm_g, langs))  # type: ignore[arg-type]
                     for m in ANSWER}
         norm = NORMALIZERS[self.normalize]
@@ -412,41 +438,12 @@ class _Accumulator:
         for i, pred in enumerate(preds):
             if pred is not None:
                 continue
-            cols = self._cols(systems[i])
+            self._cols(systems[i])
             sid = sample_ids[i]
-            if sid in cols.index:
-                self._raise_duplicate(cols, systems[i], [sid], [numbers[i]])
-            cols.index[sid] = -1 - len(self.unscored)  # negative: an unscored row
+            self.keys.add((sid,), (self.codes[systems[i]],), (-1 - len(self.unscored),),
+                          (numbers[i],), (ABSENT,))
             self.unscored_numbers.append(numbers[i])
             self.unscored.append({
                 "sample_id": sid, "system": systems[i], "sample_lang": langs[i],
                 "status": "unscored", "reason": "missing_prediction",
                 "detail": f"pred_answer is null at {self.unit} {numbers[i]}"})
-
-    def _raise_duplicate(self, cols: _Columns, system: str, sids: list[str],
-                         numbers: list[int]) -> None:
-        """Raise an error naming the first duplicate of this batch and its first place."""
-        seen: dict[str, int] = {}
-        for sid, number in zip(sids, numbers, strict=True):
-            pos = cols.index.get(sid)
-            if sid in seen or pos is not None:
-                if pos is None:
-                    first = seen[sid]
-                elif pos >= 0:
-                    first = cols.places[pos]
-                else:
-                    first = self.unscored_numbers[-1 - pos]
-                raise InputError(
-                    f"duplicate row for system {system!r} and sample_id {sid!r} "
-                    f"(first at {self.unit} {first}).", component=COMPONENT, path=self.path,
-                    field="sample_id", fix="keep one answer per system and sample.",
-                    **{self.unit: number})
-            seen[sid] = number
-        raise AssertionError("no duplicate found")  # pragma: no cover - caller checked
-
-    def fix_places(self) -> None:
-        """Drop the index entries of unscored rows (negative positions)."""
-        if not self.unscored:
-            return
-        for cols in self.columns.values():
-            cols.index = {k: v for k, v in cols.index.items() if v >= 0}

@@ -8,7 +8,7 @@ procedures resample per-item statistics, never text (as sacrebleu does).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,7 +19,9 @@ __all__ = [
     "mean",
     "sample_std",
     "mean_std",
+    "mean_std_chunks",
     "bootstrap_ci",
+    "bootstrap_ci_counts",
     "percentile_interval",
     "PairedTest",
     "paired_bootstrap",
@@ -111,6 +113,41 @@ def mean_std(values: Sequence[float] | np.ndarray) -> tuple[float | None, float 
     return float(m), float(math.sqrt(math.fsum((d * d).tolist()) / (n - 1)))
 
 
+def mean_std_chunks(chunks: Callable[[], Iterable[Sequence[float] | np.ndarray]],
+                    ) -> tuple[float | None, float | None, int]:
+    """``(mean, sample_std, n)`` of values that come in chunks, ``chunks()`` giving them again
+    for the second pass: the very same floats as :func:`mean_std` of the whole list (its
+    exact sums, ``math.fsum``, read the chunks one after the other; tested), in memory of one
+    chunk."""
+    from itertools import chain
+
+    n = 0
+
+    def lists() -> Iterator[list[float]]:
+        nonlocal n
+        for chunk in chunks():
+            n += len(chunk)
+            yield chunk.tolist() if hasattr(chunk, "tolist") else list(chunk)
+
+    total = math.fsum(chain.from_iterable(lists()))  # element by element in C
+    if n == 0:
+        return None, None, 0
+    m = total / n
+    if n < 2:
+        return float(m), 0.0, n
+
+    def squares() -> Iterator[list[float]]:
+        for chunk in chunks():
+            if len(chunk) >= SMALL:
+                d = _arr(chunk) - m
+                yield (d * d).tolist()
+            else:
+                yield [(x - m) * (x - m) for x in
+                       (chunk.tolist() if hasattr(chunk, "tolist") else chunk)]
+
+    return float(m), float(math.sqrt(math.fsum(chain.from_iterable(squares())) / (n - 1))), n
+
+
 def _resample_means(a: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Means of ``n_resamples`` bootstrap resamples, in chunks to bound memory."""
     import numpy as np
@@ -153,6 +190,33 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, *, confidence: float = 0.
     if a.size == 1 or np.all(a == a[0]):
         return (float(a[0]), float(a[0]))
     means = _resample_means(a, n_resamples, np.random.default_rng(seed))
+    return percentile_interval(means, confidence)
+
+
+def bootstrap_ci_counts(counts: dict[float, int], *, confidence: float = 0.95,
+                        n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                        ) -> tuple[float, float] | None:
+    """Percentile bootstrap confidence interval of the mean of values given as ``{value:
+    count}``: each resample draws the counts of the distinct values from a multinomial (the
+    same distribution as drawing ``n`` rows with replacement), so time and memory grow with
+    the distinct values, not the rows.  The same estimator as :func:`bootstrap_ci`, not the
+    same random draws (its intervals differ from it within the bootstrap's own noise)."""
+    import numpy as np
+
+    n = sum(counts.values())
+    if n == 0:
+        return None
+    values = np.array(sorted(counts), dtype=np.float64)
+    if values.size == 1:
+        return (float(values[0]), float(values[0]))
+    p = np.array([counts[v] for v in values.tolist()], dtype=np.float64) / n
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_resamples)
+    chunk = max(1, min(n_resamples, 4_000_000 // values.size))
+    for start in range(0, n_resamples, chunk):
+        stop = min(n_resamples, start + chunk)
+        drawn = rng.multinomial(n, p, size=stop - start)
+        means[start:stop] = drawn @ values / n
     return percentile_interval(means, confidence)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from ragmeter import stats
@@ -164,9 +165,88 @@ def score_label_rows(labels: Iterable[LabelRow], definitions: str = "ragbench"
     return [one(lb) for lb in labels]
 
 
+_VALUES = ("relevance", "utilization", "completeness", "adherence", "adherence_probability",
+           "average")
+_NAN = float("nan")
+
+
+class ScoredRows:
+    """The scored rows of a file in input order, as columns that move to a temporary file
+    past :data:`~ragmeter.io._spill.SPILL_AT` rows (memory does not grow with the rows,
+    issue 26.3); iterating gives :class:`ScoredRow` again.  Unscored rows keep their reason
+    and detail in memory."""
+
+    def __init__(self) -> None:
+        from ragmeter.io._spill import NumberColumn, SpillDir, TextColumn
+
+        self._spill = SpillDir()
+        self.ids = TextColumn(self._spill)
+        self.numbers = NumberColumn("q", self._spill)
+        self.values = {name: NumberColumn("d", self._spill) for name in _VALUES}
+        self.unscored: dict[int, tuple[str | None, str | None]] = {}  # position -> reason
+        self._pending: list[ScoredRow] = []
+        self._n_scored = 0
+
+    @property
+    def n_scored(self) -> int:
+        self._flush()
+        return self._n_scored
+
+    def append(self, row: ScoredRow) -> None:
+        self._pending.append(row)
+        if len(self._pending) >= 4096:
+            self._flush()
+
+    def _flush(self) -> None:
+        rows, self._pending = self._pending, []
+        start = len(self.ids)
+        self.ids.extend([r.id for r in rows])
+        self.numbers.extend([r.row for r in rows])
+        for name, column in self.values.items():
+            column.extend([_NAN if v is None else float(v)
+                           for v in map(attrgetter(name), rows)])
+        for i, r in enumerate(rows):
+            if r.reason is not None:
+                self.unscored[start + i] = (r.reason, r.detail)
+        self._n_scored += len(rows) - sum(1 for r in rows if r.reason is not None)
+
+    def __len__(self) -> int:
+        return len(self.ids) + len(self._pending)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __iter__(self) -> Iterator[ScoredRow]:
+        self._flush()
+        n = len(self.ids)
+        for start in range(0, n, 4096):
+            span = range(start, min(n, start + 4096))
+            ids, numbers = self.ids.take(span), self.numbers.take(span)
+            values = [self.values[name].take(span) for name in _VALUES]
+            for i, rid, number, *vals in zip(span, ids, numbers, *values, strict=True):
+                if i in self.unscored:
+                    reason, detail = self.unscored[i]
+                    yield ScoredRow(rid, number, reason=reason, detail=detail)
+                    continue
+                rel, util, comp, adh, prob, avg = (None if v != v else v for v in vals)
+                yield ScoredRow(rid, number, rel, util, comp,
+                                None if adh is None else adh == 1.0, prob, average=avg)
+
+    def metric_chunks(self, name: str) -> Any:
+        """The scored rows' present values of one metric, chunk by chunk (a factory, for
+        :func:`ragmeter.stats.mean_std_chunks`)."""
+        self._flush()
+        column = self.values[name]
+
+        def chunks() -> Iterator[list[float]]:
+            for chunk in column.chunks():
+                yield [v for v in chunk if v == v]  # unscored rows hold NaN too
+        return chunks
+
+
 @dataclass
 class ScoreResult:
-    rows: list[ScoredRow]
+    rows: ScoredRows | list[ScoredRow]
     summary: dict[str, dict[str, Any]]
     coverage: dict[str, Any]
     signature: str
@@ -186,28 +266,66 @@ class ScoreResult:
             yield r.to_item()
 
 
-def aggregate(rows: list[ScoredRow], config: ScoreConfig) -> dict[str, dict[str, Any]]:
-    """Mean, sample std, n and (optionally) a bootstrap 95% CI of each metric over scored rows."""
+def aggregate(rows: ScoredRows | list[ScoredRow], config: ScoreConfig
+              ) -> dict[str, dict[str, Any]]:
+    """Mean, sample std, n and (optionally) a bootstrap 95% CI of each metric over scored rows
+    (:class:`ScoredRows`: read chunk by chunk; the same numbers, the same exact sums)."""
     summary: dict[str, dict[str, Any]] = {}
-    scored = [r for r in rows if r.ok]
+    if isinstance(rows, ScoredRows):
+        n_scored = rows.n_scored
+        sources = {metric: rows.metric_chunks(metric) for metric in config.metrics}
+    else:
+        scored = [r for r in rows if r.ok]
+        n_scored = len(scored)
+        sources = {metric: (lambda values: lambda: iter((values,)))(
+            [float(getattr(r, metric)) for r in scored if getattr(r, metric) is not None])
+            for metric in config.metrics}
     for metric in config.metrics:
-        values = [float(getattr(r, metric)) for r in scored if getattr(r, metric) is not None]
-        entry: dict[str, Any] = {"mean": stats.mean(values), "std": stats.sample_std(values),
-                                 "n": len(values), "not_labelled": len(scored) - len(values)}
+        mean, std, n = stats.mean_std_chunks(sources[metric])
+        entry: dict[str, Any] = {"mean": mean, "std": std, "n": n,
+                                 "not_labelled": n_scored - n}
         if config.ci:
-            ci = stats.bootstrap_ci(values, n_resamples=config.n_resamples, seed=config.seed)
+            ci = _interval(sources[metric], n, config)
             entry["ci95"] = list(ci) if ci else None
         summary[metric] = entry
     return summary
 
 
-def coverage_of(rows: list[ScoredRow]) -> dict[str, Any]:
+CI_ROWS = 100_000
+"""Above this many values a metric's bootstrap draws value counts
+(:func:`ragmeter.stats.bootstrap_ci_counts`: memory and time grow with the distinct values,
+not the rows); up to it, rows (:func:`ragmeter.stats.bootstrap_ci`, the released numbers)."""
+CI_NOTE = (f"ci95: over {CI_ROWS:,} values, the bootstrap resamples value counts "
+           "(multinomial draws: the same estimator, in memory independent of the rows).")
+
+
+def _interval(chunks: Any, n: int, config: ScoreConfig) -> tuple[float, float] | None:
+    if n > CI_ROWS:
+        from collections import Counter
+
+        counts: Counter[float] = Counter()
+        for chunk in chunks():
+            counts.update(chunk)
+            if len(counts) > 1 << 16:
+                break
+        else:
+            return stats.bootstrap_ci_counts(dict(counts), n_resamples=config.n_resamples,
+                                             seed=config.seed)
+    values = [v for chunk in chunks() for v in chunk]
+    return stats.bootstrap_ci(values, n_resamples=config.n_resamples, seed=config.seed)
+
+
+def coverage_of(rows: ScoredRows | list[ScoredRow]) -> dict[str, Any]:
     reasons: dict[str, int] = {}
-    for r in rows:
-        if not r.ok:
-            reasons[r.reason or "unknown"] = reasons.get(r.reason or "unknown", 0) + 1
-    scored = sum(1 for r in rows if r.ok)
-    return {"rows": len(rows), "scored": scored, "unscored": len(rows) - scored,
+    if isinstance(rows, ScoredRows):
+        rows.n_scored  # noqa: B018 - writes the pending rows first
+        unscored = list(rows.unscored.values())
+    else:
+        unscored = [(r.reason, r.detail) for r in rows if not r.ok]
+    for reason, _ in unscored:
+        reasons[reason or "unknown"] = reasons.get(reason or "unknown", 0) + 1
+    n_unscored = sum(reasons.values())
+    return {"rows": len(rows), "scored": len(rows) - n_unscored, "unscored": n_unscored,
             "reasons": dict(sorted(reasons.items()))}
 
 
@@ -220,19 +338,25 @@ def score_rows(rows: Iterable[Row], config: ScoreConfig, source: str = "input") 
             judges.add(judge)
         return parse_label_row(row)
 
-    scored = score_label_rows((parsed(r) for r in rows), config.definitions)
+    one = score_label_row_writeup if config.definitions == "writeup" else score_label_row
+    scored = ScoredRows()
+    for r in rows:
+        scored.append(one(parsed(r)))
     notes: list[str] = []
-    n_ok = sum(1 for r in scored if r.ok)
+    summary = aggregate(scored, config)
+    n_ok = scored.n_scored
     if config.definitions == "writeup":
         notes.append("definitions: the GPT-labelling write-up's (relevance min(1, R/20), "
                      "utilization U/R, set completeness, adherence from fully_supported, "
                      "average of the four), not RAGBench's; see docs/trace.md.")
+    if config.ci and any(summary[m]["n"] > CI_ROWS for m in config.metrics):
+        notes.append(CI_NOTE)
     for metric in config.metrics:
-        missing = sum(1 for r in scored if r.ok and getattr(r, metric) is None)
+        missing = summary[metric]["not_labelled"]
         if missing:
             notes.append(f"{metric}: {missing} of {n_ok} scored rows have no labels for it "
                          "(a task the judge was not asked); its mean covers the others.")
-    return ScoreResult(scored, aggregate(scored, config), coverage_of(scored),
+    return ScoreResult(scored, summary, coverage_of(scored),
                        config.signature(judges).render(), notes, source)
 
 

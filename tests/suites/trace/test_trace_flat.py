@@ -1,0 +1,83 @@
+"""Issue 26.3: ``trace score`` in flat memory.  Scored rows live in spilled columns
+(:class:`ScoredRows`), the aggregates read them chunk by chunk, and above ``CI_ROWS`` values the
+bootstrap draws value counts instead of rows."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from ragmeter import stats
+from ragmeter.io import _spill
+from ragmeter.trace import _scorer
+from ragmeter.trace._scorer import ScoreConfig, score_file
+
+
+def _write(path: Path, n: int, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(n):
+            docs = [[[f"{d}{chr(97 + k)}", "text"] for k in range(rng.randint(1, 5))]
+                    for d in range(rng.randint(1, 3))]
+            keys = [k for doc in docs for k, _ in doc]
+            row = {"id": f"t{i}", "documents_sentences": docs,
+                   "all_relevant_sentence_keys": rng.sample(keys, rng.randint(0, len(keys))),
+                   "all_utilized_sentence_keys": rng.sample(keys, rng.randint(0, len(keys))),
+                   "unsupported_response_sentence_keys": ["r1"] * rng.choice((0, 0, 1))}
+            if i % 11 == 3:
+                row["documents_sentences"] = None  # unscored
+            if i % 13 == 5:
+                row["all_utilized_sentence_keys"] = None  # not labelled
+            fh.write(json.dumps(row) + "\n")
+
+
+def test_spilled_rows_give_the_same_result(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "labels.jsonl"
+    _write(path, 700)
+    config = ScoreConfig(n_resamples=200)
+    held = score_file(path, config)
+    monkeypatch.setattr(_spill, "SPILL_AT", 32)
+    spilled = score_file(path, config)
+    assert spilled.to_json() == held.to_json()
+    assert list(spilled.iter_items()) == list(held.iter_items())
+    assert held.coverage["unscored"] == 64 and held.summary["utilization"]["not_labelled"] > 0
+    # the list form (``--by`` groups) aggregates to the very same numbers
+    assert _scorer.aggregate(list(held.rows), config) == held.summary
+
+
+def test_counts_bootstrap_above_ci_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "labels.jsonl"
+    _write(path, 3000, seed=1)
+    config = ScoreConfig(n_resamples=400)
+    rows_way = score_file(path, config)
+    assert _scorer.CI_NOTE not in rows_way.notes
+    monkeypatch.setattr(_scorer, "CI_ROWS", 100)
+    counts_way = score_file(path, config)
+    assert _scorer.CI_NOTE in counts_way.notes
+    for metric, entry in rows_way.summary.items():
+        got = counts_way.summary[metric]
+        assert {k: v for k, v in got.items() if k != "ci95"} == \
+            {k: v for k, v in entry.items() if k != "ci95"}
+        (lo, hi), (elo, ehi) = got["ci95"], entry["ci95"]
+        assert lo <= got["mean"] <= hi
+        width = ehi - elo
+        assert abs(lo - elo) < 0.25 * width and abs(hi - ehi) < 0.25 * width, metric
+
+
+def test_bootstrap_ci_counts_matches_the_row_bootstrap_in_distribution() -> None:
+    rng = random.Random(3)
+    values = [rng.choice([0.0, 0.25, 0.5, 1.0, 1 / 3]) for _ in range(5000)]
+    counts: dict[float, int] = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    lo, hi = stats.bootstrap_ci_counts(counts, n_resamples=2000, seed=7)  # type: ignore[misc]
+    elo, ehi = stats.bootstrap_ci(values, n_resamples=2000, seed=7)  # type: ignore[misc]
+    assert abs(lo - elo) < 0.1 * (ehi - elo) and abs(hi - ehi) < 0.1 * (ehi - elo)
+    assert stats.bootstrap_ci_counts(counts, n_resamples=50, seed=1) == \
+        stats.bootstrap_ci_counts(counts, n_resamples=50, seed=1)
+    assert stats.bootstrap_ci_counts({0.5: 9}) == (0.5, 0.5)
+    assert stats.bootstrap_ci_counts({}) is None
