@@ -1,14 +1,16 @@
 """Sample data that comes with ragmeter, written by the ragmeter authors (Apache-2.0).
 
-Most samples ship as files under ``ragmeter/data/samples``.  The multilingual sample is written
-here as data (12 common-knowledge questions in 12 languages and scripts, three made-up systems)
-and materialized on first use into ``$RAGMETER_HOME/samples/``, so that no data file in the
-repository has the shape of a third-party run.
+Most samples ship as files under ``ragmeter/data/samples``.  The multilingual sample (12
+common-knowledge questions in 12 languages and scripts, three made-up systems; written here)
+and the criteria sample (hand-scored answers; :mod:`ragmeter.io._sample_criteria`) are kept
+as data and materialized on first use into ``$RAGMETER_HOME/samples/``, so that no data file
+in the repository has the shape of a third-party run.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -45,7 +47,6 @@ _MULTILINGUAL = (
      ("Leonardo", "Leonardo da Vinci", "Leonardo da Vinci"), (0.7, 1.0, 1.0), 80),
 )
 _SYSTEMS = ("direct", "retrieve", "bridge")
-_GENERATED = {"multilingual_answers.jsonl"}
 
 
 def multilingual_sample_rows() -> list[dict[str, object]]:
@@ -71,9 +72,22 @@ def multilingual_sample_rows() -> list[dict[str, object]]:
     return rows
 
 
+def _criteria_rows() -> list[dict[str, object]]:
+    from ragmeter.io._sample_criteria import criteria_sample_rows
+
+    return criteria_sample_rows()
+
+
+# The samples kept as data: file name -> its rows.
+_GENERATED: dict[str, Callable[[], list[dict[str, object]]]] = {
+    "multilingual_answers.jsonl": multilingual_sample_rows,
+    "criteria_answers.jsonl": _criteria_rows,
+}
+
+
 def list_samples() -> list[str]:
     root = resources.files("ragmeter") / "data" / "samples"
-    return sorted({p.name for p in root.iterdir() if p.is_file()} | _GENERATED)
+    return sorted({p.name for p in root.iterdir() if p.is_file()} | set(_GENERATED))
 
 
 def _materialize(name: str) -> Path:
@@ -81,9 +95,10 @@ def _materialize(name: str) -> Path:
     from ragmeter.io import write_jsonl
 
     path = data_home() / "samples" / name
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in multilingual_sample_rows())
+    rows = _GENERATED[name]()
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     if not path.is_file() or path.read_text(encoding="utf-8") != text:
-        write_jsonl(path, multilingual_sample_rows())  # atomic
+        write_jsonl(path, rows)  # atomic
     return path
 
 

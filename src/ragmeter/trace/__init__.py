@@ -6,11 +6,11 @@ group (:class:`JudgeOptions`), nothing else."""
 
 from __future__ import annotations
 
+from ragmeter.trace._fitting import fit
 from ragmeter.trace._options import JudgeOptions
 from ragmeter.trace._verbs import (
     alabel,
     arun,
-    fit,
     label,
     run,
     score,

