@@ -217,9 +217,9 @@ class _Connection:
         conn = self.h11
         try:
             data = conn.send(head) or b""
-            if content is not None:
+            if content:
                 data += (conn.send(h11.Data(data=content)) or b"")
-                data += (conn.send(h11.EndOfMessage()) or b"")
+            data += (conn.send(h11.EndOfMessage()) or b"")
         except h11.LocalProtocolError as exc:
             raise RemoteProtocolError(str(exc)) from None
         try:
