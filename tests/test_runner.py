@@ -203,7 +203,9 @@ def test_rpm_limit_spaces_requests():
 
 
 def test_tpm_limit_waits():
-    backend = FakeBackend()
+    # Calls that take a moment, as over a network: all ten are in flight before the first
+    # answer refunds what its estimate took beyond its real usage (5 tokens).
+    backend = FakeBackend(delay=0.05)
     big = [Request.chat(f"b{i}", [{"role": "user", "content": f"{i} " + "x" * 400}],
                         params={"max_tokens": 10}) for i in range(10)]
     # 6000 tpm = 100 tokens/s with a bucket of 1000; each request is ~110 estimated tokens, so

@@ -31,6 +31,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 import h11
 
+from ragmeter._util._aio import within
 from ragmeter._version import __version__
 
 __all__ = ["WireClient", "WireReply", "WireTimeout", "WireError", "is_plain_http"]
@@ -224,7 +225,7 @@ class _Connection:
             raise RemoteProtocolError(str(exc)) from None
         try:
             self.writer.write(data)
-            await asyncio.wait_for(self.writer.drain(), write_s)
+            await within(write_s, self.writer.drain())
         except asyncio.TimeoutError:
             raise WriteTimeout("timed out writing the request") from None
         except OSError as exc:
@@ -237,7 +238,7 @@ class _Connection:
                 raise RemoteProtocolError(str(exc)) from None
             if event is h11.NEED_DATA:
                 try:
-                    chunk = await asyncio.wait_for(self.reader.read(_READ_SIZE), read_s)
+                    chunk = await within(read_s, self.reader.read(_READ_SIZE))
                 except asyncio.TimeoutError:
                     raise ReadTimeout("timed out reading the reply") from None
                 except OSError as exc:
@@ -301,7 +302,7 @@ class WireClient:
             headers.append(("Content-Length", str(len(body))))
         head = h11.Request(method=method.upper(), target=target.target, headers=headers)
         try:
-            await asyncio.wait_for(self._slots.acquire(), self._timeout_s)
+            await within(self._timeout_s, self._slots.acquire())
         except asyncio.TimeoutError:
             raise PoolTimeout("no free connection in time") from None
         try:
@@ -331,9 +332,8 @@ class WireClient:
         if self._open >= self._max and self._idle:  # make room: close the oldest idle one
             self._drop(self._idle.pop(0))
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(target.host, target.port, limit=_READ_SIZE * 4),
-                self._connect_s)
+            reader, writer = await within(self._connect_s, asyncio.open_connection(
+                target.host, target.port, limit=_READ_SIZE * 4))
         except asyncio.TimeoutError:
             raise ConnectTimeout(f"timed out connecting to {target.host_header}") from None
         except OSError as exc:  # worded as httpx words it

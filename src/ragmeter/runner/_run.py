@@ -38,6 +38,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ragmeter._util._aio import within
 from ragmeter.backends._types import Backend, Request, Response
 from ragmeter.errors import BackendError, ConfigError, ReplayMissError, UserError
 from ragmeter.runner._estimate import (
@@ -203,8 +204,8 @@ class _Run:
                     await self.tpm.take(estimate)
                 self.stats.calls += 1
                 try:
-                    response = await asyncio.wait_for(self.backend.complete(request),
-                                                      self._timeout)
+                    # in this task (no task per call: the first call starts at once)
+                    response = await within(self._timeout, self.backend.complete(request))
                 except asyncio.TimeoutError:
                     last = BackendError("timeout", f"no answer within {cfg.timeout_s:g} s",
                                         retryable=True)
