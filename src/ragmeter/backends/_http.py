@@ -97,17 +97,12 @@ class _Dispatch:
         self._wire: Any = None
         self._httpx: Any = None
 
-    def _url(self, url: str) -> str:
-        base = self._owner._base_url
-        if "://" in url[:16] or not base:
-            return url
-        return f"{base}/{url.lstrip('/')}"
-
     async def request(self, method: str, url: str, *, content: str | bytes | None = None,
                       params: Mapping[str, Any] | None = None) -> Any:
-        from ragmeter.backends._wire import WireClient, is_plain_http
+        from ragmeter.backends._wire import WireClient, is_plain_http, join_url
 
-        full, owner = self._url(url), self._owner
+        owner = self._owner
+        full = join_url(owner._base_url, url)
         if is_plain_http(full):
             if self._wire is None:
                 self._wire = WireClient(headers=owner._headers, timeout_s=owner._timeout_s,

@@ -34,7 +34,7 @@ import h11
 from ragmeter._util._aio import within
 from ragmeter._version import __version__
 
-__all__ = ["WireClient", "WireReply", "WireTimeout", "WireError", "is_plain_http"]
+__all__ = ["WireClient", "WireReply", "WireTimeout", "WireError", "is_plain_http", "join_url"]
 
 _READ_SIZE = 65536
 
@@ -77,6 +77,14 @@ class WriteError(WireError):
 
 class RemoteProtocolError(WireError):
     pass
+
+
+def join_url(base_url: str, url: str) -> str:
+    """``url`` under ``base_url`` (``/v1`` + ``/chat/completions`` = ``/v1/chat/completions``,
+    as httpx joins them); an absolute ``url``, or no ``base_url``, is returned as is."""
+    if "://" in url[:16] or not base_url:
+        return url
+    return f"{base_url.rstrip('/')}/{url.lstrip('/')}"
 
 
 def is_plain_http(url: str) -> bool:
@@ -285,14 +293,9 @@ class WireClient:
         self._idle: list[_Connection] = []
         self._open = 0  # connections open (in use or idle)
 
-    def _url(self, url: str) -> str:
-        if "://" in url[:16] or not self._base_url:
-            return url
-        return f"{self._base_url}/{url.lstrip('/')}"
-
     async def request(self, method: str, url: str, *, content: str | bytes | None = None,
                       params: Mapping[str, Any] | None = None) -> WireReply:
-        target = _Target(self._url(url), params)
+        target = _Target(join_url(self._base_url, url), params)
         body = content.encode("utf-8") if isinstance(content, str) else content
         headers = [("Host", target.host_header), *self._headers.items()]
         if target.authorization is not None:
