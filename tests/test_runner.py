@@ -298,3 +298,20 @@ def test_progress_callback_counts_and_can_stop_the_run(tmp_path):
     assert all(o.ok for o in out)
     assert sum(again.calls.values()) == 10 - sum(1 for o in out if o.cached)
     assert sum(1 for o in out if o.cached) >= 3
+
+
+def test_a_run_stopped_by_its_progress_callback_sends_no_further_call():
+    # The callback raises once two calls are done (the web app's cancel button): the call
+    # that the next task was about to send is never sent (it would be paid and lost).
+    class Stop(Exception):
+        pass
+
+    def on_progress(stats, done, todo):
+        if done >= 2:
+            raise Stop()
+
+    backend = FakeBackend(delay=0.01)
+    with pytest.raises(Stop):
+        run_requests(reqs(6), backend, None,
+                     RunnerConfig(concurrency=1, on_progress=on_progress, **FAST))
+    assert sum(backend.calls.values()) == 2

@@ -63,6 +63,11 @@ __all__ = ["RunnerConfig", "Outcome", "RunStats", "run_requests", "arun_requests
 # ---------------------------------------------------------------- the run
 
 
+def _stopped(request: Request, key: str) -> Outcome:
+    return Outcome(request, "unscored", reason="stopped",
+                   detail="not sent: the run stopped early", key=key)
+
+
 class _Run:
     def __init__(self, backend: Backend, store: Store | None, config: RunnerConfig) -> None:
         self.backend = backend
@@ -81,6 +86,7 @@ class _Run:
         self.stats = RunStats()
         self.progress: _Progress | None = None
         self.stop: UserError | None = None  # set when going on would only waste paid calls
+        self.halted = False  # set when the run ends with an exception: nothing more is sent
         self.slots = asyncio.Semaphore(config.concurrency)  # claims held at once
         self.owner = ""
 
@@ -195,13 +201,14 @@ class _Run:
                 self.stats.retries += 1
                 await asyncio.sleep(self._delay(attempt - 1, last))  # type: ignore[arg-type]
             async with self.sem:
-                if self.stop is not None:
-                    return Outcome(request, "unscored", reason="stopped",
-                                   detail="not sent: the run stopped early", key=key)
+                if self.stop is not None or self.halted:
+                    return _stopped(request, key)
                 if self.rpm:
                     await self.rpm.take(1)
                 if self.tpm:
                     await self.tpm.take(estimate)
+                if self.halted:
+                    return _stopped(request, key)
                 self.stats.calls += 1
                 try:
                     # in this task (no task per call: the first call starts at once)
@@ -305,12 +312,18 @@ class _Run:
         renewer = asyncio.ensure_future(self._renew_claims()) if claims else None
 
         async def one(key: str, request: Request) -> None:
-            outcome = await (self.claimed_call(key, request) if claims else
-                             self.call(key, request))
-            results[key] = outcome
-            if outcome.cached:
-                self.stats.cached += 1
-            self.count(outcome)
+            try:
+                outcome = await (self.claimed_call(key, request) if claims else
+                                 self.call(key, request))
+                results[key] = outcome
+                if outcome.cached:
+                    self.stats.cached += 1
+                self.count(outcome)
+            except BaseException:
+                # the run ends with this exception (an on_progress callback stopped it, the
+                # store is full...): no other task sends a call while they are cancelled
+                self.halted = True
+                raise
 
         tasks: list[asyncio.Future[None]] = []
         try:
