@@ -17,8 +17,9 @@ Needs the test extra (the bare-client baseline is the ``openai`` package):
 ``--whole`` measures whole processes instead (issue 26.5): ``ragmeter generate REQUESTS --out
 RESPONSES --backend openai`` (a fresh ``$RAGMETER_HOME``, so a fresh store: every call is made)
 against a bare script that reads the same JSON Lines, calls through one ``AsyncOpenAI`` client
-and writes the answers, each a new Python process timed from outside, rounds interleaved
-(medians).  It prints each side's wall time, its efficiency (the physical bound, requests x
+and writes the answers, and against the floor (the same job with the standard library alone:
+asyncio streams and hand-written HTTP/1.1, sqlite3 imported), each a new Python process timed
+from outside, rounds interleaved (medians).  It prints each side's wall time, its efficiency (the physical bound, requests x
 latency / concurrency, over the wall time), ragmeter's efficiency relative to the bare
 client's (goal >= 0.95), and the fixed cost before the first call (from the process's start to
 the first request the server sees, Python's own start-up included) and after the last answer.
@@ -156,6 +157,47 @@ with open(out, "w", encoding="utf-8") as fh:
 """
 
 
+# The floor: the same job with nothing but the standard library (asyncio streams, hand-written
+# HTTP/1.1 with keep-alive, one connection per concurrent request), importing sqlite3 as the
+# store would.  Its fixed cost is what Python, asyncio and sqlite3 cost before any first call.
+FLOOR_SCRIPT = r"""
+import asyncio, json, sqlite3, sys
+url, concurrency, path, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+host, _, rest = url.split("//", 1)[1].partition("/")
+hostname, port = host.split(":")
+with open(path, encoding="utf-8") as fh:
+    rows = [json.loads(line) for line in fh if line.strip()]
+
+async def worker(queue, answers):
+    reader, writer = await asyncio.open_connection(hostname, int(port))
+    while not queue.empty():
+        row = queue.get_nowait()
+        body = json.dumps({"model": "scripted", "messages": [
+            {"role": "user", "content": row["prompt"]}], **row["params"]}).encode()
+        writer.write(f"POST /{rest}/chat/completions HTTP/1.1\r\nHost: {host}\r\n"
+                     f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                     f"\r\n".encode() + body)
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:"))
+        reply = json.loads(await reader.readexactly(length))
+        answers[row["id"]] = reply["choices"][0]["message"]["content"]
+    writer.close()
+
+async def main():
+    queue, answers = asyncio.Queue(), {}
+    for row in rows:
+        queue.put_nowait(row)
+    await asyncio.gather(*(worker(queue, answers) for _ in range(min(concurrency, len(rows)))))
+    return answers
+
+answers = asyncio.run(main())
+with open(out, "w", encoding="utf-8") as fh:
+    for row in rows:
+        fh.write(json.dumps({"id": row["id"], "text": answers[row["id"]]}) + "\n")
+"""
+
+
 def _post(url: str, path: str) -> dict[str, object]:
     request = urllib.request.Request(url.replace("/v1", path), data=b"", method="POST")
     with urllib.request.urlopen(request) as reply:
@@ -175,8 +217,9 @@ def whole_process(side: str, url: str, requests_path: Path, concurrency: int,
     home = Path(tempfile.mkdtemp(dir=tmp))
     env["RAGMETER_HOME"] = str(home)
     out = home / "out.jsonl"
-    if side == "bare":
-        cmd = [sys.executable, "-c", BARE_SCRIPT, url, str(concurrency), str(requests_path),
+    if side in ("bare", "floor"):
+        script = BARE_SCRIPT if side == "bare" else FLOOR_SCRIPT
+        cmd = [sys.executable, "-c", script, url, str(concurrency), str(requests_path),
                str(out)]
     else:
         cmd = [sys.executable, "-m", "ragmeter", "generate", str(requests_path), "--out",
@@ -208,12 +251,13 @@ def bench_whole(url: str, args: argparse.Namespace) -> None:
             json.dumps({"id": f"q{i}", "prompt": text, "params": {"temperature": 0}}) + "\n"
             for i, text in enumerate(prompts("whole", args.requests))), encoding="utf-8")
         for conc in args.concurrency:
-            for side in ("bare", "ragmeter"):  # warm-up: bytecode, page cache
+            sides = ("bare", "ragmeter", "floor")
+            for side in sides:  # warm-up: bytecode, page cache
                 whole_process(side, url, requests_path, conc, tmp)
-            runs: dict[str, list[tuple[float, float, float]]] = {"bare": [], "ragmeter": []}
+            runs: dict[str, list[tuple[float, float, float]]] = {side: [] for side in sides}
             loads = []
             for _ in range(args.rounds):
-                for side in ("bare", "ragmeter"):
+                for side in sides:
                     runs[side].append(whole_process(side, url, requests_path, conc, tmp))
                 loads.append(os.getloadavg()[0])
             bound = args.requests * args.latency / conc
@@ -232,7 +276,9 @@ def bench_whole(url: str, args: argparse.Namespace) -> None:
                 print(f"{side:<10}{wall:>9.2f}{bound:>9.2f}{eff[side]:>12.3f}{rel:>9.3f}"
                       f"{before:>19.3f}{after:>14.3f}")
             print("efficiency: bound / wall (1.0 = the physical limit); vs bare: ragmeter's "
-                  "efficiency / the bare client's (goal >= 0.95).")
+                  "efficiency / the bare client's (goal >= 0.95); floor: the same job with the "
+                  "standard library alone (asyncio streams, sqlite3 imported): what Python "
+                  "itself costs before a first call.")
 
 
 def main() -> None:

@@ -203,7 +203,9 @@ def test_rpm_limit_spaces_requests():
 
 
 def test_tpm_limit_waits():
-    backend = FakeBackend()
+    # Calls that take a moment, as over a network: all ten are in flight before the first
+    # answer refunds what its estimate took beyond its real usage (5 tokens).
+    backend = FakeBackend(delay=0.05)
     big = [Request.chat(f"b{i}", [{"role": "user", "content": f"{i} " + "x" * 400}],
                         params={"max_tokens": 10}) for i in range(10)]
     # 6000 tpm = 100 tokens/s with a bucket of 1000; each request is ~110 estimated tokens, so
@@ -296,3 +298,20 @@ def test_progress_callback_counts_and_can_stop_the_run(tmp_path):
     assert all(o.ok for o in out)
     assert sum(again.calls.values()) == 10 - sum(1 for o in out if o.cached)
     assert sum(1 for o in out if o.cached) >= 3
+
+
+def test_a_run_stopped_by_its_progress_callback_sends_no_further_call():
+    # The callback raises once two calls are done (the web app's cancel button): the call
+    # that the next task was about to send is never sent (it would be paid and lost).
+    class Stop(Exception):
+        pass
+
+    def on_progress(stats, done, todo):
+        if done >= 2:
+            raise Stop()
+
+    backend = FakeBackend(delay=0.01)
+    with pytest.raises(Stop):
+        run_requests(reqs(6), backend, None,
+                     RunnerConfig(concurrency=1, on_progress=on_progress, **FAST))
+    assert sum(backend.calls.values()) == 2

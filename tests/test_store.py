@@ -120,3 +120,29 @@ def test_many_processes_create_one_new_store_at_once(tmp_path):
     results = [p.communicate(timeout=60) for p in procs]
     assert [p.returncode for p in procs] == [0] * 8, [err[-300:] for _, err in results]
     assert {out.strip() for out, _ in results} == {str(max(v for v, _, _ in MIGRATIONS))}
+
+
+def test_a_new_store_is_built_aside_and_linked_into_place(tmp_path, monkeypatch):
+    import os
+
+    from ragmeter.runner import _store
+
+    syncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(_store.os, "fsync", lambda fd: (syncs.append(fd), real_fsync(fd)))
+    path = tmp_path / "home" / "store.sqlite"
+    store = Store(path)
+    assert store.schema_version() == max(v for v, _, _ in MIGRATIONS)
+    assert store._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    key = put_one(store)
+    store.close()
+    assert len(syncs) == 1  # built with SQLite's syncs off, synced once before the link
+    assert sorted(os.listdir(path.parent)) == ["store.sqlite"]  # nothing left aside
+    assert path.stat().st_mode & 0o777 == 0o600
+    # a store that exists (another process made it first) is never replaced
+    before = path.read_bytes()
+    _store._build_new(path)
+    assert path.read_bytes() == before and sorted(os.listdir(path.parent)) == ["store.sqlite"]
+    again = Store(path)
+    assert again.get(key) is not None
+    again.close()

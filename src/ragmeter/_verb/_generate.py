@@ -126,6 +126,14 @@ def read_requests(data: Any) -> list[Request]:
     return requests
 
 
+def _signature(backend: Any) -> str:
+    """No metric, but the responses have a source: the model that wrote them (issue 25)."""
+    from ragmeter.judges._card import model_id
+    from ragmeter.signature import Signature
+
+    return Signature.make(COMPONENT, "responses-1", {"model": model_id(backend)}).render()
+
+
 def generate(data: Any, *, backend: Any = None, store: Any = None, replay: bool = False,
              dry_run: bool = False, progress: bool | None = None,
              on_progress: Any = None) -> Any:
@@ -136,27 +144,28 @@ def generate(data: Any, *, backend: Any = None, store: Any = None, replay: bool 
     ``summary`` holds the coverage, the call counters (calls, cached, tokens, cost) and the
     store's path.  Completed calls are stored, so a second call makes none.
     """
-    from ragmeter._verb._context import dry_run_result, input_record, model_context
-    from ragmeter._verb._failure import check_run
-    from ragmeter.result import Result
-    from ragmeter.runner._run import RunStats, estimate_requests, run_requests
+    from ragmeter._verb._context import model_context
+    from ragmeter.runner._run import RunStats, run_requests
 
     requests = read_requests(data)
     backend_obj, the_store, config = model_context(backend, store, replay=replay,
                                                    progress=progress, description="generate",
                                                    on_progress=on_progress)
-    from ragmeter.judges._card import model_id
-    from ragmeter.signature import Signature
-
-    # no metric, but the responses have a source: the model that wrote them (issue 25)
-    signature = Signature.make(COMPONENT, "responses-1", {"model": model_id(backend_obj)}
-                               ).render()
     if dry_run:
+        from ragmeter._verb._context import dry_run_result
+        from ragmeter.runner._run import estimate_requests
+
         return dry_run_result(COMPONENT, "generate",
                               estimate_requests(requests, backend_obj, the_store, config),
-                              signature=signature)
+                              signature=_signature(backend_obj))
     stats = RunStats()
+    # nothing that only the summary needs is imported before the first call (issue 26.5)
     outcomes = run_requests(requests, backend_obj, the_store, config, stats)
+    from ragmeter._verb._context import input_record
+    from ragmeter._verb._failure import check_run
+    from ragmeter.result import Result
+
+    signature = _signature(backend_obj)
     rows = [response_row(o) for o in outcomes]
     ok = sum(1 for o in outcomes if o.ok)
     summary = {"family": COMPONENT, "verb": "generate", "signature": signature,

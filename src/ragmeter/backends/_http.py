@@ -1,8 +1,8 @@
 """One HTTP exchange with a server ragmeter calls (an OpenAI-compatible model server, the
 user's RAG application), and what its failures mean to the runner.
 
-:func:`send` makes one request with an ``httpx.AsyncClient`` and returns the reply and its
-latency, or raises :class:`~ragmeter.errors.BackendError` with the runner's reason codes:
+:func:`send` makes one request through a :class:`LoopClient` (plain ``http://`` over
+:mod:`ragmeter.backends._wire`, anything else over httpx) and returns the reply and its latency, or raises :class:`~ragmeter.errors.BackendError` with the runner's reason codes:
 ``timeout`` and ``connection`` (retryable), ``http_429`` and ``http_5xx`` / 408 / 409
 (retryable, honouring ``Retry-After``), any other ``http_4xx`` (not retryable).  It never
 retries by itself (the runner does: policy wraps I/O).
@@ -14,7 +14,6 @@ the store before it is read.
 
 from __future__ import annotations
 
-import email.utils
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -56,33 +55,30 @@ def import_httpx() -> Any:
 
 
 class LoopClient:
-    """A pooled ``httpx.AsyncClient`` for the running event loop: made on first use, made
-    again when the loop changes (a client belongs to the loop it was opened on), closed by
-    :meth:`close` (a backend's ``release``, awaited by the runner after each run)."""
+    """The pooled HTTP client for the running event loop: made on first use, made again when
+    the loop changes (a client belongs to the loop it was opened on), closed by :meth:`close`
+    (a backend's ``release``, awaited by the runner after each run).
+
+    Plain ``http://`` URLs go through :class:`ragmeter.backends._wire.WireClient` (asyncio
+    streams and h11: no httpx to import or set up before the first call, issue 26.5); any
+    other URL through an ``httpx.AsyncClient`` with httpx's default certificate
+    verification, made at the first request that needs it."""
 
     def __init__(self, *, headers: Mapping[str, str], timeout_s: float, max_connections: int,
                  base_url: str = "") -> None:
         self._headers = dict(headers)
         self._timeout_s = timeout_s
         self._max = max(1, int(max_connections))
-        self._base_url = base_url
-        self._client: Any = None
+        self._base_url = base_url.rstrip("/")
+        self._client: _Dispatch | None = None
         self._loop: Any = None
 
-    def get(self) -> Any:
+    def get(self) -> _Dispatch:
         import asyncio
 
-        httpx = import_httpx()
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
-            limits = httpx.Limits(max_connections=self._max, max_keepalive_connections=self._max)
-            tls: Any = _LazyTLSTransport(limits)  # an httpx transport, duck-typed
-            self._client = httpx.AsyncClient(
-                base_url=self._base_url, headers=self._headers,
-                timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s, 30.0)),
-                transport=tls,
-                # plain http:// needs no TLS: no certificate bundle to load (40-80 ms)
-                mounts={"http://": httpx.AsyncHTTPTransport(verify=False, limits=limits)})
+            self._client = _Dispatch(self)
             self._loop = loop
         return self._client
 
@@ -92,36 +88,44 @@ class LoopClient:
             await client.aclose()
 
 
-class _LazyTLSTransport:
-    """httpx's default transport for https://, made at the first request that needs it: a
-    client that only ever speaks plain http:// never loads the certificate bundle (the TLS
-    context costs 40-80 ms of a process's start-up).  Certificates are verified as by
-    default."""
+class _Dispatch:
+    """One loop's clients: a :class:`WireClient` for ``http://``, an ``httpx.AsyncClient``
+    for anything else, each made at its first request."""
 
-    def __init__(self, limits: Any) -> None:
-        self._limits = limits
-        self._transport: Any = None
+    def __init__(self, owner: LoopClient) -> None:
+        self._owner = owner
+        self._wire: Any = None
+        self._httpx: Any = None
 
-    def _get(self) -> Any:
-        if self._transport is None:
-            import httpx
+    async def request(self, method: str, url: str, *, content: str | bytes | None = None,
+                      params: Mapping[str, Any] | None = None) -> Any:
+        from ragmeter.backends._wire import WireClient, is_plain_http, join_url
 
-            self._transport = httpx.AsyncHTTPTransport(limits=self._limits)
-        return self._transport
-
-    async def handle_async_request(self, request: Any) -> Any:
-        return await self._get().handle_async_request(request)
-
-    async def __aenter__(self) -> _LazyTLSTransport:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        owner = self._owner
+        full = join_url(owner._base_url, url)
+        if is_plain_http(full):
+            if self._wire is None:
+                self._wire = WireClient(headers=owner._headers, timeout_s=owner._timeout_s,
+                                        connect_s=min(owner._timeout_s, 30.0),
+                                        max_connections=owner._max)
+            return await self._wire.request(method, full, content=content, params=params)
+        if self._httpx is None:
+            httpx = import_httpx()
+            limits = httpx.Limits(max_connections=owner._max,
+                                  max_keepalive_connections=owner._max)
+            self._httpx = httpx.AsyncClient(
+                headers=owner._headers, limits=limits,
+                timeout=httpx.Timeout(owner._timeout_s, connect=min(owner._timeout_s, 30.0)))
+        return await self._httpx.request(method, full, content=content,
+                                         params=dict(params) if params else None)
 
     async def aclose(self) -> None:
-        transport, self._transport = self._transport, None
-        if transport is not None:
-            await transport.aclose()
+        wire, self._wire = self._wire, None
+        client, self._httpx = self._httpx, None
+        if wire is not None:
+            await wire.aclose()
+        if client is not None:
+            await client.aclose()
 
 
 def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
@@ -139,6 +143,8 @@ def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
         return max(0.0, float(raw))
     except ValueError:
         pass
+    import email.utils
+
     try:
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError):
@@ -178,6 +184,22 @@ def raise_for_status(reply: Any, scrub: Callable[[str], str], unauthorized: str 
     raise BackendError(f"http_{status}", detail, retryable=False)
 
 
+def _failure_kind(exc: BaseException) -> str | None:
+    """``timeout`` or ``connection`` for a transport failure of either client (the plain-http
+    :class:`~ragmeter.backends._wire.WireClient` or httpx), None for anything else."""
+    import sys
+
+    from ragmeter.backends._wire import WireTimeout
+
+    httpx = sys.modules.get("httpx")  # only an httpx client (https://) raises httpx's errors
+    if isinstance(exc, WireTimeout) or (httpx is not None
+                                        and isinstance(exc, httpx.TimeoutException)):
+        return "timeout"
+    if isinstance(exc, OSError) or (httpx is not None and isinstance(exc, httpx.TransportError)):
+        return "connection"  # a WireError is an OSError
+    return None
+
+
 async def send(client: Any, method: str, url: str, *, where: str, timeout_s: float,
                scrub: Callable[[str], str], content: str | bytes | None = None,
                params: Mapping[str, Any] | None = None, unauthorized: str = ""
@@ -187,18 +209,19 @@ async def send(client: Any, method: str, url: str, *, where: str, timeout_s: flo
     ``where`` names the server in a connection error (already free of credentials);
     ``scrub`` removes secrets from any text that goes into an error.
     """
-    import httpx
-
     start = time.perf_counter()
     try:
         reply = await client.request(method, url, content=content,
                                      params=dict(params) if params else None)
-    except httpx.TimeoutException as exc:
-        raise BackendError("timeout", f"{type(exc).__name__} after {timeout_s:g} s",
-                           retryable=True) from None
-    except (httpx.TransportError, OSError) as exc:
-        raise BackendError("connection", scrub(f"{type(exc).__name__}: {exc} ({where})"),
-                           retryable=True) from None
+    except Exception as exc:
+        kind = _failure_kind(exc)
+        if kind == "timeout":
+            raise BackendError("timeout", f"{type(exc).__name__} after {timeout_s:g} s",
+                               retryable=True) from None
+        if kind == "connection":
+            raise BackendError("connection", scrub(f"{type(exc).__name__}: {exc} ({where})"),
+                               retryable=True) from None
+        raise
     latency_ms = (time.perf_counter() - start) * 1000.0
     raise_for_status(reply, scrub, unauthorized)
     return reply, latency_ms

@@ -1,8 +1,9 @@
 """The ``openai`` backend: any OpenAI-compatible chat-completions endpoint.
 
 Works with vLLM, the llama.cpp server, Ollama and OpenAI itself (``POST {base_url}/chat/
-completions``).  One pooled :class:`httpx.AsyncClient` per event loop, with as many connections
-as the runner's concurrency.  The API key comes from the ``api_key`` argument, else
+completions``).  One pooled client per event loop (:class:`ragmeter.backends._http.LoopClient`:
+plain ``http://`` over asyncio streams, ``https://`` over httpx), with as many connections as
+the runner's concurrency.  The API key comes from the ``api_key`` argument, else
 ``RAGMETER_API_KEY``, else ``OPENAI_API_KEY``; it is sent in the ``Authorization`` header only and
 never appears in the identity (the cache key), the store, logs, errors or reports.
 
@@ -123,7 +124,7 @@ def _tiktoken_counter(model: str | None) -> TokenCounter:
 
 
 class OpenAIBackend(BaseBackend):
-    """Calls an OpenAI-compatible ``/chat/completions`` endpoint with httpx."""
+    """Calls an OpenAI-compatible ``/chat/completions`` endpoint over HTTP."""
 
     name = "openai"
     # Talks HTTP.  Whether the server gives the logprobs choice scoring needs is known only

@@ -38,6 +38,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ragmeter._util._aio import within
 from ragmeter.backends._types import Backend, Request, Response
 from ragmeter.errors import BackendError, ConfigError, ReplayMissError, UserError
 from ragmeter.runner._estimate import (
@@ -62,6 +63,11 @@ __all__ = ["RunnerConfig", "Outcome", "RunStats", "run_requests", "arun_requests
 # ---------------------------------------------------------------- the run
 
 
+def _stopped(request: Request, key: str) -> Outcome:
+    return Outcome(request, "unscored", reason="stopped",
+                   detail="not sent: the run stopped early", key=key)
+
+
 class _Run:
     def __init__(self, backend: Backend, store: Store | None, config: RunnerConfig) -> None:
         self.backend = backend
@@ -80,6 +86,7 @@ class _Run:
         self.stats = RunStats()
         self.progress: _Progress | None = None
         self.stop: UserError | None = None  # set when going on would only waste paid calls
+        self.halted = False  # set when the run ends with an exception: nothing more is sent
         self.slots = asyncio.Semaphore(config.concurrency)  # claims held at once
         self.owner = ""
 
@@ -194,17 +201,18 @@ class _Run:
                 self.stats.retries += 1
                 await asyncio.sleep(self._delay(attempt - 1, last))  # type: ignore[arg-type]
             async with self.sem:
-                if self.stop is not None:
-                    return Outcome(request, "unscored", reason="stopped",
-                                   detail="not sent: the run stopped early", key=key)
+                if self.stop is not None or self.halted:
+                    return _stopped(request, key)
                 if self.rpm:
                     await self.rpm.take(1)
                 if self.tpm:
                     await self.tpm.take(estimate)
+                if self.halted:
+                    return _stopped(request, key)
                 self.stats.calls += 1
                 try:
-                    response = await asyncio.wait_for(self.backend.complete(request),
-                                                      self._timeout)
+                    # in this task (no task per call: the first call starts at once)
+                    response = await within(self._timeout, self.backend.complete(request))
                 except asyncio.TimeoutError:
                     last = BackendError("timeout", f"no answer within {cfg.timeout_s:g} s",
                                         retryable=True)
@@ -304,12 +312,18 @@ class _Run:
         renewer = asyncio.ensure_future(self._renew_claims()) if claims else None
 
         async def one(key: str, request: Request) -> None:
-            outcome = await (self.claimed_call(key, request) if claims else
-                             self.call(key, request))
-            results[key] = outcome
-            if outcome.cached:
-                self.stats.cached += 1
-            self.count(outcome)
+            try:
+                outcome = await (self.claimed_call(key, request) if claims else
+                                 self.call(key, request))
+                results[key] = outcome
+                if outcome.cached:
+                    self.stats.cached += 1
+                self.count(outcome)
+            except BaseException:
+                # the run ends with this exception (an on_progress callback stopped it, the
+                # store is full...): no other task sends a call while they are cancelled
+                self.halted = True
+                raise
 
         tasks: list[asyncio.Future[None]] = []
         try:

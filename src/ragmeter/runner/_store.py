@@ -127,6 +127,72 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite3.Connection], None]], ...] = 
 )
 
 
+def _apply_migrations(db: sqlite3.Connection, path: Path) -> None:
+    """Bring the store at ``path`` (open as ``db``) to the newest schema, each migration in its
+    own transaction; a schema newer than this ragmeter is a :class:`UserError`."""
+    db.execute("""CREATE TABLE IF NOT EXISTS schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)""")
+    done = {r[0] for r in db.execute("SELECT version FROM schema_migrations")}
+    known = {v for v, _, _ in MIGRATIONS}
+    newer = done - known
+    if newer:
+        raise UserError(
+            f"store: {path} was written by a newer ragmeter (schema version "
+            f"{max(newer)}). Fix: upgrade ragmeter, or use another --store.")
+    for version, name, apply in MIGRATIONS:
+        if version in done:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            # another process may have applied it between our read and our lock
+            if db.execute("SELECT 1 FROM schema_migrations WHERE version = ?",
+                          (version,)).fetchone():
+                db.execute("COMMIT")
+                continue
+            apply(db)
+            db.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                       (version, name, _now()))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
+def _build_new(path: Path) -> None:
+    """Make a new store at ``path`` cheaply: its schema is written beside it with SQLite's
+    syncs off, synced once, then linked into place only if ``path`` still does not exist.
+    Switching a new file to WAL and applying the migrations one by one in place syncs five to
+    seven times (10-30 ms of a judged command's start on a new store, issue 26.5).  Any
+    failure (no hard links here, a full disk, another process first) leaves ``path`` as it
+    was, and the usual way (create, switch to WAL, migrate in place) does the work."""
+    import secrets
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+    try:
+        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        db = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            db.execute("PRAGMA synchronous=OFF")  # one fsync below instead
+            db.execute("PRAGMA journal_mode=WAL")  # persistent: the header says WAL
+            _apply_migrations(db, tmp)
+        finally:
+            db.close()  # the last connection: the WAL is checkpointed into the file, removed
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.link(tmp, path)  # never replaces a store another process made meanwhile
+    except (OSError, sqlite3.Error):
+        pass
+    finally:
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(f"{tmp}{suffix}")
+            except OSError:
+                pass
+
+
 def process_owner() -> str:
     """``host:pid`` of this process (who holds a claim or runs a run)."""
     import socket
@@ -249,6 +315,8 @@ class Store:
             # gives the -wal and -shm files the database file's permissions).
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             if not self.path.exists():
+                _build_new(self.path)
+            if not self.path.exists():
                 os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             self._db = sqlite3.connect(str(self.path), isolation_level=None,
                                        check_same_thread=False, timeout=30.0)
@@ -268,32 +336,7 @@ class Store:
 
     def _migrate(self) -> None:
         with self._lock:
-            self._db.execute("""CREATE TABLE IF NOT EXISTS schema_migrations (
-                version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)""")
-            done = {r[0] for r in self._db.execute("SELECT version FROM schema_migrations")}
-            known = {v for v, _, _ in MIGRATIONS}
-            newer = done - known
-            if newer:
-                raise UserError(
-                    f"store: {self.path} was written by a newer ragmeter (schema version "
-                    f"{max(newer)}). Fix: upgrade ragmeter, or use another --store.")
-            for version, name, apply in MIGRATIONS:
-                if version in done:
-                    continue
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    # another process may have applied it between our read and our lock
-                    if self._db.execute("SELECT 1 FROM schema_migrations WHERE version = ?",
-                                        (version,)).fetchone():
-                        self._db.execute("COMMIT")
-                        continue
-                    apply(self._db)
-                    self._db.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)",
-                                     (version, name, _now()))
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
+            _apply_migrations(self._db, self.path)
 
     def schema_version(self) -> int:
         with self._lock:
