@@ -261,7 +261,7 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
         data = rereadable(data)  # read again for the groups (issue 29.9)
     from ragmeter.backends import resolve, scores_choices
     from ragmeter.judges._card import check_degenerate, check_validity, judge_card
-    from ragmeter.trace._data import judge_descriptor, read_sources
+    from ragmeter.trace._data import iter_sources, judge_descriptor, read_sources
     from ragmeter.trace._label import (
         TASKS,
         LabelConfig,
@@ -274,7 +274,6 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
     )
     from ragmeter.trace._metrics import headline
 
-    sources = read_sources(data, field_map=field_map(fields, COMPONENT), limit=limit)
     tasks = judge.tasks
     task_list = TASKS if not tasks else tuple(
         t.strip() for t in (tasks.split(",") if isinstance(tasks, str) else tasks) if t.strip())
@@ -297,6 +296,10 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
         from ragmeter.errors import ConfigError
 
         raise ConfigError("trace: --embeddings applies to --strategy detector only.")
+    on_ray = strategy == "detector" and choice.engine == "ray" and not calls.dry_run
+    # on Ray the detector's rows are read as the driver sends them (docs/scale.md)
+    sources: Any = (iter_sources if on_ray else read_sources)(
+        data, field_map=field_map(fields, COMPONENT), limit=limit)
     t0 = time.monotonic()
     backends: list[Any] = []
     extra: dict[str, Any] = {}
@@ -314,10 +317,17 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
         from ragmeter.trace._embed import default_cache
 
         det = load_detector(judge.detector, mode="embedding" if judge.embeddings else "lexical")
-        cache = default_cache(calls.store) if det.needs_vectors else None
-        rows = detector_rows(sources, config, det, cache)
-        if cache is not None:
-            extra["embedded_texts"] = cache.embedded
+        if on_ray:
+            from ragmeter.trace._distributed import label_on_ray
+
+            rows, extra["ray"] = label_on_ray(sources, config, det, calls.store, choice)
+            if det.needs_vectors:
+                extra["embedded_texts"] = extra["ray"]["embedded_texts"]
+        else:
+            cache = default_cache(calls.store) if det.needs_vectors else None
+            rows = detector_rows(sources, config, det, cache)
+            if cache is not None:
+                extra["embedded_texts"] = cache.embedded
         card = _detector_card(det)
         the_judge = rows[0]["judge"] if rows else card["judge"]
         identity = {"judge": det.identity,
@@ -392,7 +402,8 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
     rows_headline = headline({**summary, **_labels_summary(rows, out.resamples, out.seed)},
                              alarms=alarms)
     return Result(COMPONENT, "label", summary, items=rows,
-                  inputs=[input_record(data, len(sources))], backends=backends,
+                  inputs=[input_record(data, len(rows) if on_ray else len(sources))],
+                  backends=backends, engine="ray" if on_ray else None,
                   models=[str(the_judge)], judges=[card], alarms=alarms,
                   headline=rows_headline)
 
