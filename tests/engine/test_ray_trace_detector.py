@@ -118,8 +118,8 @@ def test_partial_run_resumes_with_the_rest(cluster: Any, rows: Any, tmp_path: Pa
 
 
 class _Interrupting:
-    """The driver's store, interrupted (as by Ctrl-C or a kill) after ``after`` label rows
-    were stored."""
+    """The driver's store, interrupted (as by Ctrl-C or a kill) after ``after`` chunks of
+    label rows were stored."""
 
     def __init__(self, store: Store, after: int) -> None:
         self.store = store
@@ -128,11 +128,11 @@ class _Interrupting:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
 
-    def put(self, *args: Any) -> None:
+    def put_many(self, *args: Any) -> None:
         if self.after == 0:
             raise KeyboardInterrupt
         self.after -= 1
-        self.store.put(*args)
+        self.store.put_many(*args)
 
 
 def test_interrupted_run_keeps_what_came_back(cluster: Any, rows: Any, tmp_path: Path) -> None:
@@ -142,11 +142,11 @@ def test_interrupted_run_keeps_what_came_back(cluster: Any, rows: Any, tmp_path:
     store = Store(tmp_path / "s.sqlite")
     options = RayOptions(workers=2, batch_size=4)
     with pytest.raises(KeyboardInterrupt):
-        list(detector_rows_on_ray(iter(sources), config, det, _Interrupting(store, 10),
+        list(detector_rows_on_ray(iter(sources), config, det, _Interrupting(store, 3),
                                   options))
     stats = RayLabelStats()
     resumed = list(detector_rows_on_ray(iter(sources), config, det, store, options, stats))
-    assert stats.cached == 10 and stats.sent == len(rows) - 10
+    assert stats.cached == 3 * 4 and stats.sent == len(rows) - 3 * 4
     assert resumed == detector_rows(sources, config, det)
 
 

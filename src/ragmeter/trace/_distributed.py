@@ -159,7 +159,8 @@ class DetectorWorker:
     def label(self, index: int, sources: list[SourceRow], vectors: dict[str, bytes]
               ) -> tuple[int, tuple[list[str], list[tuple[str, str, int, bytes]], int,
                                     str | None]]:
-        """Label chunk ``index``: its rows as JSON texts (key order kept), the vectors
+        """Label chunk ``index``: its rows as JSON texts without ``row`` and ``id`` (what
+        the store keeps; key order kept), the vectors
         embedded for them, how many texts were embedded, and the embedder's name."""
         from ragmeter.trace._embed import EmbeddingCache
 
@@ -172,8 +173,8 @@ class DetectorWorker:
         except Exception:  # noqa: BLE001 - one row's failure must not cost the others
             rows = [self._one(s, carried) for s in sources]
         embedded = cache.embedded if cache is not None else 0
-        return index, ([json.dumps(r, ensure_ascii=False, allow_nan=False) for r in rows],
-                       carried.new, embedded, self.embedder_name())
+        return index, ([_without_place(r) for r in rows], carried.new, embedded,
+                       self.embedder_name())
 
     def _one(self, source: SourceRow, carried: _CarriedVectors) -> dict[str, Any]:
         from ragmeter.trace._embed import EmbeddingCache
@@ -205,11 +206,23 @@ class _Chunk:
         return self.index is None or self.back
 
 
-def _stored(text: str) -> dict[str, Any]:
-    row: dict[str, Any] = json.loads(text)
-    row.pop("row", None)
-    row.pop("id", None)
-    return row
+def _without_place(row: Mapping[str, Any]) -> str:
+    """A label row as stored: JSON in its own key order, without ``row`` and ``id`` (the
+    same content elsewhere in a file, or in another file, has the same labels)."""
+    return json.dumps({k: v for k, v in row.items() if k not in ("row", "id")},
+                      ensure_ascii=False, allow_nan=False)
+
+
+def _import_ray() -> Any:
+    """``ray`` (not Ray Data: the detector uses actors only), or the install line."""
+    from ragmeter.errors import MissingDependencyError
+    from ragmeter.runner.engines._ray import INSTALL
+
+    try:
+        import ray
+    except ImportError as err:
+        raise MissingDependencyError("Ray (for --engine ray)", INSTALL, str(err)) from None
+    return ray
 
 
 def detector_rows_on_ray(sources: Iterable[SourceRow], config: LabelConfig, det: Any,
@@ -219,14 +232,14 @@ def detector_rows_on_ray(sources: Iterable[SourceRow], config: LabelConfig, det:
     in input order.  ``store``: the driver's :class:`~ragmeter.runner._store.Store`;
     ``options``: :class:`~ragmeter.runner.engines.RayOptions` (address, workers, CPUs per
     worker, chunk size as ``batch_size``).  ``stats`` is filled as the run goes."""
-    from ragmeter.runner.engines._ray import connect, import_ray, one_line
+    from ragmeter.runner.engines._ray import connect, one_line
 
     stats = stats if stats is not None else RayLabelStats()
     embedder = _embedder_name() if det.needs_vectors else None
     identity = detector_identity(det, embedder)
     vector_keys = _vector_keyer(embedder) if embedder is not None else None
     limit = IN_FLIGHT_PER_WORKER * options.workers
-    ray = import_ray()
+    ray = _import_ray()
     started = connect(ray, options.address)
     actors: list[Any] = []
     try:
@@ -260,14 +273,15 @@ def detector_rows_on_ray(sources: Iterable[SourceRow], config: LabelConfig, det:
             stats.embedded += embedded
             misses = [(p, k) for p, k in zip(chunk.prepared, chunk.keys, strict=True)
                       if k not in chunk.rows]
+            keep = []
             for (p, key), text in zip(misses, texts, strict=True):
-                rest = _stored(text)
+                rest = json.loads(text)
                 chunk.rows[key] = rest
                 if rest.get("reason") == WORKER_ERROR:
                     stats.failed += 1  # never stored: the next run tries it again
-                    continue
-                store.put(key, _request(p), identity,
-                          Response(text=json.dumps(rest, ensure_ascii=False)))
+                else:
+                    keep.append((key, _request(p), Response(text=text)))
+            store.put_many(keep, identity)
 
         def emit_ready() -> Iterator[dict[str, Any]]:
             while pending and pending[0].ready:
@@ -279,7 +293,7 @@ def detector_rows_on_ray(sources: Iterable[SourceRow], config: LabelConfig, det:
         try:
             for prepared in _chunks(sources, config, options.batch_size):
                 keys = [label_key(p, identity) for p in prepared]
-                rows = {k: _stored(r.text) for k, r in store.get_many(keys).items()}
+                rows = {k: json.loads(r.text) for k, r in store.get_many(keys).items()}
                 stats.cached += sum(1 for k in keys if k in rows)
                 chunk = _Chunk(prepared, keys, rows)
                 misses = [p for p, k in zip(prepared, keys, strict=True) if k not in rows]
