@@ -49,7 +49,7 @@ from ragmeter.trace._data import SourceRow
 from ragmeter.trace._label import LabelConfig, Prepared, detector_rows, prepare
 
 __all__ = ["RayLabelStats", "label_key", "detector_identity", "DetectorWorker",
-           "detector_rows_on_ray", "label_on_ray"]
+           "detector_rows_on_ray", "SpilledRows", "label_on_ray"]
 
 LABEL_BACKEND = "trace-detector"
 WORKER_ERROR = "worker_error"
@@ -374,13 +374,55 @@ def _vector_keyer(embedder: str) -> Any:
     return keys
 
 
+class SpilledRows:
+    """Label rows as JSON lines in a temporary file (:class:`~ragmeter.io._spill.SpillDir`,
+    removed with this object), so the driver does not hold the labelled rows: their keyed
+    sentences are most of their size (about 20 KB a RAGBench row), too big for the
+    in-memory blocks of the spilled columns.  Iterating reads the dicts back, in order,
+    each time."""
+
+    def __init__(self) -> None:
+        from ragmeter.io._spill import SpillDir
+
+        self._spill = SpillDir()
+        self._file: Any = None
+        self._n = 0
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        if self._file is None:
+            self._file = self._spill.new_file()
+        # JSON escapes every control character inside strings: one row, one line
+        line = json.dumps(row, ensure_ascii=False, allow_nan=False)
+        self._file.write(line.encode("utf-8", "surrogatepass") + b"\n")
+        self._n += 1
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        if self._file is None:
+            return
+        self._file.flush()
+        with open(self._file.name, "rb") as f:
+            for line in f:
+                yield json.loads(line.decode("utf-8", "surrogatepass"))
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        for k, row in enumerate(self):
+            if k == i:
+                return row
+        raise IndexError(i)  # pragma: no cover - the file holds every appended row
+
+
 def label_on_ray(sources: Iterable[SourceRow], config: LabelConfig, det: Any, store: Any,
-                 backend: Any) -> tuple[list[dict[str, Any]], dict[str, int]]:
+                 backend: Any) -> tuple[SpilledRows, dict[str, int]]:
     """``trace label``'s detector rows on Ray: ``store`` as ``RunOptions.store`` gives it (a
     Store, a path or None for the default), the engine options from ``backend`` (a
     :class:`~ragmeter.backends.ModelBackend`: ``ray_address``, ``ray_workers``,
-    ``ray_cpus_per_worker``, ``ray_num_gpus``, ``ray_batch_size``); the rows and
-    :meth:`RayLabelStats.to_json`."""
+    ``ray_cpus_per_worker``, ``ray_num_gpus``, ``ray_batch_size``); the rows (spilled to a
+    temporary file as they come) and :meth:`RayLabelStats.to_json`."""
     from ragmeter.runner._store import Store
     from ragmeter.runner.engines import RayOptions
 
@@ -389,5 +431,7 @@ def label_on_ray(sources: Iterable[SourceRow], config: LabelConfig, det: Any, st
                          batch_size=backend.ray_batch_size)
     the_store = store if isinstance(store, Store) else Store(store)
     stats = RayLabelStats()
-    rows = list(detector_rows_on_ray(sources, config, det, the_store, options, stats))
+    rows = SpilledRows()
+    for row in detector_rows_on_ray(sources, config, det, the_store, options, stats):
+        rows.append(row)
     return rows, stats.to_json()

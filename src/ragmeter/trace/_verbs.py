@@ -74,16 +74,54 @@ def _row_lookup(values: dict[int, Any]) -> Any:
                                     else values[int(item["row"])])
 
 
-def _labels_summary(part: list[dict[str, Any]], resamples: int = 1000,
+def _labels_summary(part: Iterable[dict[str, Any]], resamples: int = 1000,
                     seed: int = 12345) -> dict[str, Any]:
-    """TRACe's four metrics (with CIs) of the judge's label rows of one group."""
+    """TRACe's four metrics (with CIs) of the judge's label rows of one group (a list, or
+    rows spilled to a file: then scored into spilled columns, the same numbers)."""
     from ragmeter.io import Row
     from ragmeter.trace._data import parse_label_row
-    from ragmeter.trace._scorer import ScoreConfig, aggregate, score_label_rows
+    from ragmeter.trace._scorer import (
+        ScoreConfig,
+        ScoredRows,
+        aggregate,
+        score_label_row,
+        score_label_rows,
+    )
 
-    scored = score_label_rows(parse_label_row(Row(r, int(r.get("row", i + 1)), "row", "labels"))
-                              for i, r in enumerate(part) if r.get("status") == "ok")
+    labels = (parse_label_row(Row(r, int(r.get("row", i + 1)), "row", "labels"))
+              for i, r in enumerate(part) if r.get("status") == "ok")
+    scored: Any
+    if isinstance(part, list):
+        scored = score_label_rows(labels)
+    else:
+        scored = ScoredRows()
+        for label in labels:
+            scored.append(score_label_row(label))
     return {"metrics": aggregate(scored, ScoreConfig(n_resamples=resamples, seed=seed))}
+
+
+def _label_counts(rows: Iterable[dict[str, Any]]) -> tuple[int, int, dict[str, int],
+                                                          list[Any] | None, list[float]]:
+    """One pass over label rows: rows, scored rows, unscored reasons, and when the first
+    scored row has an adherence score, every scored row's adherence score and
+    p(not adherent) (what the degenerate-judge alarm reads; None otherwise)."""
+    n = n_ok = 0
+    reasons: dict[str, int] = {}
+    verdicts: list[Any] | None = None
+    probs: list[float] = []
+    for r in rows:
+        n += 1
+        if r["status"] != "ok":
+            reasons[str(r.get("reason"))] = reasons.get(str(r.get("reason")), 0) + 1
+            continue
+        n_ok += 1
+        if n_ok == 1 and r.get("adherence_score") is not None:
+            verdicts = []
+        if verdicts is not None:
+            verdicts.append(r.get("adherence_score"))
+            if r.get("adherence_probability") is not None:
+                probs.append(1.0 - float(r["adherence_probability"]))
+    return n, n_ok, reasons, verdicts, probs
 
 
 def _label_spend(rows: list[dict[str, Any]], prices: tuple[Any, Any]) -> dict[str, Any]:
@@ -304,6 +342,7 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
     backends: list[Any] = []
     extra: dict[str, Any] = {}
     prices: tuple[Any, Any] | None = None
+    rows: Any  # a list, or on Ray the rows spilled to a file (SpilledRows)
     if strategy == "detector":
         if calls.dry_run:
             result = Result(COMPONENT, "label", {
@@ -363,27 +402,21 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
         backends.append(backend_obj.identity())
         identity = {"judge": the_judge, "prompt_version": version}
     seconds = time.monotonic() - t0
-    ok = [r for r in rows if r["status"] == "ok"]
-    reasons: dict[str, int] = {}
-    for r in rows:
-        if r["status"] != "ok":
-            reasons[str(r.get("reason"))] = reasons.get(str(r.get("reason")), 0) + 1
+    n_rows, n_ok, reasons, verdicts, probs = _label_counts(rows)
     alarm = None
-    if ok and ok[0].get("adherence_score") is not None:
-        probs = [1.0 - float(r["adherence_probability"]) for r in ok
-                 if r.get("adherence_probability") is not None]
-        alarm = check_degenerate([r.get("adherence_score") for r in ok], judge=card["judge"],
-                                 what="adherence", probabilities=probs or None)
+    if verdicts is not None:
+        alarm = check_degenerate(verdicts, judge=card["judge"], what="adherence",
+                                 probabilities=probs or None)
     described = judge_descriptor({**identity, "strategy": strategy,
                                   "threshold": config.threshold})
     signature = config.signature(str(described), repeats=repeats,
                                  bootstrap=f"{out.resamples}@seed{out.seed}").render()
     summary = {"family": COMPONENT, "verb": "label", "signature": signature,
                "strategy": strategy, "judge": the_judge,
-               "seconds": round(seconds, 3), "rows_per_s": round(len(rows) / seconds, 1)
+               "seconds": round(seconds, 3), "rows_per_s": round(n_rows / seconds, 1)
                if seconds > 0 else None,
-               "coverage": {"rows": len(rows), "scored": len(ok),
-                            "unscored": len(rows) - len(ok), "reasons": reasons}, **extra}
+               "coverage": {"rows": n_rows, "scored": n_ok,
+                            "unscored": n_rows - n_ok, "reasons": reasons}, **extra}
     if repeats > 1:
         summary["stability"] = _label_stability(rows, repeats, strategy, str(card["judge"]))
     if prices is not None:
@@ -402,7 +435,7 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
     rows_headline = headline({**summary, **_labels_summary(rows, out.resamples, out.seed)},
                              alarms=alarms)
     return Result(COMPONENT, "label", summary, items=rows,
-                  inputs=[input_record(data, len(rows) if on_ray else len(sources))],
+                  inputs=[input_record(data, n_rows if on_ray else len(sources))],
                   backends=backends, engine="ray" if on_ray else None,
                   models=[str(the_judge)], judges=[card], alarms=alarms,
                   headline=rows_headline)

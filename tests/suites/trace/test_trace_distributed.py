@@ -54,3 +54,31 @@ def test_a_worker_labels_a_chunk_as_one_process_and_isolates_a_failing_row() -> 
     assert rows[2]["status"] == "unscored" and rows[2]["reason"] == WORKER_ERROR
     assert rows[2]["detail"] == "ValueError: cannot label '[boom] where?'"
     assert rows[:2] + rows[3:] == [stored[0], stored[1], stored[3]]
+
+
+def test_spilled_rows_give_the_same_rows_counts_and_metrics_as_a_list() -> None:
+    from ragmeter.io._spill import SPILL_AT
+    from ragmeter.trace._distributed import SpilledRows
+    from ragmeter.trace._verbs import _label_counts, _labels_summary
+
+    det = load_detector()
+    sources = [SourceRow(f"r{i}", i, f"Where do the Nets play, {i}?",
+                         ("The Nets play in Brooklyn. They moved from New Jersey in 2012.",
+                          "Barclays Center opened in 2012. It seats 17,000."),
+                         ["The Nets play in Brooklyn.", "They play in Queens since 1990.",
+                          "The Nets play in Brooklyn. Barclays Center opened in 2012."][i % 3])
+               for i in range(6)]
+    base = detector_rows(sources, CONFIG, det)
+    # a newline and a lone surrogate (JSON may carry one) stay within their row's line
+    base.append({**base[0], "status": "unscored", "reason": "app_error",
+                 "detail": "line one\nline two \ud800"})
+    n = SPILL_AT + 1500  # past the in-memory block: the rows and scored columns spill
+    rows = [{**base[i % len(base)], "row": i + 1, "id": f"r{i}"} for i in range(n)]
+    spilled = SpilledRows()
+    for r in rows:
+        spilled.append(r)
+    assert len(spilled) == n and spilled[n - 1] == rows[-1]
+    assert list(spilled) == rows
+    assert _label_counts(spilled) == _label_counts(rows)
+    assert _label_counts(rows)[:3] == (n, n - n // len(base), {"app_error": n // len(base)})
+    assert _labels_summary(spilled, resamples=200) == _labels_summary(rows, resamples=200)
