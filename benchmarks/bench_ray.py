@@ -219,7 +219,8 @@ def _detector_data(folder: Path, source: Path, rows: int) -> Path:
 
 
 def _detector_run(data: Path, opts: Any, store: Path) -> tuple[float, float, Any]:
-    """(seconds in all, seconds from the first labelled row, rows) of one ``trace label``
+    """(seconds in all, seconds from the first labelled row, (rows, headline)) of one
+    ``trace label``
     with the lexical detector: this process for ``opts`` None, else on Ray."""
     import ragmeter
     import ragmeter.trace
@@ -249,7 +250,9 @@ def _detector_run(data: Path, opts: Any, store: Path) -> tuple[float, float, Any
     end = time.perf_counter()
     global LAST_RAY
     LAST_RAY = result.summary.get("ray")
-    return end - start, end - (first[0] if first else start), result.items
+    # the rows and the headline (metrics, CIs, coverage) are what must equal one process's
+    return end - start, end - (first[0] if first else start), (result.items,
+                                                               result.summary["headline"])
 
 
 LAST_RAY: Any = None  # the last Ray run's counts (rows sent, served from the store)
