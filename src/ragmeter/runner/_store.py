@@ -409,14 +409,27 @@ class Store:
     def put(self, key: str, request: Request, identity: Mapping[str, Any],
             response: Response) -> None:
         """Persist one successful response (committed before this returns)."""
-        material = request.key_material(identity)
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, str(identity.get("backend", "")), identity.get("model"),
-                 canonical_json(material), canonical_json(response.to_dict()),
-                 response.usage.prompt_tokens, response.usage.completion_tokens,
-                 response.latency_ms, _now()))
+            self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                             _call_row(key, request, identity, response, _now()))
+
+    @_writes
+    def put_many(self, calls: Iterable[tuple[str, Request, Response]],
+                 identity: Mapping[str, Any]) -> None:
+        """Persist many ``(key, request, response)`` of one backend ``identity`` in one
+        transaction (committed, all or none, before this returns)."""
+        now = _now()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [_call_row(k, q, identity, r, now) for k, q, r in calls])
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
 
     # -------------------------------------------------------------- claims
 
@@ -601,6 +614,15 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _call_row(key: str, request: Request, identity: Mapping[str, Any], response: Response,
+              now: str) -> tuple[Any, ...]:
+    """The ``calls`` row of one response."""
+    return (key, str(identity.get("backend", "")), identity.get("model"),
+            canonical_json(request.key_material(identity)), canonical_json(response.to_dict()),
+            response.usage.prompt_tokens, response.usage.completion_tokens,
+            response.latency_ms, now)
 
 
 def _set_wal(db: sqlite3.Connection, attempts: int = 50) -> None:

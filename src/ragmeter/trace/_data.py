@@ -24,6 +24,7 @@ __all__ = [
     "LabelRow",
     "SourceRow",
     "iter_trace_rows",
+    "iter_sources",
     "parse_label_row",
     "parse_source_row",
     "row_id",
@@ -308,12 +309,19 @@ SOURCE_COLUMNS = ("id", "question", "documents", "response", "documents_sentence
                   "response_sentences", "retrieved_contexts", "status", "reason", "detail")
 
 
+def iter_sources(path: Any, *, field_map: FieldMap | None = None,
+                 limit: int | None = None) -> Iterator[SourceRow]:
+    """The (question, documents, response) rows of ``path``, read as they are needed, the
+    first ``limit`` only."""
+    n = 0
+    for row in iter_trace_rows(path, SOURCE_COLUMNS, field_map=field_map):
+        yield parse_source_row(row)
+        n += 1
+        if limit and n >= limit:
+            break
+
+
 def read_sources(path: Any, *, field_map: FieldMap | None = None,
                  limit: int | None = None) -> list[SourceRow]:
     """The (question, documents, response) rows of ``path``, the first ``limit`` only."""
-    sources: list[SourceRow] = []
-    for row in iter_trace_rows(path, SOURCE_COLUMNS, field_map=field_map):
-        sources.append(parse_source_row(row))
-        if limit and len(sources) >= limit:
-            break
-    return sources
+    return list(iter_sources(path, field_map=field_map, limit=limit))

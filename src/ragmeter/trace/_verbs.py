@@ -74,16 +74,54 @@ def _row_lookup(values: dict[int, Any]) -> Any:
                                     else values[int(item["row"])])
 
 
-def _labels_summary(part: list[dict[str, Any]], resamples: int = 1000,
+def _labels_summary(part: Iterable[dict[str, Any]], resamples: int = 1000,
                     seed: int = 12345) -> dict[str, Any]:
-    """TRACe's four metrics (with CIs) of the judge's label rows of one group."""
+    """TRACe's four metrics (with CIs) of the judge's label rows of one group (a list, or
+    rows spilled to a file: then scored into spilled columns, the same numbers)."""
     from ragmeter.io import Row
     from ragmeter.trace._data import parse_label_row
-    from ragmeter.trace._scorer import ScoreConfig, aggregate, score_label_rows
+    from ragmeter.trace._scorer import (
+        ScoreConfig,
+        ScoredRows,
+        aggregate,
+        score_label_row,
+        score_label_rows,
+    )
 
-    scored = score_label_rows(parse_label_row(Row(r, int(r.get("row", i + 1)), "row", "labels"))
-                              for i, r in enumerate(part) if r.get("status") == "ok")
+    labels = (parse_label_row(Row(r, int(r.get("row", i + 1)), "row", "labels"))
+              for i, r in enumerate(part) if r.get("status") == "ok")
+    scored: Any
+    if isinstance(part, list):
+        scored = score_label_rows(labels)
+    else:
+        scored = ScoredRows()
+        for label in labels:
+            scored.append(score_label_row(label))
     return {"metrics": aggregate(scored, ScoreConfig(n_resamples=resamples, seed=seed))}
+
+
+def _label_counts(rows: Iterable[dict[str, Any]]) -> tuple[int, int, dict[str, int],
+                                                          list[Any] | None, list[float]]:
+    """One pass over label rows: rows, scored rows, unscored reasons, and when the first
+    scored row has an adherence score, every scored row's adherence score and
+    p(not adherent) (what the degenerate-judge alarm reads; None otherwise)."""
+    n = n_ok = 0
+    reasons: dict[str, int] = {}
+    verdicts: list[Any] | None = None
+    probs: list[float] = []
+    for r in rows:
+        n += 1
+        if r["status"] != "ok":
+            reasons[str(r.get("reason"))] = reasons.get(str(r.get("reason")), 0) + 1
+            continue
+        n_ok += 1
+        if n_ok == 1 and r.get("adherence_score") is not None:
+            verdicts = []
+        if verdicts is not None:
+            verdicts.append(r.get("adherence_score"))
+            if r.get("adherence_probability") is not None:
+                probs.append(1.0 - float(r["adherence_probability"]))
+    return n, n_ok, reasons, verdicts, probs
 
 
 def _label_spend(rows: list[dict[str, Any]], prices: tuple[Any, Any]) -> dict[str, Any]:
@@ -261,7 +299,7 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
         data = rereadable(data)  # read again for the groups (issue 29.9)
     from ragmeter.backends import resolve, scores_choices
     from ragmeter.judges._card import check_degenerate, check_validity, judge_card
-    from ragmeter.trace._data import judge_descriptor, read_sources
+    from ragmeter.trace._data import iter_sources, judge_descriptor, read_sources
     from ragmeter.trace._label import (
         TASKS,
         LabelConfig,
@@ -274,7 +312,6 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
     )
     from ragmeter.trace._metrics import headline
 
-    sources = read_sources(data, field_map=field_map(fields, COMPONENT), limit=limit)
     tasks = judge.tasks
     task_list = TASKS if not tasks else tuple(
         t.strip() for t in (tasks.split(",") if isinstance(tasks, str) else tasks) if t.strip())
@@ -297,10 +334,15 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
         from ragmeter.errors import ConfigError
 
         raise ConfigError("trace: --embeddings applies to --strategy detector only.")
+    on_ray = strategy == "detector" and choice.engine == "ray" and not calls.dry_run
+    # on Ray the detector's rows are read as the driver sends them (docs/scale.md)
+    sources: Any = (iter_sources if on_ray else read_sources)(
+        data, field_map=field_map(fields, COMPONENT), limit=limit)
     t0 = time.monotonic()
     backends: list[Any] = []
     extra: dict[str, Any] = {}
     prices: tuple[Any, Any] | None = None
+    rows: Any  # a list, or on Ray the rows spilled to a file (SpilledRows)
     if strategy == "detector":
         if calls.dry_run:
             result = Result(COMPONENT, "label", {
@@ -314,10 +356,17 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
         from ragmeter.trace._embed import default_cache
 
         det = load_detector(judge.detector, mode="embedding" if judge.embeddings else "lexical")
-        cache = default_cache(calls.store) if det.needs_vectors else None
-        rows = detector_rows(sources, config, det, cache)
-        if cache is not None:
-            extra["embedded_texts"] = cache.embedded
+        if on_ray:
+            from ragmeter.trace._distributed import label_on_ray
+
+            rows, extra["ray"] = label_on_ray(sources, config, det, calls.store, choice)
+            if det.needs_vectors:
+                extra["embedded_texts"] = extra["ray"]["embedded_texts"]
+        else:
+            cache = default_cache(calls.store) if det.needs_vectors else None
+            rows = detector_rows(sources, config, det, cache)
+            if cache is not None:
+                extra["embedded_texts"] = cache.embedded
         card = _detector_card(det)
         the_judge = rows[0]["judge"] if rows else card["judge"]
         identity = {"judge": det.identity,
@@ -353,27 +402,21 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
         backends.append(backend_obj.identity())
         identity = {"judge": the_judge, "prompt_version": version}
     seconds = time.monotonic() - t0
-    ok = [r for r in rows if r["status"] == "ok"]
-    reasons: dict[str, int] = {}
-    for r in rows:
-        if r["status"] != "ok":
-            reasons[str(r.get("reason"))] = reasons.get(str(r.get("reason")), 0) + 1
+    n_rows, n_ok, reasons, verdicts, probs = _label_counts(rows)
     alarm = None
-    if ok and ok[0].get("adherence_score") is not None:
-        probs = [1.0 - float(r["adherence_probability"]) for r in ok
-                 if r.get("adherence_probability") is not None]
-        alarm = check_degenerate([r.get("adherence_score") for r in ok], judge=card["judge"],
-                                 what="adherence", probabilities=probs or None)
+    if verdicts is not None:
+        alarm = check_degenerate(verdicts, judge=card["judge"], what="adherence",
+                                 probabilities=probs or None)
     described = judge_descriptor({**identity, "strategy": strategy,
                                   "threshold": config.threshold})
     signature = config.signature(str(described), repeats=repeats,
                                  bootstrap=f"{out.resamples}@seed{out.seed}").render()
     summary = {"family": COMPONENT, "verb": "label", "signature": signature,
                "strategy": strategy, "judge": the_judge,
-               "seconds": round(seconds, 3), "rows_per_s": round(len(rows) / seconds, 1)
+               "seconds": round(seconds, 3), "rows_per_s": round(n_rows / seconds, 1)
                if seconds > 0 else None,
-               "coverage": {"rows": len(rows), "scored": len(ok),
-                            "unscored": len(rows) - len(ok), "reasons": reasons}, **extra}
+               "coverage": {"rows": n_rows, "scored": n_ok,
+                            "unscored": n_rows - n_ok, "reasons": reasons}, **extra}
     if repeats > 1:
         summary["stability"] = _label_stability(rows, repeats, strategy, str(card["judge"]))
     if prices is not None:
@@ -392,7 +435,8 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
     rows_headline = headline({**summary, **_labels_summary(rows, out.resamples, out.seed)},
                              alarms=alarms)
     return Result(COMPONENT, "label", summary, items=rows,
-                  inputs=[input_record(data, len(sources))], backends=backends,
+                  inputs=[input_record(data, n_rows if on_ray else len(sources))],
+                  backends=backends, engine="ray" if on_ray else None,
                   models=[str(the_judge)], judges=[card], alarms=alarms,
                   headline=rows_headline)
 
