@@ -7,6 +7,8 @@ from ragmeter.io._formats import (
     has_pyarrow,
     import_parquet,
     iter_text_lines,
+    jsonl_row,
+    max_line_bytes,
 )
 from ragmeter.io._read import (
     FieldMap,
@@ -54,6 +56,8 @@ __all__ = [
     "is_path",
     "iter_rows",
     "iter_text_lines",
+    "jsonl_row",
+    "max_line_bytes",
     "os_error_message",
     "parse_field_options",
     "read_rows",

@@ -264,17 +264,27 @@ def iter_text_lines(path: str | os.PathLike[str], component: str) -> Iterator[tu
 def _iter_jsonl(path: Path, component: str) -> Iterator[Row]:
     with path.open("rb") as fh:
         for number, raw in _bounded_lines(fh, path, component):
-            text = _decode(raw, path, number, "line", component).strip()
-            if not text:
-                continue
-            obj = _loads(text, path, component, line=number)
-            if not isinstance(obj, dict):
-                raise InputError(
-                    f"holds a JSON {type(obj).__name__}, expected an object {{...}}.",
-                    component=component, path=path, line=number,
-                    fix="write one JSON object per line.",
-                )
-            yield Row(obj, number, "line", str(path))
+            row = jsonl_row(raw, path, number, component)
+            if row is not None:
+                yield row
+
+
+def jsonl_row(raw: bytes, path: Path, number: int, component: str) -> Row | None:
+    """The row of one JSON Lines line (``raw``: its bytes, the byte-order mark of line 1
+    already dropped, at most :func:`max_line_bytes`), None for a blank line; every problem an
+    InputError at line ``number``.  What the JSON Lines reader does for each line, for a
+    reader that splits the lines itself."""
+    text = _decode(raw, path, number, "line", component).strip()
+    if not text:
+        return None
+    obj = _loads(text, path, component, line=number)
+    if not isinstance(obj, dict):
+        raise InputError(
+            f"holds a JSON {type(obj).__name__}, expected an object {{...}}.",
+            component=component, path=path, line=number,
+            fix="write one JSON object per line.",
+        )
+    return Row(obj, number, "line", str(path))
 
 
 class _JsonStream:
