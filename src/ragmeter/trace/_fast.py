@@ -23,13 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import InputError
-from ragmeter.io import Row, detect_format, iter_rows, jsonl_row, max_line_bytes
+from ragmeter.io import LongLine, Row, detect_format, iter_rows, jsonl_blocks, jsonl_row
 from ragmeter.trace._data import COMPONENT
 
 __all__ = ["LabelBlock", "fast_jsonl", "iter_label_blocks"]
 
 _BLOCK = 1 << 20  # bytes read at a time (the lines of one block are decoded in one call)
-_BOM = b"\xef\xbb\xbf"
 _GROUP = 64  # lines: a block the decoder does not take is tried again by groups
 
 
@@ -157,36 +156,12 @@ def iter_label_blocks(path: str | Path) -> Iterator[LabelBlock | Row]:
     """The file's rows in order: :class:`LabelBlock` for blocks of clean lines, :class:`Row`
     (the row reader's) for the others."""
     p = Path(path)
-    limit = max_line_bytes()
-    size = min(_BLOCK, limit)
     decode = _decoder().decode_lines
-    first = 1  # line number of the first line of `data`
-    carry = b""
-    with p.open("rb") as fh:
-        while True:
-            more = fh.read(size)
-            if first == 1 and not carry and more.startswith(_BOM):
-                more = more[3:]  # the row reader drops it from line 1
-            if not more:
-                data, carry = carry, b""
-            else:
-                end = more.rfind(b"\n")
-                if end < 0:
-                    carry += more
-                    if len(carry) > limit:  # one line over the limit: the row reader says so
-                        yield from _from_line(p, first)
-                        return
-                    continue
-                data, carry = carry + more[:end + 1], more[end + 1:]
-                head = data.find(b"\n") + 1  # the first line may have begun in earlier reads
-                if head > limit:
-                    yield from _from_line(p, first)
-                    return
-            if not data:
-                return
-            n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
+    try:
+        for first, data, n_lines in jsonl_blocks(p, _BLOCK):
             yield from _read(decode, data, p, first, n_lines)
-            first += n_lines
+    except LongLine as long:  # the row reader refuses it with its place
+        yield from _from_line(p, long.line)
 
 
 def _read(decode: Any, data: bytes, path: Path, first: int, n_lines: int
