@@ -295,9 +295,13 @@ class ScoredRows:
         self._flush()
         column = self.values[name]
 
-        def chunks() -> Iterator[list[float]]:
+        def chunks() -> Iterator[Any]:
+            import numpy as np
+
             for chunk in column.chunks():
-                yield [v for v in chunk if v == v]  # unscored rows hold NaN too
+                values = np.frombuffer(chunk, dtype=np.float64)
+                absent = np.isnan(values)  # unscored rows hold NaN too
+                yield values[~absent].tolist() if absent.any() else chunk
         return chunks
 
 
