@@ -118,6 +118,17 @@ def test_clean_file_is_read_by_blocks(tmp_path: Path) -> None:
     assert score_file(path, config).to_json() == _row_path(path, config).to_json()
 
 
+def _assert_same_error(path: Path, place: str) -> None:
+    """Both readers refuse ``path`` with the same message, naming ``place``."""
+    config = ScoreConfig(n_resamples=100)
+    with pytest.raises(InputError) as fast:
+        score_file(path, config)
+    with pytest.raises(InputError) as slow:
+        _row_path(path, config)
+    assert str(fast.value) == str(slow.value)
+    assert place in str(fast.value)
+
+
 @pytest.mark.parametrize("bad", [
     '{"id": "x", "documents_sentences": [[["0a", 5]]], "all_relevant_sentence_keys": [], '
     '"all_utilized_sentence_keys": [], "unsupported_response_sentence_keys": []}',
@@ -137,13 +148,7 @@ def test_bad_row_is_the_same_error_at_the_same_line(tmp_path: Path, bad: str) ->
     lines = [json.dumps(_row(rng, i)) for i in range(300)]
     lines.insert(211, bad)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    config = ScoreConfig(n_resamples=100)
-    with pytest.raises(InputError) as fast:
-        score_file(path, config)
-    with pytest.raises(InputError) as slow:
-        _row_path(path, config)
-    assert str(fast.value) == str(slow.value)
-    assert "line 212" in str(fast.value)
+    _assert_same_error(path, "line 212")
 
 
 def test_overlong_line_is_refused_at_its_line(tmp_path: Path,
@@ -157,12 +162,7 @@ def test_overlong_line_is_refused_at_its_line(tmp_path: Path,
     lines = [json.dumps(_row(rng, i)) for i in range(40)]
     lines.insert(30, json.dumps(long))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    config = ScoreConfig(n_resamples=100)
-    with pytest.raises(InputError) as fast:
-        score_file(path, config)
-    with pytest.raises(InputError) as slow:
-        _row_path(path, config)
-    assert str(fast.value) == str(slow.value) and "line 31" in str(fast.value)
+    _assert_same_error(path, "line 31")
 
 
 @pytest.mark.parametrize("max_items", [5, 40, 100_000])
