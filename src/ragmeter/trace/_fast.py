@@ -137,21 +137,6 @@ def _block(decode: Any, data: bytes, path: str, first: int, n_lines: int
     return out
 
 
-def _paused_gc(fn: Any, *args: Any) -> Any:
-    """``fn(*args)`` with the cyclic garbage collector paused: a block allocates some 20
-    objects per row, none in a cycle, and the collections they would trigger cost more than
-    the decoding (4.4 against 1.0 us a row, measured)."""
-    import gc
-
-    if not gc.isenabled():
-        return fn(*args)
-    gc.disable()
-    try:
-        return fn(*args)
-    finally:
-        gc.enable()
-
-
 def iter_label_blocks(path: str | Path) -> Iterator[LabelBlock | Row]:
     """The file's rows in order: :class:`LabelBlock` for blocks of clean lines, :class:`Row`
     (the row reader's) for the others."""
@@ -168,7 +153,7 @@ def _read(decode: Any, data: bytes, path: Path, first: int, n_lines: int
           ) -> Iterator[LabelBlock | Row]:
     """The rows of ``data``: decoded whole, else by groups of :data:`_GROUP` lines (a line
     the decoder does not take sends only its group to the row reader)."""
-    block = _paused_gc(_block, decode, data, str(path), first, n_lines)
+    block = _block(decode, data, str(path), first, n_lines)
     if block is not None:
         yield from block
         return
@@ -180,7 +165,7 @@ def _read(decode: Any, data: bytes, path: Path, first: int, n_lines: int
         group = lines[start:start + _GROUP]
         part = b"\n".join(group) + (b"\n" if start + _GROUP < len(lines) else b"")
         n = min(_GROUP, n_lines - start)
-        block = _paused_gc(_block, decode, part, str(path), first + start, n)
+        block = _block(decode, part, str(path), first + start, n)
         if block is None:
             yield from _lines(part, path, first + start)
         else:

@@ -421,6 +421,14 @@ def _block_values(block: LabelBlock) -> tuple[list[str], dict[str, Any]]:
 
 def _score_into(scored: ScoredRows, rows: Iterable[Row | LabelBlock], config: ScoreConfig,
                 judges: set[str]) -> None:
+    from ragmeter._util._gc import paused_gc
+
+    with paused_gc():  # no cycle is made here (see paused_gc)
+        _score_all(scored, rows, config, judges)
+
+
+def _score_all(scored: ScoredRows, rows: Iterable[Row | LabelBlock], config: ScoreConfig,
+               judges: set[str]) -> None:
     one = score_label_row_writeup if config.definitions == "writeup" else score_label_row
     for r in rows:
         if isinstance(r, LabelBlock):
