@@ -1,5 +1,5 @@
-"""The columnar paths (JSON Lines: msgspec's typed decoder; Parquet: Arrow) and the row path
-give identical results, item for item."""
+"""The columnar paths (Arrow; without pyarrow, msgspec's typed decoder for JSON Lines) and the
+row path give identical results, item for item."""
 
 from __future__ import annotations
 
@@ -115,16 +115,22 @@ def test_without_pyarrow_jsonl_scores_and_parquet_names_the_extra(tmp_path: Path
         score_file(pq_path, config)
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_typed_decoder_equals_arrow(tmp_path: Path, monkeypatch, seed: int) -> None:
-    """The JSON Lines reader before msgspec (Arrow's) gives the very same items."""
+def _typed_only(monkeypatch) -> None:
+    """Without pyarrow, JSON Lines takes msgspec's typed decoder."""
     from ragmeter.multilingual import _fast
 
+    monkeypatch.setattr(_fast, "has_pyarrow", lambda: False)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_typed_decoder_equals_arrow(tmp_path: Path, monkeypatch, seed: int) -> None:
+    """msgspec's typed decoder (no pyarrow) gives the very items of Arrow's reader."""
     path = _generated(tmp_path, seed)
     config = MultilingualConfig(keep_text=True)
-    typed = score_file(path, config)
-    monkeypatch.setattr(_fast, "_typed_decoder", lambda names: None)
     arrow = score_file(path, config)
+    _typed_only(monkeypatch)
+    assert accumulate_columnar(path, config, _Accumulator) is not None  # typed path taken
+    typed = score_file(path, config)
     assert typed.metrics == arrow.metrics
     assert list(typed.iter_items()) == list(arrow.iter_items())
 
@@ -145,9 +151,15 @@ ODD = [  # what the typed decoder must hand to the row path (or read exactly)
 ]
 
 
+@pytest.mark.parametrize("typed", [True, False])
 @pytest.mark.parametrize("k", range(len(ODD)))
-def test_odd_rows_give_what_the_row_path_gives(tmp_path: Path, k: int) -> None:
+def test_odd_rows_give_what_the_row_path_gives(tmp_path: Path, monkeypatch, k: int,
+                                               typed: bool) -> None:
+    """Both columnar readers (msgspec's, Arrow's)."""
     from ragmeter.errors import InputError
+
+    if typed:
+        _typed_only(monkeypatch)
 
     path = _generated(tmp_path, 6)
     rows = [json.loads(line) for line in path.read_text("utf-8").splitlines()]

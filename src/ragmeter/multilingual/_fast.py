@@ -108,10 +108,12 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
     names = {k: fm.source(k) for k in ("sample_id", "sample_lang", "system", "gold_answer",
                                        "pred_answer", "translate_tokens", "semantic_score",
                                        "question")}
-    if fmt == "jsonl" and _typed_decoder(names) is not None:  # no Arrow needed (or imported)
-        return _accumulate_jsonl(path, config, make_acc(str(path), "line", None,
-                                                         config.keep_text), names)
-    if not has_pyarrow():  # the row path reads JSON Lines, and names the extra for Parquet
+    if not has_pyarrow():  # the row path names the extra for Parquet
+        if fmt == "jsonl" and _typed_decoder(names) is not None:
+            # Arrow's reader is first where installed: 5-7% less CPU at 1M rows (measured),
+            # for ~65 MiB more peak memory
+            return _accumulate_jsonl(path, config, make_acc(str(path), "line", None,
+                                                             config.keep_text), names)
         return None
     import numpy as np
     import pyarrow as pa
@@ -190,7 +192,7 @@ def _typed_decoder(names: dict[str, str]) -> Any:
                           "translate_tokens")]
     optional = [(k, t, msgspec.field(default=None, name=names[k]))
                 for k, t in (("semantic_score", float | None), ("question", str | None))]
-    answer = msgspec.defstruct("Answer", [*required, *optional])
+    answer = msgspec.defstruct("Answer", [*required, *optional], gc=False)  # never in a cycle
     return msgspec.json.Decoder(answer)
 
 
