@@ -98,8 +98,9 @@ def _block(decode: Any, data: bytes, path: str, first: int, n_lines: int
     reader must read the lines (see module docstring)."""
     import msgspec
 
-    if b"\\ud" in data or b"\\uD" in data:  # a lone surrogate is refused by the row reader
-        return None
+    # one memchr first: the two searches alone cost 0.9 us a row, on text with no backslash
+    if b"\\" in data and (b"\\ud" in data or b"\\uD" in data):
+        return None  # a lone surrogate is refused by the row reader (never read as one)
     try:
         labels = decode(data)
     except (msgspec.DecodeError, ValueError):  # ValidationError is a DecodeError
