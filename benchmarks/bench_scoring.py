@@ -5,12 +5,14 @@ plain-Python reference implementation, on the same generated rows, in the same r
     python benchmarks/bench_scoring.py --family trace --rows 1000000     # trace score
     python benchmarks/bench_scoring.py --rows 1000000,10000000 --rounds 1  # several sizes
     python benchmarks/bench_scoring.py --in-process [--rows 1000000]    # scoring only
+    python benchmarks/bench_scoring.py --family trace --stages          # trace: us/row by stage
 
 Issue 26.3's goals: ragmeter's peak RSS <= 200 MiB at 1M and at 10M rows (the default run
 record included) and >= 4x the reference in CPU time.  The rows are generated on the fly into a
 temporary folder (``$TMPDIR``), deleted at the end.
 
-Whole processes (the default, issue 14): the reference is a stand-alone script
+Whole processes (the default, issue 14; ragmeter's modules byte-compiled first, as an
+install leaves them): the reference is a stand-alone script
 (``python reference.py rows.jsonl``) and ragmeter is the default command line
 (``python -m ragmeter multilingual score rows.jsonl``, run record included, in a temporary
 ``RAGMETER_HOME``); start-up, imports and output are timed.  The two alternate round by round
@@ -222,6 +224,17 @@ def _timed(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
             "rss_mib": usage.ru_maxrss / 1024}
 
 
+def _byte_compile() -> None:
+    """Byte-compile ragmeter's modules first, as installing it does: with
+    ``PYTHONDONTWRITEBYTECODE`` set (as on some machines) and an editable install, every run
+    would otherwise compile them from source again (0.2-0.3 s of CPU a process)."""
+    import compileall
+
+    import ragmeter
+
+    compileall.compile_dir(str(Path(ragmeter.__file__).parent), quiet=1)
+
+
 def whole_processes(rows: int, rounds: int, family: str = "multilingual") -> None:
     import inspect
     import statistics
@@ -239,6 +252,7 @@ def whole_processes(rows: int, rounds: int, family: str = "multilingual") -> Non
                               + REFERENCE_MAIN, encoding="utf-8")
         env = {**os.environ, "RAGMETER_HOME": str(Path(tmp) / "home"),
                "PYTHONHASHSEED": "0"}
+        _byte_compile()
         commands = {"reference": [sys.executable, str(script), str(path)],
                     "ragmeter": [sys.executable, "-m", "ragmeter", family, "score",
                                  str(path)]}
@@ -263,6 +277,91 @@ def whole_processes(rows: int, rounds: int, family: str = "multilingual") -> Non
           f"load after {os.getloadavg()[0]:.1f}")
 
 
+def trace_stages(rows: int, rounds: int) -> None:
+    """Where ``trace score``'s CPU time goes, in microseconds a row, stage by stage (each
+    stage alone, the best of ``rounds``; collector paused as the command pauses it), beside
+    the reference's ``json.loads`` and its whole loop on the same file."""
+    import gc
+    import hashlib
+
+    from ragmeter.io import jsonl_blocks
+    from ragmeter.runs._columns import keep_items
+    from ragmeter.runs._records import write_items
+    from ragmeter.trace import _fast, _scorer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rows.jsonl"
+        generate_trace(path, rows)
+        decode = _fast._decoder().decode_lines
+        scored = _scorer.ScoredRows()
+
+        def read() -> None:
+            for _ in jsonl_blocks(path):
+                pass
+
+        def decoded() -> None:
+            for _, data, _ in jsonl_blocks(path):
+                decode(data)
+
+        blocks = list(_fast.iter_label_blocks(path)) if rows <= 200_000 else None
+
+        def block_columns() -> None:
+            for _ in _fast.iter_label_blocks(path):
+                pass
+
+        def metrics() -> None:
+            for b in blocks or _fast.iter_label_blocks(path):
+                _scorer._block_values(b)
+
+        def spill() -> None:
+            nonlocal scored
+            scored = _scorer.ScoredRows()
+            for b in blocks or _fast.iter_label_blocks(path):
+                ids, values = _scorer._block_values(b)
+                scored.extend_scored(ids, b.numbers, values)
+
+        def sha256() -> None:
+            h = hashlib.sha256()
+            with path.open("rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+
+        def ref_loads() -> None:
+            with path.open(encoding="utf-8") as fh:
+                for line in fh:
+                    json.loads(line)
+
+        stages = [
+            ("read the file by blocks of lines", read, None),
+            ("decode (msgspec, typed), read included", decoded, None),
+            ("block columns (counts, key lists), decode included", block_columns, None),
+            ("per-row metrics (numpy)", metrics, None),
+            ("metrics + spilled columns", spill, None),
+            ("aggregate: mean, std, CI of 4 metrics",
+             lambda: _scorer.aggregate(scored, _scorer.ScoreConfig()), spill),
+            ("run record items (50,000 kept, gzip)", lambda: write_items(
+                Path(tmp) / "i.jsonl.gz", keep_items(scored.item_columns(), 50_000)[0]), spill),
+            ("run record: the input's sha256", sha256, None),
+            ("REFERENCE: json.loads of each line", ref_loads, None),
+            ("REFERENCE: its whole loop", lambda: reference_trace(str(path)), None),
+        ]
+        print(f"trace score stages, {rows:,} rows ({path.stat().st_size / 2**20:.0f} MiB), "
+              f"CPU time of each stage alone, best of {rounds} (load "
+              f"{os.getloadavg()[0]:.1f}):")
+        for name, fn, before in stages:
+            if before is not None:
+                before()
+            best = float("inf")
+            for _ in range(rounds):
+                gc.disable()
+                start = time.process_time()
+                fn()
+                best = min(best, time.process_time() - start)
+                gc.enable()
+            print(f"  {name:<52} {best / rows * 1e6:6.2f} us/row  ({best:.2f} s)")
+    print(f"load after {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", default=None,
@@ -273,6 +372,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--in-process", action="store_true",
                     help="time the scoring functions only, imports excluded")
+    ap.add_argument("--stages", action="store_true",
+                    help="with --family trace: microseconds a row, stage by stage")
     ap.add_argument("--child", choices=["reference", "ragmeter"], help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -280,6 +381,10 @@ def main() -> None:
         _child(args.child, args.path)
         return
     sizes = [int(x.replace("_", "")) for x in args.rows.split(",")] if args.rows else []
+    if args.stages:
+        for rows in sizes or [200_000]:
+            trace_stages(rows, args.rounds)
+        return
     if not args.in_process:
         for rows in sizes or [200_000]:
             whole_processes(rows, args.rounds, args.family)

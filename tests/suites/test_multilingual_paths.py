@@ -1,4 +1,5 @@
-"""The columnar path (Arrow) and the row path give identical results, item for item."""
+"""The columnar paths (Arrow; without pyarrow, msgspec's typed decoder for JSON Lines) and the
+row path give identical results, item for item."""
 
 from __future__ import annotations
 
@@ -103,8 +104,76 @@ def test_without_pyarrow_jsonl_scores_and_parquet_names_the_extra(tmp_path: Path
     with_arrow = score_file(path, config)
     for name in ("pyarrow", "pyarrow.parquet", "pyarrow.json"):
         monkeypatch.setitem(sys.modules, name, None)  # import fails as if not installed
+    # JSON Lines is read by msgspec's typed decoder (a core dependency), Arrow or not
+    assert accumulate_columnar(path, config, _Accumulator) is not None
+    assert score_file(path, config).metrics == with_arrow.metrics
+    monkeypatch.setitem(sys.modules, "msgspec", None)  # and without it, the row path
     assert accumulate_columnar(path, config, _Accumulator) is None
     without = score_file(path, config)
     assert without.metrics == with_arrow.metrics
     with pytest.raises(MissingDependencyError, match=r"ragmeter\[parquet\]"):
         score_file(pq_path, config)
+
+
+def _typed_only(monkeypatch) -> None:
+    """Without pyarrow, JSON Lines takes msgspec's typed decoder."""
+    from ragmeter.multilingual import _fast
+
+    monkeypatch.setattr(_fast, "has_pyarrow", lambda: False)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_typed_decoder_equals_arrow(tmp_path: Path, monkeypatch, seed: int) -> None:
+    """msgspec's typed decoder (no pyarrow) gives the very items of Arrow's reader."""
+    path = _generated(tmp_path, seed)
+    config = MultilingualConfig(keep_text=True)
+    arrow = score_file(path, config)
+    _typed_only(monkeypatch)
+    assert accumulate_columnar(path, config, _Accumulator) is not None  # typed path taken
+    typed = score_file(path, config)
+    assert typed.metrics == arrow.metrics
+    assert list(typed.iter_items()) == list(arrow.iter_items())
+
+
+ODD = [  # what the typed decoder must hand to the row path (or read exactly)
+    lambda r: r.update(translate_tokens="12"),  # a number as text
+    lambda r: r.update(translate_tokens=True),
+    lambda r: r.update(translate_tokens=None),  # cost from evidence
+    lambda r: r.pop("translate_tokens"),
+    lambda r: r.update(pred_answer=None),  # unscored
+    lambda r: r.pop("pred_answer"),
+    lambda r: r.update(sample_id=17),
+    lambda r: r.update(sample_lang="xx-unknown"),
+    lambda r: r.update(semantic_score=1.5),
+    lambda r: r.update(semantic_score=-0.0),
+    lambda r: r.update(translate_tokens=1e300, extra={"a": [1, 2]}),
+    lambda r: r.update(question=5),
+]
+
+
+@pytest.mark.parametrize("typed", [True, False])
+@pytest.mark.parametrize("k", range(len(ODD)))
+def test_odd_rows_give_what_the_row_path_gives(tmp_path: Path, monkeypatch, k: int,
+                                               typed: bool) -> None:
+    """Both columnar readers (msgspec's, Arrow's)."""
+    from ragmeter.errors import InputError
+
+    if typed:
+        _typed_only(monkeypatch)
+
+    path = _generated(tmp_path, 6)
+    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+    ODD[k](rows[500])
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n\n",
+                    "utf-8")
+    config = MultilingualConfig(keep_text=True)
+    try:
+        slow = score_rows(iter_rows(path, component="multilingual"), config, source=str(path))
+    except InputError as exc:
+        with pytest.raises(InputError) as fast_exc:
+            score_file(path, config)
+        assert str(fast_exc.value) == str(exc)
+        return
+    fast = score_file(path, config)
+    assert fast.metrics == slow.metrics
+    assert list(fast.iter_items()) == list(slow.iter_items())

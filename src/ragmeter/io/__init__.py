@@ -4,9 +4,13 @@
 from __future__ import annotations
 
 from ragmeter.io._formats import (
+    LongLine,
     has_pyarrow,
     import_parquet,
     iter_text_lines,
+    jsonl_blocks,
+    jsonl_row,
+    max_line_bytes,
 )
 from ragmeter.io._read import (
     FieldMap,
@@ -40,6 +44,7 @@ from ragmeter.io._write import (
 
 __all__ = [
     "FieldMap",
+    "LongLine",
     "Row",
     "absent_error",
     "as_number",
@@ -54,6 +59,9 @@ __all__ = [
     "is_path",
     "iter_rows",
     "iter_text_lines",
+    "jsonl_blocks",
+    "jsonl_row",
+    "max_line_bytes",
     "os_error_message",
     "parse_field_options",
     "read_rows",

@@ -264,17 +264,70 @@ def iter_text_lines(path: str | os.PathLike[str], component: str) -> Iterator[tu
 def _iter_jsonl(path: Path, component: str) -> Iterator[Row]:
     with path.open("rb") as fh:
         for number, raw in _bounded_lines(fh, path, component):
-            text = _decode(raw, path, number, "line", component).strip()
-            if not text:
-                continue
-            obj = _loads(text, path, component, line=number)
-            if not isinstance(obj, dict):
-                raise InputError(
-                    f"holds a JSON {type(obj).__name__}, expected an object {{...}}.",
-                    component=component, path=path, line=number,
-                    fix="write one JSON object per line.",
-                )
-            yield Row(obj, number, "line", str(path))
+            row = jsonl_row(raw, path, number, component)
+            if row is not None:
+                yield row
+
+
+class LongLine(Exception):
+    """A line over :func:`max_line_bytes` (at ``line``) met by :func:`jsonl_blocks`: the row
+    reader, read from that line, refuses it with its place."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+def jsonl_blocks(path: Path, size: int = 1 << 20) -> Iterator[tuple[int, bytes, int]]:
+    """``(first line number, data, number of lines)`` for whole lines of a file, about
+    ``size`` bytes at a time (for readers that decode many lines in one call), holding at most
+    one bounded line besides; the byte-order mark of line 1 dropped, as the JSON Lines reader
+    does.  A line over :func:`max_line_bytes` raises :class:`LongLine` (no row of it or after
+    it is given)."""
+    limit = max_line_bytes()
+    size = min(size, limit)  # a line inside one read is then within the limit
+    first = 1
+    carry = b""
+    with path.open("rb") as fh:
+        while True:
+            more = fh.read(size)
+            if first == 1 and not carry and more.startswith(b"\xef\xbb\xbf"):
+                more = more[3:]
+            if not more:
+                data, carry = carry, b""
+            else:
+                end = more.rfind(b"\n")
+                if end < 0:
+                    carry += more
+                    if len(carry) > limit:
+                        raise LongLine(first)
+                    continue
+                data, carry = carry + more[:end + 1], more[end + 1:]
+                if data.find(b"\n") + 1 > limit:  # the first line began in earlier reads
+                    raise LongLine(first)
+            if not data:
+                return
+            n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
+            yield first, data, n_lines
+            first += n_lines
+
+
+def jsonl_row(raw: bytes, path: Path, number: int, component: str) -> Row | None:
+    """The row of one JSON Lines line (``raw``: its bytes, the byte-order mark of line 1
+    already dropped, at most :func:`max_line_bytes`), None for a blank line; every problem an
+    InputError at line ``number``.  What the JSON Lines reader does for each line, for a
+    reader that splits the lines itself."""
+    text = _decode(raw, path, number, "line", component).strip()
+    if not text:
+        return None
+    obj = _loads(text, path, component, line=number)
+    if not isinstance(obj, dict):
+        raise InputError(
+            f"holds a JSON {type(obj).__name__}, expected an object {{...}}.",
+            component=component, path=path, line=number,
+            fix="write one JSON object per line.",
+        )
+    return Row(obj, number, "line", str(path))
 
 
 class _JsonStream:

@@ -104,15 +104,20 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
         return None
     if fmt not in ("jsonl", "parquet") or not path.is_file() or path.stat().st_size == 0:
         return None
-    if not has_pyarrow():  # the row path reads JSON Lines, and names the extra for Parquet
-        return None
-    import numpy as np
-    import pyarrow as pa
-
     fm = config.field_map
     names = {k: fm.source(k) for k in ("sample_id", "sample_lang", "system", "gold_answer",
                                        "pred_answer", "translate_tokens", "semantic_score",
                                        "question")}
+    if not has_pyarrow():  # the row path names the extra for Parquet
+        if fmt == "jsonl" and _typed_decoder(names) is not None:
+            # Arrow's reader is first where installed: 5-7% less CPU at 1M rows (measured),
+            # for ~65 MiB more peak memory
+            return _accumulate_jsonl(path, config, make_acc(str(path), "line", None,
+                                                             config.keep_text), names)
+        return None
+    import numpy as np
+    import pyarrow as pa
+
     acc = make_acc(str(path), "line" if fmt == "jsonl" else "row", None, config.keep_text)
     lang_ok: dict[str, str] = {}
     number = 0
@@ -168,6 +173,76 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError,
             UnicodeError):  # UnicodeEncodeError: a file name that is not UTF-8
         raise FastPathUnsupported("arrow could not read the file") from None
+    if number == 0:
+        raise FastPathUnsupported("no rows")
+    return acc
+
+
+def _typed_decoder(names: dict[str, str]) -> Any:
+    """msgspec's decoder of an answers line (the columns of :func:`_schema`, read from the
+    user's column names, other fields skipped), or None without msgspec."""
+    try:
+        import msgspec
+    except ImportError:
+        return None
+    if len(set(names.values())) < len(names):  # two fields read from one column
+        return None
+    required = [(k, float if k == "translate_tokens" else str, msgspec.field(name=names[k]))
+                for k in ("sample_id", "sample_lang", "system", "gold_answer", "pred_answer",
+                          "translate_tokens")]
+    optional = [(k, t, msgspec.field(default=None, name=names[k]))
+                for k, t in (("semantic_score", float | None), ("question", str | None))]
+    answer = msgspec.defstruct("Answer", [*required, *optional], gc=False)  # never in a cycle
+    return msgspec.json.Decoder(answer)
+
+
+def _accumulate_jsonl(path: Path, config: Any, acc: Any, names: dict[str, str]) -> Any:
+    """:func:`accumulate_columnar` for JSON Lines through msgspec: a block of lines decoded
+    in one call against the answer's types (a null, a missing field or another type is a
+    validation error: the row path then reads the file), the same checks as on Arrow's
+    columns, the same lists to the accumulator (numbers: rows, as Arrow's, blank lines
+    skipped)."""
+    import math
+
+    import msgspec
+
+    from ragmeter.io import LongLine, jsonl_blocks
+    from ragmeter.multilingual._rows import FastPathUnsupported
+    from ragmeter.text._languages import canonical_language, is_known_language
+
+    decode = _typed_decoder(names).decode_lines
+    lang_ok: dict[str, str] = {}
+    number = 0
+    try:
+        for _, data, _ in jsonl_blocks(path, _BLOCK):
+            rows = decode(data)
+            n = len(rows)
+            if n == 0:
+                continue
+            costs = [r.translate_tokens for r in rows]
+            sems = [r.semantic_score for r in rows]
+            if not all(0 <= c < math.inf for c in costs) or not all(
+                    0 <= v <= 1 for v in sems if v is not None):  # NaN fails both
+                raise FastPathUnsupported("out-of-range number")
+            raw_langs = [r.sample_lang for r in rows]
+            for raw in set(raw_langs).difference(lang_ok):
+                canon = canonical_language(raw)
+                if not is_known_language(canon):
+                    raise FastPathUnsupported("unknown language")
+                lang_ok[raw] = canon
+            numbers = range(number + 1, number + n + 1)
+            number += n
+            try:
+                acc.add([r.system for r in rows], [r.sample_id for r in rows],
+                        list(map(lang_ok.__getitem__, raw_langs)),
+                        [r.gold_answer for r in rows], [r.pred_answer for r in rows],
+                        {"cost": costs, "semantic_score": sems}, numbers,
+                        [r.question for r in rows] if config.keep_text else None,
+                        golds_are_text=True)
+            except InputError:
+                raise FastPathUnsupported("row error") from None
+    except (msgspec.DecodeError, ValueError, LongLine, OSError):
+        raise FastPathUnsupported("the typed decoder could not read the file") from None
     if number == 0:
         raise FastPathUnsupported("no rows")
     return acc

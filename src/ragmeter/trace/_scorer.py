@@ -13,7 +13,8 @@ coverage of the file (rows scored, rows unscored by reason).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -30,6 +31,7 @@ from ragmeter.trace._data import (
     judge_descriptor,
     parse_label_row,
 )
+from ragmeter.trace._fast import LabelBlock
 from ragmeter.trace._metrics import (
     SCORE_METRICS,
     TraceLabels,
@@ -186,6 +188,7 @@ class ScoredRows:
         self.unscored: dict[int, tuple[str | None, str | None]] = {}  # position -> reason
         self._pending: list[ScoredRow] = []
         self._n_scored = 0
+        self._extra_keys = False  # a scored row has an average or adherence_probability
 
     @property
     def n_scored(self) -> int:
@@ -196,6 +199,17 @@ class ScoredRows:
         self._pending.append(row)
         if len(self._pending) >= 4096:
             self._flush()
+
+    def extend_scored(self, ids: list[str], numbers: Iterable[int],
+                      values: dict[str, Any]) -> None:
+        """Append scored rows given as columns (every name of ``_VALUES``: floats, NaN for
+        none), after the pending rows."""
+        self._flush()
+        self.ids.extend(ids)
+        self.numbers.extend(numbers)
+        for name, column in self.values.items():
+            column.extend(values[name])
+        self._n_scored += len(ids)
 
     def _flush(self) -> None:
         rows, self._pending = self._pending, []
@@ -208,6 +222,8 @@ class ScoredRows:
         for i, r in enumerate(rows):
             if r.reason is not None:
                 self.unscored[start + i] = (r.reason, r.detail)
+            elif r.average is not None or r.adherence_probability is not None:
+                self._extra_keys = True
         self._n_scored += len(rows) - sum(1 for r in rows if r.reason is not None)
 
     def __len__(self) -> int:
@@ -232,15 +248,61 @@ class ScoredRows:
                 yield ScoredRow(rid, number, rel, util, comp,
                                 None if adh is None else adh == 1.0, prob, average=avg)
 
+    def item_columns(self) -> Any:
+        """The items (:meth:`ScoredRow.to_item`) as
+        :class:`ragmeter.runs._columns.ItemColumns`, so that a run record builds only the
+        items it keeps; None when scored items differ in their keys (an ``average`` or an
+        ``adherence_probability``)."""
+        from ragmeter.runs._columns import ItemColumns, ItemPart
+
+        self._flush()
+        if self._extra_keys:
+            return None
+        keys = ("id", "row", "status", *SCORE_METRICS)
+        parts, start = [], 0
+        for stop in [*sorted(self.unscored), len(self)]:  # scored runs between unscored rows
+            if stop > start:
+                parts.append(ItemPart(keys, stop - start, self._scored_rows(start)))
+            start = stop + 1
+        unscored = [{"id": rid, "row": number, "status": "unscored", "reason": reason,
+                     "detail": detail}
+                    for (reason, detail), rid, number in zip(
+                        (self.unscored[i] for i in sorted(self.unscored)),
+                        self.ids.take(sorted(self.unscored)),
+                        self.numbers.take(sorted(self.unscored)), strict=True)]
+        return ItemColumns(parts, unscored)
+
+    def _scored_rows(self, offset: int) -> Any:
+        """The item tuples of scored rows at positions from ``offset`` (as :meth:`__iter__`
+        and :meth:`ScoredRow.to_item` make them: NaN is None, adherence a bool)."""
+
+        def value(name: str, v: float) -> Any:
+            if v != v:
+                return None
+            return v == 1.0 if name == "adherence" else v
+
+        def rows(positions: Sequence[int]) -> list[tuple[Any, ...]]:
+            at = [offset + p for p in positions]
+            columns = [self.ids.take(at), self.numbers.take(at),
+                       *[[value(m, v) for v in self.values[m].take(at)]
+                         for m in SCORE_METRICS]]
+            return [(rid, number, "ok", *vals)
+                    for rid, number, *vals in zip(*columns, strict=True)]
+        return rows
+
     def metric_chunks(self, name: str) -> Any:
         """The scored rows' present values of one metric, chunk by chunk (a factory, for
         :func:`ragmeter.stats.mean_std_chunks`)."""
         self._flush()
         column = self.values[name]
 
-        def chunks() -> Iterator[list[float]]:
+        def chunks() -> Iterator[Any]:
+            import numpy as np
+
             for chunk in column.chunks():
-                yield [v for v in chunk if v == v]  # unscored rows hold NaN too
+                values = np.frombuffer(chunk, dtype=np.float64)
+                absent = np.isnan(values)  # unscored rows hold NaN too
+                yield values[~absent].tolist() if absent.any() else chunk
         return chunks
 
 
@@ -264,6 +326,11 @@ class ScoreResult:
     def iter_items(self) -> Iterator[dict[str, Any]]:
         for r in self.rows:
             yield r.to_item()
+
+    def item_columns(self) -> Any:
+        """:meth:`iter_items` as columns for a run record (None when they are a list, or
+        differ in their keys): see :meth:`ScoredRows.item_columns`."""
+        return self.rows.item_columns() if isinstance(self.rows, ScoredRows) else None
 
 
 def aggregate(rows: ScoredRows | list[ScoredRow], config: ScoreConfig
@@ -329,19 +396,61 @@ def coverage_of(rows: ScoredRows | list[ScoredRow]) -> dict[str, Any]:
             "reasons": dict(sorted(reasons.items()))}
 
 
-def score_rows(rows: Iterable[Row], config: ScoreConfig, source: str = "input") -> ScoreResult:
-    judges: set[str] = set()
+def _block_values(block: LabelBlock) -> tuple[list[str], dict[str, Any]]:
+    """The ids and metric columns of a block of clean rows: the numbers of
+    :func:`score_label_row` (the same divisions, in numpy)."""
+    import numpy as np
 
-    def parsed(row: Row) -> LabelRow:
-        judge = judge_descriptor(row.data)
+    ids = [i if i and not i.isspace() else f"line-{number}"  # row_id's blank ids
+           for i, number in zip(block.ids, block.numbers, strict=True)]
+    rel, util = block.relevant, block.utilized
+    n = np.array(block.n_sentences, dtype=np.float64)
+    n_rel = np.fromiter(map(len, rel), dtype=np.float64, count=len(rel))
+    n_util = np.fromiter(map(len, util), dtype=np.float64, count=len(util))
+    both = np.fromiter((len(set(r).intersection(u)) if r else 0
+                        for r, u in zip(rel, util, strict=True)), dtype=np.float64,
+                       count=len(rel))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        comp = np.where(n_rel > 0, both / n_rel, 1.0)
+    adh = np.fromiter(map(len, block.unsupported), dtype=np.float64,
+                      count=len(rel)) == 0
+    nan = np.full(len(ids), np.nan)
+    columns = {"relevance": n_rel / n, "utilization": n_util / n, "completeness": comp,
+               "adherence": adh.astype(np.float64), "adherence_probability": nan,
+               "average": nan}
+    # as array("d") from the bytes: a column's extend then copies, not one number at a time
+    return ids, {name: array("d", values.tobytes()) for name, values in columns.items()}
+
+
+def _score_into(scored: ScoredRows, rows: Iterable[Row | LabelBlock], config: ScoreConfig,
+                judges: set[str]) -> None:
+    from ragmeter._util._gc import paused_gc
+
+    with paused_gc():  # no cycle is made here (see paused_gc)
+        _score_all(scored, rows, config, judges)
+
+
+def _score_all(scored: ScoredRows, rows: Iterable[Row | LabelBlock], config: ScoreConfig,
+               judges: set[str]) -> None:
+    one = score_label_row_writeup if config.definitions == "writeup" else score_label_row
+    for r in rows:
+        if isinstance(r, LabelBlock):
+            ids, values = _block_values(r)
+            scored.extend_scored(ids, r.numbers, values)
+            continue
+        judge = judge_descriptor(r.data)
         if judge is not None:
             judges.add(judge)
-        return parse_label_row(row)
+        scored.append(one(parse_label_row(r)))
 
-    one = score_label_row_writeup if config.definitions == "writeup" else score_label_row
+
+def score_rows(rows: Iterable[Row | LabelBlock], config: ScoreConfig,
+               source: str = "input") -> ScoreResult:
+    """Score rows (or, from :func:`ragmeter.trace._fast.iter_label_blocks`, blocks of clean
+    rows among them)."""
+    judges: set[str] = set()
     scored = ScoredRows()
-    for r in rows:
-        scored.append(one(parsed(r)))
+    _score_into(scored, rows, config, judges)
     notes: list[str] = []
     summary = aggregate(scored, config)
     n_ok = scored.n_scored
@@ -363,6 +472,13 @@ def score_rows(rows: Iterable[Row], config: ScoreConfig, source: str = "input") 
 def score_file(path: Any, config: ScoreConfig) -> ScoreResult:
     """Score a labels file (Parquet, JSONL, JSON or CSV) or in-memory label rows."""
     from ragmeter.io import source_label
+    from ragmeter.trace._fast import fast_jsonl, iter_label_blocks
 
-    rows = iter_trace_rows(path, (*SCORE_COLUMNS, *JUDGE_FIELDS), field_map=config.field_map)
+    rows: Iterable[Row | LabelBlock]
+    if config.definitions == "ragbench" and not config.field_map.renames \
+            and fast_jsonl(path):
+        rows = iter_label_blocks(path)  # clean lines decoded in C, the others as rows
+    else:
+        rows = iter_trace_rows(path, (*SCORE_COLUMNS, *JUDGE_FIELDS),
+                               field_map=config.field_map)
     return score_rows(rows, config, source=source_label(path))

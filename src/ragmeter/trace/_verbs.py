@@ -198,6 +198,7 @@ def score(data: Any, *, definitions: str = "ragbench", fields: Fields = None,
                           "coverage": coverage_of([rows[i["row"]] for i in part])},
             with_spend=False)
     return Result(COMPONENT, "score", summary, items=detail.iter_items,
+                  item_columns=detail.item_columns,
                   detail=detail, inputs=[input_record(data, detail.coverage.get("rows"))],
                   headline=headline(summary))
 
