@@ -59,9 +59,8 @@ class Kernel:
         library.rk_matmul.restype = None
         library.rk_rows.argtypes = [ctypes.c_int, pointer, i64, pointer, i64, pointer]
         library.rk_rows.restype = None
-        library.rk_matmul_q8.argtypes = [ctypes.c_int, pointer, i64, i64, pointer, i64, pointer,
-                                         pointer, pointer, pointer]
-        library.rk_matmul_q8.restype = None
+        library.rk_matmul_q8.argtypes = library.rk_matmul.argtypes
+        library.rk_matmul_q8.restype = ctypes.c_int
         library.rk_int8_dot.argtypes = []
         library.rk_int8_dot.restype = ctypes.c_char_p
         library.rk_set_threads.argtypes = [ctypes.c_int]
@@ -86,11 +85,9 @@ class Kernel:
         n, rows = x.shape[0], blocks.shape[0]
         out = np.empty((n, rows), dtype=np.float32)
         if self.activations == "int8":
-            q = np.empty(n * cols, dtype=np.int8)
-            scales = np.empty((2, n * cols // 32), dtype=np.float32)
-            self._lib.rk_matmul_q8(ggml_type, blocks.ctypes.data, rows, cols, x.ctypes.data, n,
-                                   out.ctypes.data, q.ctypes.data, scales[0].ctypes.data,
-                                   scales[1].ctypes.data)
+            if self._lib.rk_matmul_q8(ggml_type, blocks.ctypes.data, rows, cols, x.ctypes.data,
+                                      n, out.ctypes.data) != 0:
+                raise MemoryError(f"block kernel: no memory for {n} x {cols} int8 activations")
         else:
             self._lib.rk_matmul(ggml_type, blocks.ctypes.data, rows, cols, x.ctypes.data, n,
                                 out.ctypes.data)

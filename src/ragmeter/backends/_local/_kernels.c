@@ -23,6 +23,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define RK_ABI 2
@@ -234,12 +235,11 @@ static void row_values(int type, const uint8_t *row, int64_t cols, float *out) {
  * Integer dot products: AVX-512 VNNI (vpdpbusd), else AVX2 (vpmaddubsw + vpmaddwd), else C. */
 
 typedef struct {
-    const int8_t *q; /* n x cols */
-    const float *d;  /* n x blocks: scales */
-    const float *s;  /* n x blocks: d * sum(q) */
+    const int8_t *q;  /* n x cols */
+    const float *ds;  /* n x blocks x 2: the scale d and d * sum(q) of each block */
 } qx_t;
 
-static void quantize_rows(const float *X, int64_t n, int64_t cols, int8_t *q, float *d, float *s) {
+static void quantize_rows(const float *X, int64_t n, int64_t cols, int8_t *q, float *ds) {
     int64_t blocks = cols / 32;
     for (int64_t k = 0; k < n * blocks; k++) {
         const float *x = X + k * 32;
@@ -258,12 +258,12 @@ static void quantize_rows(const float *X, int64_t n, int64_t cols, int8_t *q, fl
             q[k * 32 + i] = (int8_t)r;
             sum += r;
         }
-        d[k] = scale;
-        s[k] = scale * (float)sum;
+        ds[2 * k] = scale;
+        ds[2 * k + 1] = scale * (float)sum;
     }
 }
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define QDOT_SIMD 1
 /* Eight int32 partial sums of u (unsigned bytes) . v (signed bytes). */
 static inline __m256i dot_us(__m256i u, __m256i v) {
@@ -296,14 +296,28 @@ static inline float hsum8(__m256 s) {
     t = _mm_add_ss(t, _mm_movehdup_ps(t));
     return _mm_cvtss_f32(t);
 }
+static inline int32_t load32(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
 #endif
 
 #if defined(QDOT_SIMD) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
 #define QDOT_512 1
 /* Two blocks' weights in one register, each as weight_bytes gives it. */
 static inline __m512i weight_bytes2(int type, const uint8_t *b0, const uint8_t *b1) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(weight_bytes(type, b0)),
-                              weight_bytes(type, b1), 1);
+    if (type == T_Q4_1) {
+        __m256i v = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b0 + 4))),
+            _mm_loadu_si128((const __m128i *)(b1 + 4)), 1);
+        __m512i order = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0); /* lo0 hi0 lo1 hi1 */
+        __m512i w = _mm512_permutex2var_epi64(_mm512_castsi256_si512(v), order,
+                                              _mm512_castsi256_si512(_mm256_srli_epi16(v, 4)));
+        return _mm512_and_si512(w, _mm512_set1_epi8(0x0f));
+    }
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b0 + 2))),
+                              _mm256_loadu_si256((const __m256i *)(b1 + 2)), 1);
 }
 /* Sixteen partial sums of two blocks' products (eight each). */
 static inline __m512 block_qdot2(int type, __m512i w, const int8_t *a) {
@@ -316,43 +330,53 @@ static inline __m512 block_qdot2(int type, __m512i w, const int8_t *a) {
 }
 #endif
 
-/* out[i] = row . X_i for the COUNT (1..4) quantized rows starting at row k of qx. */
+#ifndef QROWS
+#define QROWS 8 /* activation rows per pass over a weight row */
+#endif
+
+/* out[i] = row . X_i for the COUNT (1..8) quantized rows starting at row k of qx. */
 static inline __attribute__((always_inline)) void row_qdots(
         int type, const uint8_t *row, int64_t blocks, const qx_t *qx, int64_t cols, int64_t k,
         const int count, float *out) {
     int64_t bb = block_bytes(type);
     const int8_t *q = qx->q + k * cols;
-    const float *d = qx->d + k * blocks, *s = qx->s + k * blocks;
+    const float *ds = qx->ds + k * blocks * 2;
 #if defined(QDOT_SIMD)
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                     _mm256_setzero_ps()};
-    float mins[4] = {0, 0, 0, 0}, mins2[4] = {0, 0, 0, 0};
+    __m256 acc[QROWS];
+    float mins[QROWS];
+    for (int i = 0; i < count; i++) {
+        acc[i] = _mm256_setzero_ps();
+        mins[i] = 0.0f;
+    }
     int64_t b = 0;
 #if defined(QDOT_512)
-    __m512 acc2[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                      _mm512_setzero_ps()};
+    __m512 acc2[QROWS];
+    __m128 mins2[QROWS];
+    for (int i = 0; i < count; i++) {
+        acc2[i] = _mm512_setzero_ps();
+        mins2[i] = _mm_setzero_ps();
+    }
+    const __m512i spread = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
     for (; b + 2 <= blocks; b += 2) {
         const uint8_t *b0 = row + b * bb, *b1 = b0 + bb;
-        float d0 = half_to_float(b0), d1 = half_to_float(b1);
+        /* d0 m0 d1 m1 (Q8_0: lanes 1 and 3 are code bytes, never used) */
+        __m128 wf = _mm_cvtph_ps(_mm_set_epi32(0, 0, load32(b1), load32(b0)));
         __m512i w = weight_bytes2(type, b0, b1);
         for (int i = 0; i < count; i++) {
             __m512 p = block_qdot2(type, w, q + i * cols + b * 32);
-            const float *di = d + i * blocks + b;
-            __m512 sc = _mm512_mask_broadcastss_ps(_mm512_set1_ps(d0 * di[0]), 0xff00,
-                                                   _mm_set_ss(d1 * di[1]));
+            /* d0 dx0, m0 sx0, d1 dx1, m1 sx1 */
+            __m128 prod = _mm_mul_ps(wf, _mm_loadu_ps(ds + (i * blocks + b) * 2));
+            __m512 sc = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(prod));
             acc2[i] = _mm512_fmadd_ps(p, sc, acc2[i]);
-        }
-        if (type == T_Q4_1) {
-            float m0 = half_to_float(b0 + 2), m1 = half_to_float(b1 + 2);
-            for (int i = 0; i < count; i++) {
-                mins[i] += m0 * s[i * blocks + b];
-                mins2[i] += m1 * s[i * blocks + b + 1];
-            }
+            if (type == T_Q4_1) mins2[i] = _mm_add_ps(mins2[i], prod);
         }
     }
-    for (int i = 0; i < count; i++)
+    for (int i = 0; i < count; i++) {
         acc[i] = _mm256_add_ps(_mm512_castps512_ps256(acc2[i]),
                                _mm512_extractf32x8_ps(acc2[i], 1));
+        mins[i] = _mm_cvtss_f32(_mm_shuffle_ps(mins2[i], mins2[i], 1))
+                  + _mm_cvtss_f32(_mm_shuffle_ps(mins2[i], mins2[i], 3));
+    }
 #endif
     for (; b < blocks; b++) {
         const uint8_t *blk = row + b * bb;
@@ -360,30 +384,29 @@ static inline __attribute__((always_inline)) void row_qdots(
         __m256i w = weight_bytes(type, blk);
         for (int i = 0; i < count; i++) {
             __m256 p = block_qdot(type, w, q + i * cols + b * 32);
-            acc[i] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw * d[i * blocks + b]), acc[i]);
+            acc[i] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw * ds[(i * blocks + b) * 2]), acc[i]);
         }
         if (type == T_Q4_1) {
             float mw = half_to_float(blk + 2);
-            for (int i = 0; i < count; i++) mins[i] += mw * s[i * blocks + b];
+            for (int i = 0; i < count; i++) mins[i] += mw * ds[(i * blocks + b) * 2 + 1];
         }
     }
-    for (int i = 0; i < count; i++) out[i] = hsum8(acc[i]) + (mins[i] + mins2[i]);
+    for (int i = 0; i < count; i++) out[i] = hsum8(acc[i]) + mins[i];
 #else
     for (int i = 0; i < count; i++) {
         float total = 0.0f;
         for (int64_t b = 0; b < blocks; b++) {
             const uint8_t *blk = row + b * bb;
             const int8_t *a = q + i * cols + b * 32;
-            float dw = half_to_float(blk);
+            const float *dsb = ds + (i * blocks + b) * 2;
             int sum = 0;
             if (type == T_Q4_1) {
                 for (int j = 0; j < 16; j++)
                     sum += (blk[4 + j] & 0x0f) * a[j] + (blk[4 + j] >> 4) * a[16 + j];
-                total += dw * d[i * blocks + b] * (float)sum
-                         + half_to_float(blk + 2) * s[i * blocks + b];
+                total += half_to_float(blk) * dsb[0] * (float)sum + half_to_float(blk + 2) * dsb[1];
             } else {
                 for (int j = 0; j < 32; j++) sum += (int8_t)blk[2 + j] * a[j];
-                total += dw * d[i * blocks + b] * (float)sum;
+                total += half_to_float(blk) * dsb[0] * (float)sum;
             }
         }
         out[i] = total;
@@ -394,17 +417,28 @@ static inline __attribute__((always_inline)) void row_qdots(
 static void row_qdots_all(int type, const uint8_t *row, int64_t cols, const qx_t *qx, int64_t n,
                           float *Y, int64_t rows, int64_t r) {
     int64_t blocks = cols / 32, k = 0;
-    float four[4];
+    float got[QROWS];
+    for (; k + QROWS <= n; k += QROWS) {
+        if (type == T_Q4_1)
+            row_qdots(T_Q4_1, row, blocks, qx, cols, k, QROWS, got);
+        else
+            row_qdots(T_Q8_0, row, blocks, qx, cols, k, QROWS, got);
+        for (int i = 0; i < QROWS; i++) Y[(k + i) * rows + r] = got[i];
+    }
     for (; k + 4 <= n; k += 4) {
         if (type == T_Q4_1)
-            row_qdots(T_Q4_1, row, blocks, qx, cols, k, 4, four);
+            row_qdots(T_Q4_1, row, blocks, qx, cols, k, 4, got);
         else
-            row_qdots(T_Q8_0, row, blocks, qx, cols, k, 4, four);
-        for (int i = 0; i < 4; i++) Y[(k + i) * rows + r] = four[i];
+            row_qdots(T_Q8_0, row, blocks, qx, cols, k, 4, got);
+        for (int i = 0; i < 4; i++) Y[(k + i) * rows + r] = got[i];
     }
-    for (; k < n; k++)
-        Y[k * rows + r] = type == T_Q4_1 ? (row_qdots(T_Q4_1, row, blocks, qx, cols, k, 1, four), four[0])
-                                         : (row_qdots(T_Q8_0, row, blocks, qx, cols, k, 1, four), four[0]);
+    for (; k < n; k++) {
+        if (type == T_Q4_1)
+            row_qdots(T_Q4_1, row, blocks, qx, cols, k, 1, got);
+        else
+            row_qdots(T_Q8_0, row, blocks, qx, cols, k, 1, got);
+        Y[k * rows + r] = got[0];
+    }
 }
 
 /* ------------------------------------------------------------------------------ the work */
@@ -505,20 +539,38 @@ static void run_job(void) {
 void rk_matmul(int type, const uint8_t *W, int64_t rows, int64_t cols, const float *X, int64_t n,
                float *Y) {
     pthread_mutex_lock(&calls);
-    job = (job_t){JOB_DOTS, type, W, rows, cols, n, 0, 0, X, Y, NULL, {NULL, NULL, NULL}};
+    job = (job_t){JOB_DOTS, type, W, rows, cols, n, 0, 0, X, Y, NULL, {NULL, NULL}};
     run_job();
     pthread_mutex_unlock(&calls);
 }
 
-/* The same product with X quantized to 8-bit blocks first (see "int8 activations"); the caller
- * gives room for the quantized X: q (n x cols bytes), d and s (n x cols / 32 floats each). */
-void rk_matmul_q8(int type, const uint8_t *W, int64_t rows, int64_t cols, const float *X,
-                  int64_t n, float *Y, int8_t *q, float *d, float *s) {
+/* The same product with X quantized to 8-bit blocks first (see "int8 activations"), into
+ * scratch memory kept between calls; returns 0, or -1 when that memory cannot be had. */
+static void *scratch;
+static size_t scratch_bytes;
+
+int rk_matmul_q8(int type, const uint8_t *W, int64_t rows, int64_t cols, const float *X,
+                 int64_t n, float *Y) {
     pthread_mutex_lock(&calls);
-    quantize_rows(X, n, cols, q, d, s);
-    job = (job_t){JOB_QDOTS, type, W, rows, cols, n, 0, 0, X, Y, NULL, {q, d, s}};
+    size_t qbytes = ((size_t)(n * cols) + 63) & ~(size_t)63;
+    size_t need = qbytes + (size_t)(n * (cols / 32)) * 2 * sizeof(float);
+    if (need > scratch_bytes) {
+        void *grown = NULL;
+        if (posix_memalign(&grown, 64, need) != 0) {
+            pthread_mutex_unlock(&calls);
+            return -1;
+        }
+        free(scratch);
+        scratch = grown;
+        scratch_bytes = need;
+    }
+    int8_t *q = (int8_t *)scratch;
+    float *ds = (float *)((char *)scratch + qbytes);
+    quantize_rows(X, n, cols, q, ds);
+    job = (job_t){JOB_QDOTS, type, W, rows, cols, n, 0, 0, X, Y, NULL, {q, ds}};
     run_job();
     pthread_mutex_unlock(&calls);
+    return 0;
 }
 
 /* The integer dot product this build uses (for the runtime's description). */
@@ -538,7 +590,7 @@ const char *rk_int8_dot(void) {
 void rk_rows(int type, const uint8_t *W, int64_t cols, const int64_t *ids, int64_t count,
              float *out) {
     pthread_mutex_lock(&calls);
-    job = (job_t){JOB_VALUES, type, W, count, cols, 1, 0, 0, NULL, out, ids, {NULL, NULL, NULL}};
+    job = (job_t){JOB_VALUES, type, W, count, cols, 1, 0, 0, NULL, out, ids, {NULL, NULL}};
     run_job();
     pthread_mutex_unlock(&calls);
 }
