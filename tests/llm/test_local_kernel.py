@@ -213,6 +213,18 @@ def test_int8_products_are_the_int8_arithmetic(built, monkeypatch, ggml_type, n)
     assert 1e-4 < error < 0.03
 
 
+@pytest.mark.parametrize("ggml_type", sorted(TYPES))
+def test_int8_rows_do_not_depend_on_the_batch(built, monkeypatch, ggml_type):
+    """A batch's rows (8, then 4, then one at a time inside the kernel) get the bits each
+    row gets alone: batched decoding answers as one request at a time does."""
+    monkeypatch.setenv(local_kernel.KERNEL_ENV, "int8")
+    k = local_kernel.kernel()
+    blocks, cols, x = _int8_case(ggml_type, 13, 5)
+    together = k.matmul(ggml_type, blocks, cols, x)
+    alone = np.concatenate([k.matmul(ggml_type, blocks, cols, x[i:i + 1]) for i in range(13)])
+    assert np.array_equal(together, alone)
+
+
 def test_int8_two_threads_give_the_same_bits_as_one(built, monkeypatch):
     monkeypatch.setenv(local_kernel.KERNEL_ENV, "int8")
     k = local_kernel.kernel()
