@@ -189,7 +189,7 @@ def _int8_reference(ggml_type, blocks, cols, x):
 
 def _int8_case(ggml_type, n, seed):
     rng = np.random.default_rng(seed)
-    rows, cols = 70, 160  # an odd number of blocks: the two-block loop's tail runs too
+    rows, cols = 70, 224  # 7 blocks: the four-block, two-block and one-block loops all run
     blocks = gguf.quants.quantize(rng.standard_normal((rows, cols)).astype(np.float32),
                                   TYPES[ggml_type])
     x = rng.standard_normal((n, cols)).astype(np.float32)

@@ -357,6 +357,34 @@ static inline __attribute__((always_inline)) void row_qdots(
         mins2[i] = _mm_setzero_ps();
     }
     const __m512i spread = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i spread2 = _mm512_set_epi32(6, 6, 6, 6, 6, 6, 6, 6, 4, 4, 4, 4, 4, 4, 4, 4);
+    /* four blocks at a time, in two chains of sums */
+    __m512 acc4[QROWS];
+    __m256 mins4[QROWS];
+    for (int i = 0; i < count; i++) {
+        acc4[i] = _mm512_setzero_ps();
+        mins4[i] = _mm256_setzero_ps();
+    }
+    for (; b + 4 <= blocks; b += 4) {
+        const uint8_t *b0 = row + b * bb, *b1 = b0 + bb, *b2 = b1 + bb, *b3 = b2 + bb;
+        __m256 wf = _mm256_cvtph_ps(_mm_set_epi32(load32(b3), load32(b2), load32(b1),
+                                                  load32(b0)));
+        __m512i w01 = weight_bytes2(type, b0, b1), w23 = weight_bytes2(type, b2, b3);
+        for (int i = 0; i < count; i++) {
+            const int8_t *a = q + i * cols + b * 32;
+            __m256 prod = _mm256_mul_ps(wf, _mm256_loadu_ps(ds + (i * blocks + b) * 2));
+            __m512 wide = _mm512_castps256_ps512(prod);
+            acc2[i] = _mm512_fmadd_ps(block_qdot2(type, w01, a),
+                                      _mm512_permutexvar_ps(spread, wide), acc2[i]);
+            acc4[i] = _mm512_fmadd_ps(block_qdot2(type, w23, a + 64),
+                                      _mm512_permutexvar_ps(spread2, wide), acc4[i]);
+            if (type == T_Q4_1) mins4[i] = _mm256_add_ps(mins4[i], prod);
+        }
+    }
+    for (int i = 0; i < count; i++) {
+        acc2[i] = _mm512_add_ps(acc2[i], acc4[i]);
+        mins2[i] = _mm_add_ps(_mm256_castps256_ps128(mins4[i]), _mm256_extractf128_ps(mins4[i], 1));
+    }
     for (; b + 2 <= blocks; b += 2) {
         const uint8_t *b0 = row + b * bb, *b1 = b0 + bb;
         /* d0 m0 d1 m1 (Q8_0: lanes 1 and 3 are code bytes, never used) */
