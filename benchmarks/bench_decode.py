@@ -17,7 +17,12 @@ It prints, per round and as medians: the bandwidth (GB/s, 1 and 2 threads), the 
 decode step reads per token, the ceilings they give (tokens/s), decoding tokens/s, and the
 fraction of each ceiling reached (target: batch-1 >= 0.75 of the ceiling).
 
-    python benchmarks/bench_decode.py [--rounds 3] [--tokens 64] [--threads N]
+    python benchmarks/bench_decode.py [--rounds 3] [--tokens 64] [--threads N] [--cpu-time]
+
+``--cpu-time`` times with the process's CPU time instead of the wall clock: on a busy machine
+(other processes on the cores), with ``--threads 1``, the 1-thread figures are then what a quiet
+core gives (the 2-thread ones count both threads' CPU and mean little).  The local model's
+kernel is the one ``RAGMETER_LOCAL_KERNEL`` names (``float``, the default, or ``int8``).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 BANDWIDTH_BYTES = 512 << 20
+CLOCK = time.perf_counter  # --cpu-time: time.process_time
 
 
 def bandwidth(threads: int, mats: list[Any], x: Any) -> float:
@@ -48,13 +54,13 @@ def bandwidth(threads: int, mats: list[Any], x: Any) -> float:
 
     with threadpool_limits(1, "blas"):
         run(mats[:2])  # warm the code path
-        start = time.perf_counter()
+        start = CLOCK()
         workers = [threading.Thread(target=run, args=(p,)) for p in parts]
         for w in workers:
             w.start()
         for w in workers:
             w.join()
-        elapsed = time.perf_counter() - start
+        elapsed = CLOCK() - start
     return sum(m.nbytes for m in mats) / elapsed / 1e9
 
 
@@ -74,12 +80,12 @@ def decode_rate(runtime: Any, rows: int, tokens: int) -> float:
         logits = np.concatenate(model.prefill(prompts, cache, [(23, 24)] * rows))
         positions = np.full(rows, 24, dtype=np.int64)
         nxt = np.argmax(logits, axis=-1)
-        start = time.perf_counter()
+        start = CLOCK()
         for _ in range(tokens):
             logits = model.decode(nxt, positions, cache)
             positions += 1
             nxt = np.argmax(logits, axis=-1)
-        elapsed = time.perf_counter() - start
+        elapsed = CLOCK() - start
     return rows * tokens / elapsed
 
 
@@ -99,7 +105,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=0, help="0: the backend's default")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time CPU seconds, not wall seconds (a busy machine; --threads 1)")
     args = parser.parse_args()
+    global CLOCK
+    if args.cpu_time:
+        CLOCK = time.process_time
     import numpy as np
 
     from ragmeter.backends._local import _backend as local
@@ -113,7 +124,9 @@ def main() -> int:
     x = rng.standard_normal(2048, dtype=np.float32)
     per_token = bytes_per_token(runtime)
     decode_rate(runtime, 1, 4)  # page the weights in
-    print(f"model {backend.model}, runtime {backend.runtime_name}, threads {backend.threads}; "
+    print(f"model {backend.model}, runtime {backend.runtime_name}, threads {backend.threads}, "
+          f"kernel {os.environ.get('RAGMETER_LOCAL_KERNEL') or 'default'}, "
+          f"{'CPU' if args.cpu_time else 'wall'} time; "
           f"weights read per token {per_token / 1e6:.1f} MB; {os.cpu_count()} CPUs")
     rounds = []
     for r in range(args.rounds):

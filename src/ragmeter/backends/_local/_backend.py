@@ -349,6 +349,13 @@ class LocalBackend(BaseBackend):
             raise ConfigError(f"local: batch_size must be at least 1, got {batch_size}.")
         self.location = resolve_model(model)
         self.runtime_name = _choose_runtime(runtime, self.location, forward)
+        # the numpy runtime's block kernel: "float" (the default), "int8" or "off"
+        # (RAGMETER_LOCAL_KERNEL); int8 activations change the output, so the identity says so
+        self.kernel_mode: str | None = None
+        if self.runtime_name == "numpy":
+            from ragmeter.backends._local import _kernel as local_kernel
+
+            self.kernel_mode = local_kernel.mode()
         self.threads = int(threads) if threads else _default_threads()
         self.max_tokens = int(max_tokens)
         self._size = self.location.size_bytes()
@@ -395,8 +402,11 @@ class LocalBackend(BaseBackend):
 
     def identity(self) -> dict[str, Any]:
         """Backend, model id, file size and runtime: what changes the output (cache key)."""
-        return {"backend": self.name, "model": self.location.model_id,
-                "size": self._size, "runtime": self.runtime_name}
+        ident = {"backend": self.name, "model": self.location.model_id,
+                 "size": self._size, "runtime": self.runtime_name}
+        if self.kernel_mode == "int8":  # float activations keep the identity (and cache) as it was
+            ident["activations"] = "int8"
+        return ident
 
     def _load(self) -> Any:
         if self._runtime is None:

@@ -8,6 +8,9 @@ or ``clang``) into ``$RAGMETER_HOME/kernels/``, keyed by the source, the compile
 about a second, once.  When there is no compiler, the build fails or the library cannot be
 loaded, :func:`kernel` returns None and says why once (a warning), and the runtime reads
 float32 weights through numpy's BLAS instead; ``RAGMETER_LOCAL_KERNEL=0`` asks for that.
+``RAGMETER_LOCAL_KERNEL=int8`` quantizes the activations to 8-bit blocks and multiplies in
+integers (faster decoding, answers not bit-identical: docs/models.md); ``float``, the
+default, keeps float32 activations.
 """
 
 from __future__ import annotations
@@ -25,13 +28,19 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Kernel", "kernel", "describe", "Q4_1", "Q8_0", "BLOCK_BYTES", "KERNEL_ENV"]
+__all__ = ["Kernel", "kernel", "describe", "mode", "Q4_1", "Q8_0", "BLOCK_BYTES", "KERNEL_ENV",
+           "DEFAULT_MODE"]
 
 Q4_1, Q8_0 = 3, 8  # GGML type ids
 BLOCK_BYTES = {Q4_1: 20, Q8_0: 34}  # bytes per block of 32 weights
 KERNEL_ENV = "RAGMETER_LOCAL_KERNEL"
 SOURCE = Path(__file__).with_name("_kernels.c")
-ABI = 1
+ABI = 2
+#: what ``RAGMETER_LOCAL_KERNEL`` asks for: ``int8`` (activations quantized to 8-bit blocks,
+#: integer dot products), ``float`` (float32 activations, blocks de-quantized in registers) or
+#: ``0`` (no kernel: float32 weights through numpy's BLAS); unset: DEFAULT_MODE
+MODES = ("int8", "float", "off")
+DEFAULT_MODE = "float"
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11", "-pthread")
 
 
@@ -39,7 +48,7 @@ class Kernel:
     """The loaded library: products and row look-ups over blocks (thread-safe; each call
     releases the GIL and runs on this thread and the library's workers)."""
 
-    def __init__(self, library: ctypes.CDLL, path: Path) -> None:
+    def __init__(self, library: ctypes.CDLL, path: Path, activations: str = "float") -> None:
         import numpy as np
 
         self.np = np
@@ -50,9 +59,17 @@ class Kernel:
         library.rk_matmul.restype = None
         library.rk_rows.argtypes = [ctypes.c_int, pointer, i64, pointer, i64, pointer]
         library.rk_rows.restype = None
+        library.rk_matmul_q8.argtypes = library.rk_matmul.argtypes
+        library.rk_matmul_q8.restype = ctypes.c_int
+        library.rk_int8_dot.argtypes = []
+        library.rk_int8_dot.restype = ctypes.c_char_p
         library.rk_set_threads.argtypes = [ctypes.c_int]
         library.rk_set_threads.restype = ctypes.c_int
         self.threads = 1
+        #: how matmul multiplies: "int8" activations or "float" (float32) ones
+        self.activations = activations
+        #: the integer dot product of this build ("avx512-vnni", "avx-vnni", "avx2", "portable C")
+        self.int8_dot = library.rk_int8_dot().decode()
 
     def set_threads(self, threads: int) -> int:
         """Use ``threads`` threads per call (the caller's and ``threads - 1`` workers)."""
@@ -61,13 +78,19 @@ class Kernel:
 
     def matmul(self, ggml_type: int, blocks: Any, cols: int, x: Any) -> Any:
         """``x @ W.T`` for ``x`` ``(n, cols)`` float32 and ``W`` given as ``blocks``
-        ``(rows, cols / 32 * block bytes)`` uint8: ``(n, rows)`` float32."""
+        ``(rows, cols / 32 * block bytes)`` uint8: ``(n, rows)`` float32, with float32 or
+        int8 activations as :attr:`activations` says."""
         np = self.np
         x = np.ascontiguousarray(x, dtype=np.float32)
         n, rows = x.shape[0], blocks.shape[0]
         out = np.empty((n, rows), dtype=np.float32)
-        self._lib.rk_matmul(ggml_type, blocks.ctypes.data, rows, cols, x.ctypes.data, n,
-                            out.ctypes.data)
+        if self.activations == "int8":
+            if self._lib.rk_matmul_q8(ggml_type, blocks.ctypes.data, rows, cols, x.ctypes.data,
+                                      n, out.ctypes.data) != 0:
+                raise MemoryError(f"block kernel: no memory for {n} x {cols} int8 activations")
+        else:
+            self._lib.rk_matmul(ggml_type, blocks.ctypes.data, rows, cols, x.ctypes.data, n,
+                                out.ctypes.data)
         return out
 
     def rows(self, ggml_type: int, blocks: Any, cols: int, ids: Any = None) -> Any:
@@ -86,8 +109,23 @@ class Kernel:
 _LOCK = threading.Lock()
 
 
+def mode() -> str:
+    """What ``RAGMETER_LOCAL_KERNEL`` asks for: "int8", "float" or "off" (unset: DEFAULT_MODE)."""
+    from ragmeter.errors import ConfigError
+
+    given = os.environ.get(KERNEL_ENV, "").strip().lower()
+    if not given:
+        return DEFAULT_MODE
+    if given in ("0", "false", "no", "off"):
+        return "off"
+    if given in ("int8", "float"):
+        return given
+    raise ConfigError(f"local model: {KERNEL_ENV} is {given!r}; set it to int8 (8-bit "
+                      "activations), float (float32 activations) or 0 (no block kernel)")
+
+
 def _turned_off() -> bool:
-    return os.environ.get(KERNEL_ENV, "").strip().lower() in ("0", "false", "no", "off")
+    return mode() == "off"
 
 
 def describe() -> str:
@@ -98,13 +136,19 @@ def describe() -> str:
     cc = compiler()
     if cc is None or shutil.which(cc) is None:
         return "float32 weights (no C compiler for the block kernel)"
-    return f"Q4_1/Q8_0 blocks, block kernel built with {Path(cc).name}"
+    return (f"Q4_1/Q8_0 blocks, {mode()} activations ({KERNEL_ENV}), block kernel built "
+            f"with {Path(cc).name}")
 
 
-@functools.lru_cache(maxsize=1)
 def kernel() -> Kernel | None:
-    """The block kernel, built when needed; None when it cannot be had (said once)."""
-    if _turned_off():
+    """The block kernel for the activations ``RAGMETER_LOCAL_KERNEL`` asks for, built when
+    needed; None when it is turned off or cannot be had (said once)."""
+    return _kernel(mode())
+
+
+@functools.lru_cache(maxsize=3)
+def _kernel(wanted: str) -> Kernel | None:
+    if wanted == "off":
         return None
     with _LOCK:
         try:
@@ -112,7 +156,7 @@ def kernel() -> Kernel | None:
             library = ctypes.CDLL(str(path))
             if library.rk_abi() != ABI:
                 raise OSError(f"{path} has ABI {library.rk_abi()}, expected {ABI}")
-            return Kernel(library, path)
+            return Kernel(library, path, wanted)
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
             warnings.warn(f"local: the block kernel could not be built or loaded ({exc}); "
                           "the numpy runtime reads float32 weights instead (slower decoding, "

@@ -23,9 +23,10 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define RK_ABI 1
+#define RK_ABI 2
 #define T_Q4_1 3
 #define T_Q8_0 8
 #define MAX_WORKERS 15
@@ -224,9 +225,253 @@ static void row_values(int type, const uint8_t *row, int64_t cols, float *out) {
     }
 }
 
+/* ------------------------------------------------------- int8 activations (RAGMETER_LOCAL_KERNEL=int8)
+ *
+ * As llama.cpp does it: each row of X is quantized once per product to blocks of 32 signed
+ * bytes q with a float scale d (d = max|x| / 127, q = round(x / d)), and a weight block's dot
+ * product with it is taken in integers: Q8_0: dw * dx * sum(qw * qx); Q4_1: dw * dx *
+ * sum(qw * qx) + mw * dx * sum(qx).  The products are no longer the float32 path's (x is
+ * rounded to 8 bits), so greedy answers may differ; docs/models.md says by how much.
+ * Integer dot products: AVX-512 VNNI (vpdpbusd), else AVX2 (vpmaddubsw + vpmaddwd), else C. */
+
+typedef struct {
+    const int8_t *q;  /* n x cols */
+    const float *ds;  /* n x blocks x 2: the scale d and d * sum(q) of each block */
+} qx_t;
+
+static void quantize_rows(const float *X, int64_t n, int64_t cols, int8_t *q, float *ds) {
+    int64_t blocks = cols / 32;
+    for (int64_t k = 0; k < n * blocks; k++) {
+        const float *x = X + k * 32;
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++) {
+            float a = x[i] < 0 ? -x[i] : x[i];
+            if (a > amax) amax = a;
+        }
+        float scale = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
+        int sum = 0;
+        for (int i = 0; i < 32; i++) {
+            float v = x[i] * inv;
+            int r = (int)(v + (v >= 0 ? 0.5f : -0.5f)); /* round half away from zero */
+            if (r > 127) r = 127;
+            if (r < -127) r = -127;
+            q[k * 32 + i] = (int8_t)r;
+            sum += r;
+        }
+        ds[2 * k] = scale;
+        ds[2 * k + 1] = scale * (float)sum;
+    }
+}
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define QDOT_SIMD 1
+/* Eight int32 partial sums of u (unsigned bytes) . v (signed bytes). */
+static inline __m256i dot_us(__m256i u, __m256i v) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, v);
+#elif defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, v);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, v), _mm256_set1_epi16(1));
+#endif
+}
+static inline __m256i weight_bytes(int type, const uint8_t *b) {
+    if (type == T_Q4_1) {
+        __m128i q = _mm_loadu_si128((const __m128i *)(b + 4));
+        __m256i both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+        return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+    }
+    return _mm256_loadu_si256((const __m256i *)(b + 2));
+}
+/* Eight partial sums of one block's products: weights w (as weight_bytes gives them) . a. */
+static inline __m256 block_qdot(int type, __m256i w, const int8_t *a) {
+    __m256i v = _mm256_loadu_si256((const __m256i *)a);
+    if (type == T_Q4_1) return _mm256_cvtepi32_ps(dot_us(w, v));
+    /* signed . signed: |w| . (v with w's sign) */
+    return _mm256_cvtepi32_ps(dot_us(_mm256_sign_epi8(w, w), _mm256_sign_epi8(v, w)));
+}
+static inline float hsum8(__m256 s) {
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ss(t, _mm_movehdup_ps(t));
+    return _mm_cvtss_f32(t);
+}
+static inline int32_t load32(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+#endif
+
+#if defined(QDOT_SIMD) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define QDOT_512 1
+/* Two blocks' weights in one register, each as weight_bytes gives it. */
+static inline __m512i weight_bytes2(int type, const uint8_t *b0, const uint8_t *b1) {
+    if (type == T_Q4_1) {
+        __m256i v = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b0 + 4))),
+            _mm_loadu_si128((const __m128i *)(b1 + 4)), 1);
+        __m512i order = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0); /* lo0 hi0 lo1 hi1 */
+        __m512i w = _mm512_permutex2var_epi64(_mm512_castsi256_si512(v), order,
+                                              _mm512_castsi256_si512(_mm256_srli_epi16(v, 4)));
+        return _mm512_and_si512(w, _mm512_set1_epi8(0x0f));
+    }
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b0 + 2))),
+                              _mm256_loadu_si256((const __m256i *)(b1 + 2)), 1);
+}
+/* Sixteen partial sums of two blocks' products (eight each). */
+static inline __m512 block_qdot2(int type, __m512i w, const int8_t *a) {
+    __m512i v = _mm512_loadu_si512((const void *)a);
+    if (type == T_Q8_0) { /* signed . signed: |w| . (v with w's sign) */
+        v = _mm512_mask_sub_epi8(v, _mm512_movepi8_mask(w), _mm512_setzero_si512(), v);
+        w = _mm512_abs_epi8(w);
+    }
+    return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, v));
+}
+#endif
+
+#ifndef QROWS
+#define QROWS 8 /* activation rows per pass over a weight row */
+#endif
+
+/* out[i] = row . X_i for the COUNT (1..8) quantized rows starting at row k of qx. */
+static inline __attribute__((always_inline)) void row_qdots(
+        int type, const uint8_t *row, int64_t blocks, const qx_t *qx, int64_t cols, int64_t k,
+        const int count, float *out) {
+    int64_t bb = block_bytes(type);
+    const int8_t *q = qx->q + k * cols;
+    const float *ds = qx->ds + k * blocks * 2;
+#if defined(QDOT_SIMD)
+    __m256 acc[QROWS];
+    float mins[QROWS];
+    for (int i = 0; i < count; i++) {
+        acc[i] = _mm256_setzero_ps();
+        mins[i] = 0.0f;
+    }
+    int64_t b = 0;
+#if defined(QDOT_512)
+    __m512 acc2[QROWS];
+    __m128 mins2[QROWS];
+    for (int i = 0; i < count; i++) {
+        acc2[i] = _mm512_setzero_ps();
+        mins2[i] = _mm_setzero_ps();
+    }
+    const __m512i spread = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i spread2 = _mm512_set_epi32(6, 6, 6, 6, 6, 6, 6, 6, 4, 4, 4, 4, 4, 4, 4, 4);
+    /* four blocks at a time, in two chains of sums */
+    __m512 acc4[QROWS];
+    __m256 mins4[QROWS];
+    for (int i = 0; i < count; i++) {
+        acc4[i] = _mm512_setzero_ps();
+        mins4[i] = _mm256_setzero_ps();
+    }
+    for (; b + 4 <= blocks; b += 4) {
+        const uint8_t *b0 = row + b * bb, *b1 = b0 + bb, *b2 = b1 + bb, *b3 = b2 + bb;
+        __m256 wf = _mm256_cvtph_ps(_mm_set_epi32(load32(b3), load32(b2), load32(b1),
+                                                  load32(b0)));
+        __m512i w01 = weight_bytes2(type, b0, b1), w23 = weight_bytes2(type, b2, b3);
+        for (int i = 0; i < count; i++) {
+            const int8_t *a = q + i * cols + b * 32;
+            __m256 prod = _mm256_mul_ps(wf, _mm256_loadu_ps(ds + (i * blocks + b) * 2));
+            __m512 wide = _mm512_castps256_ps512(prod);
+            acc2[i] = _mm512_fmadd_ps(block_qdot2(type, w01, a),
+                                      _mm512_permutexvar_ps(spread, wide), acc2[i]);
+            acc4[i] = _mm512_fmadd_ps(block_qdot2(type, w23, a + 64),
+                                      _mm512_permutexvar_ps(spread2, wide), acc4[i]);
+            if (type == T_Q4_1) mins4[i] = _mm256_add_ps(mins4[i], prod);
+        }
+    }
+    for (int i = 0; i < count; i++) {
+        acc2[i] = _mm512_add_ps(acc2[i], acc4[i]);
+        mins2[i] = _mm_add_ps(_mm256_castps256_ps128(mins4[i]), _mm256_extractf128_ps(mins4[i], 1));
+    }
+    for (; b + 2 <= blocks; b += 2) {
+        const uint8_t *b0 = row + b * bb, *b1 = b0 + bb;
+        /* d0 m0 d1 m1 (Q8_0: lanes 1 and 3 are code bytes, never used) */
+        __m128 wf = _mm_cvtph_ps(_mm_set_epi32(0, 0, load32(b1), load32(b0)));
+        __m512i w = weight_bytes2(type, b0, b1);
+        for (int i = 0; i < count; i++) {
+            __m512 p = block_qdot2(type, w, q + i * cols + b * 32);
+            /* d0 dx0, m0 sx0, d1 dx1, m1 sx1 */
+            __m128 prod = _mm_mul_ps(wf, _mm_loadu_ps(ds + (i * blocks + b) * 2));
+            __m512 sc = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(prod));
+            acc2[i] = _mm512_fmadd_ps(p, sc, acc2[i]);
+            if (type == T_Q4_1) mins2[i] = _mm_add_ps(mins2[i], prod);
+        }
+    }
+    for (int i = 0; i < count; i++) {
+        acc[i] = _mm256_add_ps(_mm512_castps512_ps256(acc2[i]),
+                               _mm512_extractf32x8_ps(acc2[i], 1));
+        mins[i] = _mm_cvtss_f32(_mm_shuffle_ps(mins2[i], mins2[i], 1))
+                  + _mm_cvtss_f32(_mm_shuffle_ps(mins2[i], mins2[i], 3));
+    }
+#endif
+    for (; b < blocks; b++) {
+        const uint8_t *blk = row + b * bb;
+        float dw = half_to_float(blk);
+        __m256i w = weight_bytes(type, blk);
+        for (int i = 0; i < count; i++) {
+            __m256 p = block_qdot(type, w, q + i * cols + b * 32);
+            acc[i] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw * ds[(i * blocks + b) * 2]), acc[i]);
+        }
+        if (type == T_Q4_1) {
+            float mw = half_to_float(blk + 2);
+            for (int i = 0; i < count; i++) mins[i] += mw * ds[(i * blocks + b) * 2 + 1];
+        }
+    }
+    for (int i = 0; i < count; i++) out[i] = hsum8(acc[i]) + mins[i];
+#else
+    for (int i = 0; i < count; i++) {
+        float total = 0.0f;
+        for (int64_t b = 0; b < blocks; b++) {
+            const uint8_t *blk = row + b * bb;
+            const int8_t *a = q + i * cols + b * 32;
+            const float *dsb = ds + (i * blocks + b) * 2;
+            int sum = 0;
+            if (type == T_Q4_1) {
+                for (int j = 0; j < 16; j++)
+                    sum += (blk[4 + j] & 0x0f) * a[j] + (blk[4 + j] >> 4) * a[16 + j];
+                total += half_to_float(blk) * dsb[0] * (float)sum + half_to_float(blk + 2) * dsb[1];
+            } else {
+                for (int j = 0; j < 32; j++) sum += (int8_t)blk[2 + j] * a[j];
+                total += half_to_float(blk) * dsb[0] * (float)sum;
+            }
+        }
+        out[i] = total;
+    }
+#endif
+}
+
+static void row_qdots_all(int type, const uint8_t *row, int64_t cols, const qx_t *qx, int64_t n,
+                          float *Y, int64_t rows, int64_t r) {
+    int64_t blocks = cols / 32, k = 0;
+    float got[QROWS];
+    for (; k + QROWS <= n; k += QROWS) {
+        if (type == T_Q4_1)
+            row_qdots(T_Q4_1, row, blocks, qx, cols, k, QROWS, got);
+        else
+            row_qdots(T_Q8_0, row, blocks, qx, cols, k, QROWS, got);
+        for (int i = 0; i < QROWS; i++) Y[(k + i) * rows + r] = got[i];
+    }
+    for (; k + 4 <= n; k += 4) {
+        if (type == T_Q4_1)
+            row_qdots(T_Q4_1, row, blocks, qx, cols, k, 4, got);
+        else
+            row_qdots(T_Q8_0, row, blocks, qx, cols, k, 4, got);
+        for (int i = 0; i < 4; i++) Y[(k + i) * rows + r] = got[i];
+    }
+    for (; k < n; k++) {
+        if (type == T_Q4_1)
+            row_qdots(T_Q4_1, row, blocks, qx, cols, k, 1, got);
+        else
+            row_qdots(T_Q8_0, row, blocks, qx, cols, k, 1, got);
+        Y[k * rows + r] = got[0];
+    }
+}
+
 /* ------------------------------------------------------------------------------ the work */
 
-enum { JOB_DOTS = 1, JOB_VALUES = 2 };
+enum { JOB_DOTS = 1, JOB_VALUES = 2, JOB_QDOTS = 3 };
 
 typedef struct {
     int kind, type;
@@ -235,6 +480,7 @@ typedef struct {
     const float *X;
     float *Y;
     const int64_t *ids; /* JOB_VALUES: which rows (NULL: all) */
+    qx_t qx;            /* JOB_QDOTS: X quantized */
 } job_t;
 
 static job_t job;
@@ -256,6 +502,9 @@ static void run_chunk(const job_t *j, int64_t c) {
     if (j->kind == JOB_DOTS) {
         for (int64_t r = start; r < end; r++)
             row_dots(j->type, j->W + r * bytes, j->cols, j->X, j->n, j->Y, j->rows, r);
+    } else if (j->kind == JOB_QDOTS) {
+        for (int64_t r = start; r < end; r++)
+            row_qdots_all(j->type, j->W + r * bytes, j->cols, &j->qx, j->n, j->Y, j->rows, r);
     } else {
         for (int64_t r = start; r < end; r++) {
             int64_t src = j->ids ? j->ids[r] : r;
@@ -295,7 +544,7 @@ static void *worker_main(void *arg) {
 
 /* Run the job in `job` on this thread and the workers. */
 static void run_job(void) {
-    int64_t work = job.rows * job.cols * (job.kind == JOB_DOTS ? job.n : 1);
+    int64_t work = job.rows * job.cols * (job.kind == JOB_VALUES ? 1 : job.n);
     int parallel = worker_count > 0 && work >= (1 << 17) && job.rows >= 64;
     int64_t parts = parallel ? 16 * (worker_count + 1) : 1;
     job.chunk = (job.rows + parts - 1) / parts;
@@ -318,16 +567,58 @@ static void run_job(void) {
 void rk_matmul(int type, const uint8_t *W, int64_t rows, int64_t cols, const float *X, int64_t n,
                float *Y) {
     pthread_mutex_lock(&calls);
-    job = (job_t){JOB_DOTS, type, W, rows, cols, n, 0, 0, X, Y, NULL};
+    job = (job_t){JOB_DOTS, type, W, rows, cols, n, 0, 0, X, Y, NULL, {NULL, NULL}};
     run_job();
     pthread_mutex_unlock(&calls);
+}
+
+/* The same product with X quantized to 8-bit blocks first (see "int8 activations"), into
+ * scratch memory kept between calls; returns 0, or -1 when that memory cannot be had. */
+static void *scratch;
+static size_t scratch_bytes;
+
+int rk_matmul_q8(int type, const uint8_t *W, int64_t rows, int64_t cols, const float *X,
+                 int64_t n, float *Y) {
+    pthread_mutex_lock(&calls);
+    size_t qbytes = ((size_t)(n * cols) + 63) & ~(size_t)63;
+    size_t need = qbytes + (size_t)(n * (cols / 32)) * 2 * sizeof(float);
+    if (need > scratch_bytes) {
+        void *grown = NULL;
+        if (posix_memalign(&grown, 64, need) != 0) {
+            pthread_mutex_unlock(&calls);
+            return -1;
+        }
+        free(scratch);
+        scratch = grown;
+        scratch_bytes = need;
+    }
+    int8_t *q = (int8_t *)scratch;
+    float *ds = (float *)((char *)scratch + qbytes);
+    quantize_rows(X, n, cols, q, ds);
+    job = (job_t){JOB_QDOTS, type, W, rows, cols, n, 0, 0, X, Y, NULL, {q, ds}};
+    run_job();
+    pthread_mutex_unlock(&calls);
+    return 0;
+}
+
+/* The integer dot product this build uses (for the runtime's description). */
+const char *rk_int8_dot(void) {
+#if defined(QDOT_SIMD) && defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return "avx512-vnni";
+#elif defined(QDOT_SIMD) && defined(__AVXVNNI__)
+    return "avx-vnni";
+#elif defined(QDOT_SIMD)
+    return "avx2";
+#else
+    return "portable C";
+#endif
 }
 
 /* out (count x cols) = the rows `ids` (NULL: rows 0..count-1) of W as float32. */
 void rk_rows(int type, const uint8_t *W, int64_t cols, const int64_t *ids, int64_t count,
              float *out) {
     pthread_mutex_lock(&calls);
-    job = (job_t){JOB_VALUES, type, W, count, cols, 1, 0, 0, NULL, out, ids};
+    job = (job_t){JOB_VALUES, type, W, count, cols, 1, 0, 0, NULL, out, ids, {NULL, NULL}};
     run_job();
     pthread_mutex_unlock(&calls);
 }
