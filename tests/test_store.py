@@ -142,7 +142,7 @@ def test_many_processes_create_one_new_store_at_once(tmp_path):
 def test_a_new_store_is_built_aside_and_linked_into_place(tmp_path, monkeypatch):
     import os
 
-    from ragmeter.runner import _store
+    from ragmeter.runner import _schema, _store
 
     syncs: list[int] = []
     real_fsync = os.fsync
@@ -158,7 +158,7 @@ def test_a_new_store_is_built_aside_and_linked_into_place(tmp_path, monkeypatch)
     assert path.stat().st_mode & 0o777 == 0o600
     # a store that exists (another process made it first) is never replaced
     before = path.read_bytes()
-    _store._build_new(path)
+    _schema.build_new(path)
     assert path.read_bytes() == before and sorted(os.listdir(path.parent)) == ["store.sqlite"]
     again = Store(path)
     assert again.get(key) is not None
