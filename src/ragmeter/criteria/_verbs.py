@@ -17,7 +17,7 @@ judge`` calls exactly this function.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter._verb._context import (
     async_variant,
@@ -29,7 +29,9 @@ from ragmeter._verb._context import (
 from ragmeter._verb._options import OutputOptions, RunOptions, gather
 from ragmeter.criteria._options import JudgeOptions
 from ragmeter.errors import ConfigError
-from ragmeter.result import Result
+
+if TYPE_CHECKING:  # the summary's modules load after the first call (issue 26.5)
+    from ragmeter.result import Result
 
 __all__ = ["judge", "ajudge", "reference_columns"]
 
@@ -238,8 +240,9 @@ def judge(data: Any, *, criteria: Any, judge: JudgeOptions | None = None,
     prompt = JudgePrompt.default()
     ident = backend_obj.identity()
     model = str(ident.get("model", backend_obj.name))
-    signature = _signature(f"{ident.get('backend', backend_obj.name)}:{model}", how.mode, scoring, prompt.version, crit_set.label(), how,
-                           out, references)
+    # the signature (ragmeter.signature) is made after the calls (issue 26.5)
+    signing = (f"{ident.get('backend', backend_obj.name)}:{model}", how.mode, scoring,
+               prompt.version, crit_set.label(), how, out, references)
     requests = repeat_requests(build_requests(
         items, crit_set, prompt, mode=how.mode, scoring=scoring,
         temperature=how.temperature or 0.0, max_tokens=how.max_tokens), how.repeats)
@@ -247,11 +250,13 @@ def judge(data: Any, *, criteria: Any, judge: JudgeOptions | None = None,
         from ragmeter.runner._run import estimate_requests
 
         return dry_run_result(COMPONENT, "judge", estimate_requests(
-            requests, backend_obj, the_store, config), signature=signature, mode=how.mode,
+            requests, backend_obj, the_store, config), signature=_signature(*signing),
+            mode=how.mode,
             scoring=scoring, criteria=list(crit_set.names), rows=len(items))
     from ragmeter.runner._run import run_requests
 
     outcomes = run_requests(requests, backend_obj, the_store, config)
+    signature = _signature(*signing)
     keep = (out.by,) if out.by else ()
     rows = judged_rows(items, crit_set, outcomes, mode=how.mode, scoring=scoring,
                        repeats=how.repeats, judge_model=model, prompt_version=prompt.version,
@@ -287,6 +292,8 @@ def judge(data: Any, *, criteria: Any, judge: JudgeOptions | None = None,
     cards = _cards(results, crit_set, judge_name, references, str(record.path))
     alarms, flags = _alarms(results, rows, crit_set, judge_name, cards)
     summary["flags"] = flags
+    from ragmeter.result import Result
+
     return Result(COMPONENT, "judge", summary, items=rows, inputs=[record],
                   backends=[backend_obj.identity()], models=[model],
                   prompt_versions={"judge": prompt.version, "criteria": crit_set.label()},

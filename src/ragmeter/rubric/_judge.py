@@ -126,10 +126,8 @@ def read_answers(path: Any, field_map: FieldMap | None = None,
     """Rows with ``question``, ``reference`` and ``response`` (or RAGaliq's ``true_answer`` and
     ``generated_answer``); ``id`` optional (else the row number).  A RAGaliq log's file name
     supplies ``lang`` when its rows have none."""
-    from ragmeter.rubric._scorer import ragaliq_file_meta
-
     fm = field_map or FieldMap()
-    file_lang = ragaliq_file_meta(path).get("lang") if is_path(path) else None
+    file_lang = rubric.ragaliq_file_meta(path).get("lang") if is_path(path) else None
     out: list[Answer] = []
     seen: dict[str, int] = {}
     for row in iter_rows(path, component=COMPONENT, field_map=fm):

@@ -25,6 +25,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from ragmeter.stats._agreement import Agreement, ordinal_agreement
@@ -36,6 +37,7 @@ __all__ = [
     "WEIGHTS",
     "WEIGHT_EXPONENT",
     "RESULT_MARKER",
+    "ragaliq_file_meta",
     "METRIC_VERSION",
     "AGREEMENT_VERSION",
     "BUILD_VERSION",
@@ -73,6 +75,15 @@ WEIGHTS: Mapping[int, float] = {5: 1.0, 4: 0.8, 3: 0.6, 0: 0.4, 2: 0.2, 1: 0.0}
 # calculate_results.py::calculate_score: "Square the result to penalize low scores more heavily"
 WEIGHT_EXPONENT = 2
 RESULT_MARKER = "[RESULT]"
+_RAGALIQ_NAME = re.compile(
+    r"eval_res_questions_(?P<lang>[a-z]{2})_(?P<model_name>[^_]+)_(?P<embedder_name>[^_]+)_"
+    r"(?P<reranker_name>[^_]+)_(?P=lang)\.json$")
+
+
+def ragaliq_file_meta(path: str | Path) -> dict[str, str]:
+    """Run metadata from a RAGaliq log file name (eval.py's ``save_filename``), else {}."""
+    m = _RAGALIQ_NAME.search(Path(path).name)
+    return dict(m.groupdict()) if m else {}
 
 
 # ------------------------------------------------------------------ aggregation

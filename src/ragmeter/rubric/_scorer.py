@@ -17,7 +17,6 @@ repeats.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,15 +26,13 @@ from ragmeter import stats
 from ragmeter.errors import InputError
 from ragmeter.io import FieldMap, Row, as_text, is_blank, iter_rows
 from ragmeter.rubric import _metrics as rubric
+from ragmeter.rubric._metrics import ragaliq_file_meta
 from ragmeter.signature import Signature
 
 __all__ = ["RubricConfig", "RubricResult", "GradedItem", "score_files", "grade_from_row",
            "ragaliq_file_meta"]
 
 COMPONENT = "rubric"
-_RAGALIQ_NAME = re.compile(
-    r"eval_res_questions_(?P<lang>[a-z]{2})_(?P<model_name>[^_]+)_(?P<embedder_name>[^_]+)_"
-    r"(?P<reranker_name>[^_]+)_(?P=lang)\.json$")
 
 
 @dataclass(frozen=True)
@@ -94,12 +91,6 @@ class GradedItem:
         if self.language_consistency is not None:
             out["language_consistency_score"] = self.language_consistency
         return out
-
-
-def ragaliq_file_meta(path: str | Path) -> dict[str, str]:
-    """Run metadata from a RAGaliq log file name (eval.py's ``save_filename``), else {}."""
-    m = _RAGALIQ_NAME.search(Path(path).name)
-    return dict(m.groupdict()) if m else {}
 
 
 def _grade_value(row: Row, name: str, value: Any) -> tuple[int | None, str | None, str | None]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter._verb._context import (
     async_variant,
@@ -35,8 +35,6 @@ from ragmeter._verb._context import (
 from ragmeter._verb._failure import check_run
 from ragmeter._verb._options import RunOptions, gather, names
 from ragmeter.errors import ConfigError
-from ragmeter.judges._card import model_id
-from ragmeter.result import Result
 from ragmeter.rubric._options import (
     ChunkOptions,
     CritiqueOptions,
@@ -44,6 +42,9 @@ from ragmeter.rubric._options import (
     PipelineOptions,
     TranslationOptions,
 )
+
+if TYPE_CHECKING:  # Result, the judges' card and the stats load after the first call (26.5)
+    from ragmeter.result import Result
 
 __all__ = ["score", "judge", "run", "validate", "build", "ajudge", "arun", "abuild"]
 
@@ -66,6 +67,7 @@ def _with_rows(coverage: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _score_result(verb: str, detail: Any, inputs: list[Any]) -> Result:
+    from ragmeter.result import Result
     from ragmeter.rubric._metrics import headline
 
     summary = detail.to_json()
@@ -134,6 +136,7 @@ def _judged_result(verb: str, rows: list[dict[str, Any]], mode: str, judge_model
                    prices: tuple[Any, Any] | None = None,
                    settings: Mapping[str, Any] | None = None,
                    engine: str | None = None) -> Result:
+    from ragmeter.result import Result
     from ragmeter.rubric._metrics import headline
     from ragmeter.rubric._scorer import RubricConfig, score_files
 
@@ -203,6 +206,8 @@ def _judge_id(model: str | None, backend: Any) -> str | None:
     given without a backend (grades read from a file) or when it already names one."""
     if backend is None or not model:
         return model
+    from ragmeter.judges._card import model_id
+
     full = model_id(backend)
     return full if full.endswith(f":{model}") else model
 
@@ -229,15 +234,18 @@ def judge(data: Any, *, judge: JudgeOptions | None = None, by: str | Sequence[st
     groups = gather("rubric.judge", options, judge=(JudgeOptions, judge), run=(RunOptions, run))
     how, calls = groups["judge"], groups["run"]
     answers = read_answers(data, field_map(fields, COMPONENT))
-    inputs = [input_record(data, len(answers))]
     if how.strategy == "overlap":
         out = judge_answers(answers, how)
-        return _judged_result("judge", out.rows, out.mode, out.judge_model, by, inputs, None,
-                              None)
+        return _judged_result("judge", out.rows, out.mode, out.judge_model, by,
+                              [input_record(data, len(answers))], None, None)
     backend_obj, the_store, config = model_context(backend, calls.store, replay=calls.replay,
                                                    progress=calls.progress, description="judge",
                                                    on_progress=calls.on_progress)
     out = judge_answers(answers, how, backend_obj, the_store, config, calls.dry_run)
+    # the input's record (ragmeter.runs) after the calls, as generate's (issue 26.5)
+    inputs = [input_record(data, len(answers))]
+    from ragmeter.judges._card import model_id
+
     if out.estimate is not None:
         return dry_run_result(COMPONENT, "judge", out.estimate, signature=_signature(
             by, [], model_id(backend_obj), scoring=out.mode))
@@ -479,7 +487,8 @@ def build(knowledge_base: Any = None, *, out: str | Path | None = None,
     dropped by the critics returns normally (``summary["kept"] == 0``).
     """
     from ragmeter.io import as_paths
-    from ragmeter.judges._card import judge_card
+    from ragmeter.judges._card import judge_card, model_id
+    from ragmeter.result import Result
     from ragmeter.rubric._build import alarms, build_failure
     from ragmeter.rubric._build_api import estimate, make_config, make_prompts, run_build
     from ragmeter.rubric._errors import BuildFailedError

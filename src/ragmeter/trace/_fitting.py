@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter._verb._context import field_map, input_record
-from ragmeter.result import Result
+
+if TYPE_CHECKING:  # the summary's modules load after the first call (issue 26.5)
+    from ragmeter.result import Result
 
 __all__ = ["fit"]
 
@@ -108,6 +110,8 @@ def fit(data: Any, *, out: str | Path | None = None, name: str = "trace-detector
                                                        content["provenance"]["training"])
                                        - rows_total, "reasons": {}}}
     summary["signature"] = _fit_signature(content)
+    from ragmeter.result import Result
+
     return Result(COMPONENT, "fit", summary, items=items, inputs=inputs,
                   headline=headline(summary))
 

@@ -30,12 +30,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter.backends._types import Request
 from ragmeter.errors import ConfigError, InputError
 from ragmeter.prompts._templates import check_template
-from ragmeter.signature import Signature
 from ragmeter.text._sentences import (
     key_document_sentences,
     key_response_sentences,
@@ -45,6 +44,9 @@ from ragmeter.text._sentences import (
 from ragmeter.trace._data import COMPONENT, SourceRow
 from ragmeter.trace._metrics import METRIC_VERSION, adherence, unsupported_keys
 from ragmeter.trace._parse import ParseFailure, parse_labels
+
+if TYPE_CHECKING:  # the summary's modules load after the first call (issue 26.5)
+    from ragmeter.signature import Signature
 
 __all__ = ["TracePrompts", "load_prompts", "LabelConfig", "Prepared", "prepare",
            "build_requests", "assemble", "detector_version", "TASKS", "STRATEGIES"]
@@ -135,6 +137,8 @@ class LabelConfig:
             settings["max_tokens"] = self.max_tokens
         if repeats > 1:
             settings["repeats"] = repeats
+        from ragmeter.signature import Signature
+
         return Signature.make(COMPONENT, METRIC_VERSION, settings)
 
 

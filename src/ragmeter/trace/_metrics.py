@@ -27,10 +27,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter.stats import ALL_GROUP, Headline, Metric, MetricTable
-from ragmeter.stats._validation import Estimate, auroc_estimate, rmse_estimate
+
+if TYPE_CHECKING:
+    from ragmeter.stats._validation import Estimate, auroc_estimate, rmse_estimate
+
+# Re-exported for trace validate; loaded on first use (numpy), so that a judged run reaches its
+# first call without them (issue 26.5).
+_VALIDATION = ("Estimate", "auroc_estimate", "rmse_estimate")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _VALIDATION:
+        from ragmeter.stats import _validation
+
+        return getattr(_validation, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "METRIC_VERSION",

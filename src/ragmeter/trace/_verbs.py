@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter._verb._context import (
     async_variant,
@@ -37,8 +37,10 @@ from ragmeter._verb._context import (
 from ragmeter._verb._failure import check_run
 from ragmeter._verb._options import OutputOptions, RunOptions, gather
 from ragmeter.io import rereadable
-from ragmeter.result import Result
 from ragmeter.trace._options import JudgeOptions
+
+if TYPE_CHECKING:  # the summary's modules load after the first call (issue 26.5)
+    from ragmeter.result import Result
 
 __all__ = ["score", "validate", "label", "run", "alabel", "arun"]
 
@@ -197,6 +199,8 @@ def score(data: Any, *, definitions: str = "ragbench", fields: Fields = None,
             lambda part: {"metrics": aggregate([rows[i["row"]] for i in part], config),
                           "coverage": coverage_of([rows[i["row"]] for i in part])},
             with_spend=False)
+    from ragmeter.result import Result
+
     return Result(COMPONENT, "score", summary, items=detail.iter_items,
                   item_columns=detail.item_columns,
                   detail=detail, inputs=[input_record(data, detail.coverage.get("rows"))],
@@ -232,6 +236,8 @@ def validate(data: Any, *, pred: Any = None, pred_columns: Mapping[str, str] | N
     summary = detail.to_json()
     if by:
         summary["groups"] = _validate_groups(data, by, config, _row_values(data, by, fields))
+    from ragmeter.result import Result
+
     return Result(COMPONENT, "validate", summary, items=[], detail=detail,
                   inputs=inputs, headline=headline(summary))
 
@@ -346,6 +352,8 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
     rows: Any  # a list, or on Ray the rows spilled to a file (SpilledRows)
     if strategy == "detector":
         if calls.dry_run:
+            from ragmeter.result import Result
+
             result = Result(COMPONENT, "label", {
                 "family": COMPONENT, "dry_run": True, "strategy": strategy, "requests": 0,
                 "coverage": {"rows": len(sources), "scored": 0, "unscored": len(sources),
@@ -435,6 +443,8 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
     alarms = [a for a in (alarm, check_validity(card, what="adherence")) if a]
     rows_headline = headline({**summary, **_labels_summary(rows, out.resamples, out.seed)},
                              alarms=alarms)
+    from ragmeter.result import Result
+
     return Result(COMPONENT, "label", summary, items=rows,
                   inputs=[input_record(data, n_rows if on_ray else len(sources))],
                   backends=backends, engine="ray" if on_ray else None,
@@ -449,6 +459,8 @@ def _nli_dry_run(sources: Any, config: Any) -> Result:
 
     pairs = sum(len(prepare(s, config).response_sentences) for s in sources
                 if s.unscored is None)
+    from ragmeter.result import Result
+
     result = Result(COMPONENT, "label", {
         "family": COMPONENT, "dry_run": True, "strategy": "nli", "requests": 0,
         "nli_pairs": pairs,
@@ -530,6 +542,8 @@ def run(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
                                              _row_values(data, out.by, fields),
                                              label_rows=rows,
                                              prices=prices if spend else None)
+    from ragmeter.result import Result
+
     return Result(COMPONENT, "run", summary, items=rows, detail=checked.detail,
                   inputs=labelled.inputs, backends=labelled.backends,
                   models=labelled.models,
