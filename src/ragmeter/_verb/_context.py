@@ -81,6 +81,19 @@ def dry_run_result(family: str, verb: str, estimate: Any, **extra: Any) -> Any:
     return result
 
 
+def offline_dry_run(family: str, verb: str, rows: int, text: str, **fields: Any) -> Any:
+    """A :class:`Result` for ``dry_run=True`` of a verb that calls no model (a detector, a
+    fitted judge): ``rows`` would be scored locally, 0 requests; ``text`` is what it prints."""
+    from ragmeter.result import Result
+
+    result = Result(family, verb, {
+        "family": family, "dry_run": True, **fields, "requests": 0,
+        "coverage": {"rows": rows, "scored": 0, "unscored": rows,
+                     "reasons": {"dry_run": 1}}}, items=[])
+    result.dry_run_text = text  # type: ignore[attr-defined]
+    return result
+
+
 def async_variant(func: Callable[..., T]) -> Callable[..., Any]:
     """The ``a``-prefixed form of a judged verb: awaitable, runs the verb in a worker thread
     so the caller's event loop stays responsive (model calls inside use their own loop)."""

@@ -29,6 +29,7 @@ from ragmeter._verb._context import (
     field_map,
     input_record,
     model_context,
+    offline_dry_run,
 )
 from ragmeter._verb._failure import check_run
 from ragmeter._verb._options import EngineOptions, OutputOptions, RunOptions, gather
@@ -362,14 +363,10 @@ def _fitted_judgement(answers: list[Any], model_file: str | None, repeats: int,
                      trained_on=((fitted.raw.get("provenance") or {}).get("data") or {})
                      .get("sha256"))
     if dry_run:
-        result = Result(COMPONENT, "judge", {
-            "family": COMPONENT, "dry_run": True, "method": "fitted", "requests": 0,
-            "signature": signature,
-            "coverage": {"rows": len(answers), "scored": 0, "unscored": len(answers),
-                         "reasons": {"dry_run": 1}}}, items=[])
-        result.dry_run_text = (  # type: ignore[attr-defined]
-            f"{len(answers)} rows; the fitted semantic score makes no model call.")
-        judged.dry_run = result
+        judged.dry_run = offline_dry_run(
+            COMPONENT, "judge", len(answers),
+            f"{len(answers)} rows; the fitted semantic score makes no model call.",
+            method="fitted", signature=signature)
         return judged
     present = [a for a in answers if a.response is not None]
     scores = dict(zip((a.id for a in present), fitted.score(

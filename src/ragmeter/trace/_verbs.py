@@ -33,6 +33,7 @@ from ragmeter._verb._context import (
     field_map,
     input_record,
     model_context,
+    offline_dry_run,
 )
 from ragmeter._verb._failure import check_run
 from ragmeter._verb._options import OutputOptions, RunOptions, gather
@@ -352,15 +353,9 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
     rows: Any  # a list, or on Ray the rows spilled to a file (SpilledRows)
     if strategy == "detector":
         if calls.dry_run:
-            from ragmeter.result import Result
-
-            result = Result(COMPONENT, "label", {
-                "family": COMPONENT, "dry_run": True, "strategy": strategy, "requests": 0,
-                "coverage": {"rows": len(sources), "scored": 0, "unscored": len(sources),
-                             "reasons": {"dry_run": 1}}}, items=[])
-            result.dry_run_text = (  # type: ignore[attr-defined]
-                f"{len(sources)} rows; the detector makes no model call.")
-            return result
+            return offline_dry_run(COMPONENT, "label", len(sources),
+                                   f"{len(sources)} rows; the detector makes no model call.",
+                                   strategy=strategy)
         from ragmeter.trace._detector import load_detector
         from ragmeter.trace._embed import default_cache
 
@@ -459,17 +454,10 @@ def _nli_dry_run(sources: Any, config: Any) -> Result:
 
     pairs = sum(len(prepare(s, config).response_sentences) for s in sources
                 if s.unscored is None)
-    from ragmeter.result import Result
-
-    result = Result(COMPONENT, "label", {
-        "family": COMPONENT, "dry_run": True, "strategy": "nli", "requests": 0,
-        "nli_pairs": pairs,
-        "coverage": {"rows": len(sources), "scored": 0, "unscored": len(sources),
-                     "reasons": {"dry_run": 1}}}, items=[])
-    result.dry_run_text = (  # type: ignore[attr-defined]
+    return offline_dry_run(
+        COMPONENT, "label", len(sources),
         f"{len(sources)} rows; the NLI model would score {pairs} (evidence, sentence) pairs "
-        "locally (no endpoint call).")
-    return result
+        "locally (no endpoint call).", strategy="nli", nli_pairs=pairs)
 
 
 def _label_stability(rows: list[dict[str, Any]], repeats: int, strategy: str,
