@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ragmeter.io._samples import sample_path
 from tests.conftest import REPO
 
 # Run the command as ``python -m ragmeter`` would, with an audit hook that writes the names in
@@ -110,6 +111,14 @@ FAMILY_COMMANDS = {
     "criteria judge": (lambda tmp: ["criteria", "judge", _answers(tmp), "--criteria",
                                     "relevance", "--scoring", "generate"],
                        lambda body: '{"score": 4, "explanation": "fine"}'),
+    "rgb run --judge": (lambda tmp: ["rgb", "run", "--data", str(SAMPLES / "rgb_en.jsonl"),
+                                     "--limit", "2", "--noise-rates", "0", "--no-rejection",
+                                     "--judge", "--no-plot"],
+                        lambda body: "Canberra"),
+    "multilingual judge": (lambda tmp: ["multilingual", "judge",
+                                        str(sample_path("multilingual_answers.jsonl")),
+                                        "--scoring", "generate"],
+                           lambda body: '{"score": 0.5, "explanation": "partly"}'),
 }
 
 

@@ -69,8 +69,6 @@ def judge(path: str, out: str, scoring: str, model_file: str | None,
     from ragmeter._verb._options import OutputOptions, RunOptions
     from ragmeter.backends import from_options
     from ragmeter.io import write_jsonl
-    from ragmeter.judges._card import alarm_lines, card_line
-    from ragmeter.reports.console_extras import print_extras
 
     result, failure = run_verb(
         ragmeter.multilingual.judge, path, fields=fields,
@@ -84,6 +82,9 @@ def judge(path: str, out: str, scoring: str, model_file: str | None,
     if result.summary.get("dry_run"):
         click.echo(result.dry_run_text)  # type: ignore[attr-defined]
         return
+    from ragmeter.judges._card import alarm_lines, card_line  # the report after the calls
+    from ragmeter.reports.console_extras import print_extras
+
     n = write_jsonl(out, result.iter_items())
     cov = result.coverage
     click.echo(f"semantic score ({result.summary['method']}, judge {result.summary['judge']}, "

@@ -235,10 +235,6 @@ def run(data: tuple[str, ...], lang: str | None, noise_rates: str, int_noise_rat
     """
     import ragmeter.rgb
     from ragmeter.backends import from_options
-    from ragmeter.reports.console import console
-    from ragmeter.reports.console_extras import print_extras
-    from ragmeter.rgb._outputs import write_run_outputs
-    from ragmeter.rgb._report import print_run
 
     result, failure = run_verb(
         ragmeter.rgb.run, list(data) or None, lang=lang, noise_rates=noise_rates, int_noise_rates=int_noise_rates,
@@ -248,6 +244,11 @@ def run(data: tuple[str, ...], lang: str | None, noise_rates: str, int_noise_rat
         judge_method=judge_method, mode=mode, backend=from_options(**backend_kwargs),
         store=backend_kwargs.get("store"), replay=bool(backend_kwargs.get("replay")),
         dry_run=bool(backend_kwargs.get("dry_run")), repeats=repeats, by=by)
+    from ragmeter.reports.console import console  # the report after the calls (issue 26.5)
+    from ragmeter.reports.console_extras import print_extras
+    from ragmeter.rgb._outputs import write_run_outputs
+    from ragmeter.rgb._report import print_run
+
     con = console()
     if result.summary.get("dry_run"):
         con.print(result.dry_run_text)  # type: ignore[attr-defined]

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragmeter.multilingual._cost import cnbe
-from ragmeter.signature import Signature
 from ragmeter.stats._metric import ALL_GROUP, Headline, Metric, MetricTable
 from ragmeter.text._languages import CHAR_TOKEN_LANGUAGES
 from ragmeter.text._overlap import f1_from_normalized, f1_from_tokens
@@ -228,6 +227,8 @@ def judge_signature(backend: str, model: str, scoring: str, prompt_version: str,
     """The signature of ``multilingual judge``'s semantic scores: the judge (backend, model),
     its scoring method, the prompt version, beyond one the repeats averaged, and the
     bootstrap (resamples, seed) of the 95% CI its mean always carries."""
+    from ragmeter.signature import Signature  # made after a judged run's calls (issue 26.5)
+
     settings = {"backend": backend, "judge": model, "scoring": scoring,
                 "prompt": prompt_version, "repeats": repeats if repeats > 1 else None,
                 "bootstrap": f"{bootstrap[0]}@seed{bootstrap[1]}"}

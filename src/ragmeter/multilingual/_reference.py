@@ -15,15 +15,11 @@ from typing import Any
 from ragmeter.errors import InputError
 from ragmeter.io import Row, as_number, is_blank, source_label
 from ragmeter.multilingual._rows import COMPONENT
-from ragmeter.stats._validation import AGREEMENT_STATS, score_agreement
 
-__all__ = ["THRESHOLD", "DEFAULT_FIELD", "VALIDATION_METRICS", "reference_field_of",
-           "reference_scores", "agreement"]
+__all__ = ["THRESHOLD", "DEFAULT_FIELD", "reference_field_of", "reference_scores", "agreement"]
 
 THRESHOLD = 0.5
 DEFAULT_FIELD = "semantic_score"
-VALIDATION_METRICS = tuple(f"semantic_{stat}" for stat in AGREEMENT_STATS)
-"""The names of the agreement statistics in ``METRICS`` and in ``summary["judges"]``."""
 
 
 def reference_field_of(rows: Sequence[Row], given: str | None, data: Any = None) -> str | None:
@@ -55,6 +51,8 @@ def agreement(scores: Sequence[float | None], references: Sequence[float | None]
               n_resamples: int, seed: int) -> dict[str, dict[str, Any]]:
     """The judge's agreement with the references over the rows that have both:
     ``{"semantic_auroc"|"semantic_spearman"|"semantic_mae": {"value", "ci95", "n"}}``."""
+    from ragmeter.stats._validation import AGREEMENT_STATS, score_agreement
+
     pairs = [(float(s), float(r)) for s, r in zip(scores, references, strict=True)
              if s is not None and r is not None]
     found = score_agreement([s for s, _ in pairs], [r for _, r in pairs], threshold=THRESHOLD,

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter._verb._context import (
     async_variant,
@@ -35,7 +35,9 @@ from ragmeter._verb._failure import check_run
 from ragmeter._verb._options import EngineOptions, OutputOptions, RunOptions, gather
 from ragmeter.multilingual._options import JudgeOptions
 from ragmeter.multilingual._rows import ALIASES
-from ragmeter.result import Result
+
+if TYPE_CHECKING:  # the summary's modules load after the first call (issue 26.5)
+    from ragmeter.result import Result
 
 __all__ = ["score", "judge", "ajudge", "fit"]
 
@@ -108,6 +110,8 @@ def score(data: Any, *, baseline: str | None = None, normalize: str = "lbrag",
         summary = detail.to_json()
         if groups is not None:
             summary["groups"] = groups
+        from ragmeter.result import Result  # loaded on use (issue 26.5)
+
         return Result(COMPONENT, "score", summary, items=detail.iter_items,
                       ordered_items=detail.ordered_items, detail=detail,
                       item_columns=detail.item_columns, engine="ray",
@@ -129,6 +133,8 @@ def score(data: Any, *, baseline: str | None = None, normalize: str = "lbrag",
     summary = detail.to_json()
     if by:
         summary["groups"] = _score_groups(data, by, config)
+    from ragmeter.result import Result  # loaded on use (issue 26.5)
+
     return Result(COMPONENT, "score", summary, items=detail.iter_items,
                   ordered_items=detail.ordered_items, detail=detail,
                   item_columns=detail.item_columns,
@@ -231,7 +237,6 @@ def judge(data: Any, *, fields: Mapping[str, str] | Iterable[str] | None = None,
             response=None if pred is None else as_text(row, "pred_answer", pred,
                                                        component=COMPONENT),
             extra={"sample_lang": str(row.data.get("sample_lang", ""))}))
-    record = input_record(data, len(raw_rows))
     ref_field = reference_field_of(raw_rows, how.reference_field, data)
     references = reference_scores(raw_rows, ref_field) if ref_field else None
     check_repeats(repeats, COMPONENT)
@@ -256,6 +261,7 @@ def judge(data: Any, *, fields: Mapping[str, str] | Iterable[str] | None = None,
               _model_judgement(answers, chosen_backend, calls, mode, repeats, bootstrap))
     if judged.dry_run is not None:
         return judged.dry_run
+    record = input_record(data, len(raw_rows))  # ragmeter.runs: after the calls (issue 26.5)
     sem = judged.rows
     merged = []
     for i, (row, s) in enumerate(zip(raw_rows, sem, strict=True)):
@@ -314,6 +320,8 @@ def judge(data: Any, *, fields: Mapping[str, str] | Iterable[str] | None = None,
                                           judged.prices, bootstrap, references is not None)
     for out_row in merged:
         out_row.pop("_verdicts", None)
+    from ragmeter.result import Result  # after the calls (issue 26.5)
+
     return check_run(Result(COMPONENT, "judge", summary, items=merged,
                             inputs=[record], backends=judged.backends,
                             models=[judged.model],
@@ -405,10 +413,10 @@ def _model_judgement(answers: list[Any], chosen_backend: Any, calls: RunOptions,
     prompt = SemanticPrompt.default()
     identity = backend_obj.identity()
     model = str(identity.get("model", backend_obj.name))
-    signature = judge_signature(backend_obj.name, model, mode, prompt.version, repeats,
-                                bootstrap)
+    # the signature (ragmeter.signature) is made after the calls (issue 26.5)
+    signing = (backend_obj.name, model, mode, prompt.version, repeats, bootstrap)
     name = f"{backend_obj.name}:{model}:semantic-{mode}:{prompt.version}"
-    judged = _Judged([], [], name, model, prompt.version, signature, judge_card(name),
+    judged = _Judged([], [], name, model, prompt.version, "", judge_card(name),
                      [identity], prices=(config.price_prompt_per_mtok,
                                          config.price_completion_per_mtok),
                      engine=config.engine_name)
@@ -417,10 +425,12 @@ def _model_judgement(answers: list[Any], chosen_backend: Any, calls: RunOptions,
     requests = repeat_requests(semantic_requests(answers, prompt, mode),  # type: ignore[arg-type]
                                repeats)
     if calls.dry_run:
+        judged.signature = judge_signature(*signing)
         judged.dry_run = dry_run_result(COMPONENT, "judge", estimate_requests(
-            requests, backend_obj, the_store, config), signature=signature)
+            requests, backend_obj, the_store, config), signature=judged.signature)
         return judged
     outcomes = run_requests(requests, backend_obj, the_store, config)
+    judged.signature = judge_signature(*signing)
     per_repeat = []
     for k in range(repeats):
         mine = [replace(o, request=replace(o.request, id=o.request.id.rsplit("#", 1)[0]))
@@ -588,5 +598,7 @@ def fit(data: Any, *, out: str | Path | None = None, name: str = "semantic-fitte
     items = [{"held_out": k, **{f"{who}_{stat}": v[who][stat]["value"]
                                 for who in ("judge", "f1") for stat in v[who]}}
              for k, v in content["provenance"]["held_out"].items()]
+    from ragmeter.result import Result  # loaded on use (issue 26.5)
+
     return Result(COMPONENT, "fit", summary, items=items, inputs=[record],
                   headline=fit_headline(summary))

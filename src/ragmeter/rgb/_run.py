@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter.backends._types import Backend, Request
 from ragmeter.errors import ConfigError
@@ -52,7 +52,9 @@ from ragmeter.rgb._scoring import (
 )
 from ragmeter.runner._run import Outcome, RunnerConfig, run_requests
 from ragmeter.runner._store import Store
-from ragmeter.runs._schema import Coverage, ItemResult, Signature
+
+if TYPE_CHECKING:  # the run-record schema loads after the first call (issue 26.5)
+    from ragmeter.runs._schema import Coverage
 
 __all__ = ["RgbRunConfig", "Setting", "RgbRunResult", "plan_settings", "generation_requests",
            "run_rgb", "run_signature", "judge_tasks_for", "judge_info_for",
@@ -168,6 +170,8 @@ class RgbRunResult:
     usage: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
 
     def coverage(self) -> Coverage:
+        from ragmeter.runs._schema import Coverage, ItemResult
+
         items: list[ItemResult] = []
         for _, sc in self.scores:
             for it in sc.items:
@@ -281,6 +285,8 @@ def run_rgb(datasets: Sequence[RgbDataset], prompts: RgbPrompts, backend: Backen
 def run_signature(model: str, prompts_version: str, config: RgbRunConfig,
                   judge_info: dict[str, Any] | None) -> str:
     """The signature of a run: model, prompts, sampling, setting, labels and the judge."""
+    from ragmeter.runs._schema import Signature
+
     settings_sig: dict[str, Any] = {
         "model": model, "prompts": prompts_version,
         "temp": config.temperature, "max_tokens": config.max_tokens,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter.errors import InputError
 from ragmeter.io import Row, as_text, iter_rows
@@ -20,8 +20,10 @@ from ragmeter.rgb._build import BuildConfig
 from ragmeter.rgb._data import COMPONENT, RgbDataset
 from ragmeter.rgb._metrics import METRICS, metric_version
 from ragmeter.rgb._refactor import RefactorTally
-from ragmeter.runs._schema import Coverage, ItemResult, Signature
 from ragmeter.stats._metric import MetricTable
+
+if TYPE_CHECKING:  # the run-record schema loads after a run's first call (issue 26.5)
+    from ragmeter.runs._schema import Coverage
 
 __all__ = ["Prediction", "RgbScore", "read_predictions", "score_predictions", "signature_for",
            "build_signature", "mode_label"]
@@ -97,6 +99,8 @@ def signature_for(dataset: RgbDataset, config: BuildConfig, *, mode: str = "stri
     """The signature of one scored setting; ``metrics:`` is :func:`metric_version` of
     ``table`` (its version, and a digest of its constants when they are not the released
     ones)."""
+    from ragmeter.runs._schema import Signature
+
     settings = {**_setting_fields(dataset, config), "labels": mode_label(mode),
                 "prompts": prompts, "model": model, "judge": judge}
     return Signature.make(COMPONENT, metric_version(table), settings).render()
@@ -104,6 +108,8 @@ def signature_for(dataset: RgbDataset, config: BuildConfig, *, mode: str = "stri
 
 def build_signature(dataset: RgbDataset, config: BuildConfig, prompts: str) -> str:
     """``rgb build``'s signature: what selected the documents and wrote the messages."""
+    from ragmeter.runs._schema import Signature
+
     return Signature.make(COMPONENT, metric_version(),
                           {**_setting_fields(dataset, config), "prompts": prompts}).render()
 
@@ -146,6 +152,8 @@ def score_predictions(dataset: RgbDataset, predictions: Mapping[str, Prediction]
     In ``lenient`` mode the strict (paper) numbers are still the headline; the lenient ones
     are added under ``lenient`` with the number of items whose correctness flips.
     """
+    from ragmeter.runs._schema import Coverage, ItemResult
+
     if mode not in MODES:
         raise InputError(f"unknown mode {mode!r}.", component=COMPONENT,
                          fix="use --mode strict, lenient or refactor.")

@@ -21,14 +21,16 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter._verb._context import async_variant, dry_run_result, input_record, model_context
 from ragmeter._verb._failure import check_run
 from ragmeter._verb._options import RunOptions, gather
 from ragmeter.io import rereadable
-from ragmeter.result import Result
 from ragmeter.rgb._options import GenerationOptions, JudgeOptions, SettingOptions
+
+if TYPE_CHECKING:  # the summary's modules load after the first call (issue 26.5)
+    from ragmeter.result import Result
 
 __all__ = ["build", "score", "judge", "run", "ajudge", "arun"]
 
@@ -76,6 +78,8 @@ def build(data: Any, *, noise_rate: float, kind: str | None = None, lang: str | 
                "coverage": {"rows": len(rows), "scored": len(rows), "unscored": 0,
                             "reasons": {}},
                "signature": build_signature(dataset, config, the_prompts.version)}
+    from ragmeter.result import Result  # loaded on use (issue 26.5)
+
     return Result(COMPONENT, "build", summary, items=rows,
                   inputs=[input_record(data, len(rows))],
                   prompt_versions={"instruction": the_prompts.version},
@@ -107,6 +111,8 @@ def score(predictions: Any, *, data: Any, noise_rate: float, kind: str | None = 
     if by:
         summary["groups"] = _groups(by, detail.items, [dataset], predictions, data,
                                     noise_rate=noise_rate, task=None, with_spend=False)
+    from ragmeter.result import Result  # loaded on use (issue 26.5)
+
     return Result(COMPONENT, "score", summary, items=detail.items, detail=detail,
                   inputs=[input_record(predictions), input_record(data,
                                                                   len(dataset.instances))],
@@ -247,6 +253,8 @@ def judge(predictions: Any, *, data: Any, kind: str | None = None, lang: str | N
         summary["groups"] = _groups(by, items, [dataset], predictions, data,
                                     noise_rate=detail.score.config.noise_rate,
                                     task=detail.kind, runner=runner)
+    from ragmeter.result import Result  # after the calls (issue 26.5)
+
     return check_run(Result(COMPONENT, "judge", summary, items=items, detail=detail,
                             inputs=[input_record(predictions),
                                     input_record(data, len(dataset.instances))],
@@ -393,6 +401,8 @@ def run(data: Any = None, *, lang: str | None = None,
         summary["groups"] = _groups(by, items, datasets, None,
                                     None if len(files) != 1 else files[0], noise_rate=None,
                                     task=None, runner=runner)
+    from ragmeter.result import Result  # after the calls (issue 26.5)
+
     return check_run(Result(COMPONENT, "run", summary, items=items, detail=detail,
                             inputs=[input_record(f) for f in files], backends=[identity],
                             models=[str(identity.get("model", ""))],
