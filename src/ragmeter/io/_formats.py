@@ -7,7 +7,6 @@ Private to :mod:`ragmeter.io`, which re-exports the public names.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -15,9 +14,12 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter.errors import InputError, MissingDependencyError
+
+if TYPE_CHECKING:  # csv loads with the first CSV/TSV file, not before a run's first call
+    import csv
 
 
 @dataclass(frozen=True)
@@ -480,6 +482,8 @@ def _iter_csv(path: Path, component: str, delimiter: str) -> Iterator[Row]:
     by more text, is an error naming the line where that record starts, never a field that
     silently swallows the rest of the file.
     """
+    import csv
+
     limit = max_line_bytes()
     if csv.field_size_limit() < limit:
         csv.field_size_limit(limit)

@@ -20,10 +20,10 @@ __all__ = ["config_for", "engine_for"]
 def engine_for(backend: ModelBackend) -> Any:
     """The runner's engine: None for ``local``; for ``ray`` a Ray engine (needs
     ``ragmeter[ray]``) that builds this backend on each worker from its recipe."""
+    if backend.engine == "local":  # make_engine("local"), without importing the engines
+        return None  # before a run's first call (issue 26.5)
     from ragmeter.runner.engines import RayOptions, make_engine
 
-    if backend.engine == "local":
-        return make_engine("local")
     return make_engine(backend.engine, backend.recipe(), RayOptions(
         address=backend.ray_address, workers=backend.ray_workers,
         num_cpus=backend.ray_cpus_per_worker, num_gpus=backend.ray_num_gpus,

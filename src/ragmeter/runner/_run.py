@@ -32,7 +32,6 @@ Policy wraps I/O (httpx's design): backends do no retries, caching or limiting t
 from __future__ import annotations
 
 import asyncio
-import random
 import sys
 import time
 from collections.abc import Sequence
@@ -58,6 +57,14 @@ if TYPE_CHECKING:
 
 __all__ = ["RunnerConfig", "Outcome", "RunStats", "run_requests", "arun_requests",
            "DryRunEstimate", "estimate_requests", "approx_tokens", "run_sync"]
+
+
+def _uniform(low: float, high: float) -> float:
+    """``random.uniform``, importing :mod:`random` on the first retry or wait, not before a
+    run's first call (issue 26.5)."""
+    import random
+
+    return random.uniform(low, high)
 
 
 # ---------------------------------------------------------------- the run
@@ -93,9 +100,9 @@ class _Run:
     def _delay(self, attempt: int, err: BackendError) -> float:
         cfg = self.config
         if err.retry_after is not None and err.retry_after >= 0:
-            return min(cfg.retry_after_max_s, err.retry_after) + random.uniform(0, 0.1) * \
+            return min(cfg.retry_after_max_s, err.retry_after) + _uniform(0, 0.1) * \
                 min(1.0, cfg.backoff_base_s)
-        return min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** attempt) * random.uniform(0.5, 1)
+        return min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** attempt) * _uniform(0.5, 1)
 
     def accept(self, key: str, request: Request, response: Response) -> None:
         """Persist a successful response before it is used, and count its tokens and cost."""
@@ -124,7 +131,7 @@ class _Run:
             if send:
                 self._stream_engine(engine, send, results)
             elif pending:  # all held by other live runs: wait for their answers or a lapse
-                await asyncio.sleep(self.config.claim_poll_s * random.uniform(0.8, 1.2))
+                await asyncio.sleep(self.config.claim_poll_s * _uniform(0.8, 1.2))
         missing = [k for k in todo if k not in results]
         if missing:
             raise RuntimeError(f"runner: engine {engine.name} returned no result for "
@@ -250,7 +257,7 @@ class _Run:
                         self.store.release(key, self.owner)
             if isinstance(got, Response):  # answered by another process meanwhile
                 return Outcome(request, "ok", response=got, cached=True, key=key)
-            await asyncio.sleep(self.config.claim_poll_s * random.uniform(0.8, 1.2))
+            await asyncio.sleep(self.config.claim_poll_s * _uniform(0.8, 1.2))
 
     async def _renew_claims(self) -> None:
         assert self.store is not None

@@ -108,9 +108,7 @@ def build_new(path: Path) -> None:
     seven times (10-30 ms of a judged command's start on a new store, issue 26.5).  Any
     failure (no hard links here, a full disk, another process first) leaves ``path`` as it
     was, and the usual way (create, switch to WAL, migrate in place) does the work."""
-    import secrets
-
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.new")
     try:
         os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         db = sqlite3.connect(str(tmp), isolation_level=None)
