@@ -42,6 +42,7 @@ NOT_BEFORE_FIRST_CALL = [
     "ragmeter.reports", "ragmeter.signature", "ragmeter.backends._local",
     "ragmeter.backends._embed", "ragmeter.backends._tokens",
     "csv", "secrets", "ragmeter.runner.engines",  # CSV input, a new store's name, Ray only
+    "importlib.resources", "zipfile", "tempfile",  # shipped files are read by path
 ]
 # ...and for ``generate``: what only a retry's jitter (random) and the text metrics need
 GENERATE_NOT_BEFORE_FIRST_CALL = [*NOT_BEFORE_FIRST_CALL, "random", "ragmeter.text._normalize"]

@@ -35,10 +35,10 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ragmeter._util._package import package_file
 from ragmeter.criteria._types import (
     DEFAULT_INPUTS,
     CriteriaSet,
@@ -62,7 +62,7 @@ _SUFFIXES = (".yaml", ".yml", ".json")
 
 def shipped_names() -> list[str]:
     """The criteria files that ship with ragmeter (``ragmeter/criteria/data``), by name."""
-    root = resources.files("ragmeter.criteria") / "data"
+    root = package_file("ragmeter.criteria", "data")
     return sorted(p.name.rsplit(".", 1)[0] for p in root.iterdir()
                   if p.name.endswith(_SUFFIXES))
 
@@ -71,7 +71,7 @@ def shipped_path(name: str) -> Path:
     """The path of the shipped criteria file ``name`` (``relevance``)."""
     if name not in shipped_names():
         raise UnknownNameError("criteria file", name, shipped_names(), component=COMPONENT)
-    return Path(str(resources.files("ragmeter.criteria") / "data" / f"{name}.yaml"))
+    return package_file("ragmeter.criteria", "data", f"{name}.yaml")
 
 
 class _Where:

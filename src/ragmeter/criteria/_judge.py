@@ -25,9 +25,9 @@ import json
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
+from ragmeter._util._package import package_file
 from ragmeter.backends._types import Message, Request
 from ragmeter.criteria._types import INPUT_LABELS, CriteriaSet, Criterion, ScoreParse
 from ragmeter.errors import ConfigError, InputError
@@ -158,8 +158,7 @@ def read_items(data: Any, criteria: CriteriaSet, field_map: FieldMap | None = No
 
 
 def _load_templates() -> dict[str, str]:
-    text = (resources.files("ragmeter.criteria") / "prompts" / "judge.json").read_text(
-        encoding="utf-8")
+    text = package_file("ragmeter.criteria", "prompts", "judge.json").read_text(encoding="utf-8")
     return json.loads(text)  # type: ignore[no-any-return]
 
 

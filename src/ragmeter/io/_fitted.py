@@ -4,10 +4,10 @@ package ships, or a user's from a ``fit`` command."""
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ragmeter._util._package import package_file
 from ragmeter.errors import InputError
 
 __all__ = ["read_fitted_file"]
@@ -21,7 +21,7 @@ def read_fitted_file(path: str | Path | None, *, package: str, shipped: str, fil
     missing (``missing_fix``), not JSON or its ``format`` is not ``file_format`` ("is not
     ``what``", ``fix``)."""
     if path is None:
-        text = (resources.files(package) / "data" / shipped).read_text(encoding="utf-8")
+        text = package_file(package, "data", shipped).read_text(encoding="utf-8")
         where: Path | str = f"{package.replace('.', '/')}/data/{shipped}"
     else:
         p = Path(path)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 
+from ragmeter._util._package import package_file
 from ragmeter.errors import UnknownNameError
 
 __all__ = ["sample_path", "list_samples", "multilingual_sample_rows"]
@@ -86,7 +86,7 @@ _GENERATED: dict[str, Callable[[], list[dict[str, object]]]] = {
 
 
 def list_samples() -> list[str]:
-    root = resources.files("ragmeter") / "data" / "samples"
+    root = package_file("ragmeter", "data", "samples")
     return sorted({p.name for p in root.iterdir() if p.is_file()} | set(_GENERATED))
 
 
@@ -106,8 +106,7 @@ def sample_path(name: str) -> Path:
     """Path of a built-in sample file."""
     if name in _GENERATED:
         return _materialize(name)
-    root = resources.files("ragmeter") / "data" / "samples"
-    target = root / name
+    target = package_file("ragmeter", "data", "samples", name)
     if not target.is_file():
         raise UnknownNameError("sample", name, list_samples())
-    return Path(str(target))
+    return target

@@ -127,9 +127,10 @@ def known_validations() -> dict[str, dict[str, Any]]:
     global _KNOWN
     if _KNOWN is None:
         import json
-        from importlib import resources
 
-        text = resources.files("ragmeter.judges").joinpath("data/validations.json").read_text(
+        from ragmeter._util._package import package_file
+
+        text = package_file("ragmeter.judges", "data", "validations.json").read_text(
             encoding="utf-8")
         _KNOWN = {e["judge"]: dict(e["validation"]) for e in json.loads(text)["judges"]}
     return _KNOWN

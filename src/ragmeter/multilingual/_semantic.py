@@ -12,9 +12,9 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, Literal
 
+from ragmeter._util._package import package_file
 from ragmeter.backends._types import Message, Request
 from ragmeter.judges._types import Answer
 
@@ -85,7 +85,7 @@ class SemanticPrompt:
 
     @classmethod
     def default(cls) -> SemanticPrompt:
-        p = json.loads((resources.files("ragmeter.multilingual") / "prompts" / "semantic.json")
+        p = json.loads(package_file("ragmeter.multilingual", "prompts", "semantic.json")
                        .read_text(encoding="utf-8"))
         return cls(version=p["version"], system=p["system"], user=p["user"],
                    choices_user=p["choices_user"],

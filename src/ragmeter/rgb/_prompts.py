@@ -17,10 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ragmeter._util._package import package_file
 from ragmeter.errors import InputError, MissingDependencyError
 from ragmeter.rgb._data import COMPONENT
 
@@ -98,7 +98,7 @@ def _check_template(template: Any, fields: dict[str, str], path: Path, where: st
 
 
 def _builtin(name: str) -> Path:
-    return Path(str(resources.files("ragmeter.rgb") / "prompts" / name))
+    return package_file("ragmeter.rgb", "prompts", name)
 
 
 def load_prompts(path: str | Path | None = None) -> RgbPrompts:

@@ -18,10 +18,10 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from ragmeter._util._package import package_file
 from ragmeter.backends._types import Message, Request
 from ragmeter.errors import ConfigError, InputError
 from ragmeter.io import FieldMap, as_text, is_blank, is_path, iter_rows, require
@@ -44,8 +44,7 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
 
 def load_prompt(name: str) -> dict[str, Any]:
     """A built-in prompt of this family (``judge``, ``semantic``, ``reader``)."""
-    text = (resources.files("ragmeter.rubric") / "prompts" / f"{name}.json").read_text(
-        encoding="utf-8")
+    text = package_file("ragmeter.rubric", "prompts", f"{name}.json").read_text(encoding="utf-8")
     return json.loads(text)  # type: ignore[no-any-return]
 
 

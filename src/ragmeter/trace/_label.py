@@ -28,10 +28,10 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragmeter._util._package import package_file
 from ragmeter.backends._types import Request
 from ragmeter.errors import ConfigError, InputError
 from ragmeter.prompts._templates import check_template
@@ -69,7 +69,7 @@ class TracePrompts:
 def load_prompts(prompt_file: str | None = None) -> TracePrompts:
     """ragmeter's prompts; ``prompt_file`` replaces the JSON labelling prompt (its version
     becomes ``file:<name>``).  A replacement must use {documents}, {question} and {answer}."""
-    raw = json.loads((resources.files("ragmeter.trace") / "prompts" / "prompts.json")
+    raw = json.loads(package_file("ragmeter.trace", "prompts", "prompts.json")
                      .read_text(encoding="utf-8"))
     label_json, version = raw["label_json"], raw["version"]
     if prompt_file is not None:
