@@ -43,9 +43,10 @@ NOT_BEFORE_FIRST_CALL = [
     "ragmeter.backends._embed", "ragmeter.backends._tokens",
     "csv", "secrets", "ragmeter.runner.engines",  # CSV input, a new store's name, Ray only
     "importlib.resources", "zipfile", "tempfile",  # shipped files are read by path
+    "difflib",  # did-you-mean hints, on error paths only
 ]
-# ...and for ``generate``: what only a retry's jitter (random) and the text metrics need
-GENERATE_NOT_BEFORE_FIRST_CALL = [*NOT_BEFORE_FIRST_CALL, "random", "ragmeter.text._normalize"]
+# ...and for ``generate``: what only a retry's jitter needs (random)
+GENERATE_NOT_BEFORE_FIRST_CALL = [*NOT_BEFORE_FIRST_CALL, "random"]
 
 
 def test_the_first_call_comes_before_any_heavy_import(scripted_server, tmp_path):

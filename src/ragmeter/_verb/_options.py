@@ -21,7 +21,6 @@ routes each into its group, and an unknown name is a ``TypeError`` that lists th
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -106,6 +105,8 @@ def gather(verb: str, options: Mapping[str, Any], **groups: tuple[type[Any], Any
     unknown = [k for k in options if k not in owner]
     if unknown:
         valid = sorted(owner)
+        import difflib  # a did-you-mean, on the error path only
+
         close = difflib.get_close_matches(unknown[0], valid, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise TypeError(f"{verb}() got an unexpected keyword argument {unknown[0]!r}.{hint} "

@@ -17,7 +17,6 @@ Pure: no I/O, no model, no globals beyond the tables themselves.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -184,6 +183,8 @@ class MetricTable(Sequence[Metric]):
         """The metric called ``name``; KeyError naming the valid ones (and a did-you-mean)."""
         found = self._resolve(name)
         if found is None:
+            import difflib  # a did-you-mean, on the error path only
+
             close = difflib.get_close_matches(name, self.names, n=1)
             hint = f" Did you mean: {close[0]}?" if close else ""
             raise KeyError(f"{self.family} has no metric {name!r}.{hint} Its metrics: "

@@ -3,21 +3,10 @@ overlap (EM, F1) and response-language consistency (RLC)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ragmeter.text._normalize import normalize_text
+from ragmeter.text._normalize import (
+    normalize_text,
+)
 
 __all__ = [
     "normalize_text",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # Loaded on first use: reading a data file imports ragmeter.text._unicode, and a judged
-    # command reaches its first call without the normalization's tables (issue 26.5).
-    if name == "normalize_text":
-        from ragmeter.text._normalize import normalize_text
-
-        return normalize_text
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
