@@ -9,10 +9,13 @@ seconds, peak RSS (``/usr/bin/time`` when present) and the 1-minute load average
 medians.  Targets: cold < 60 s with the conversion (item 4), warm < 5 s.
 
     python benchmarks/bench_demo.py [--rounds 2] [--baseline OTHER/src] [--models DIR]
+                                    [--with-conversion]
 
 ``--baseline SRC`` puts another checkout's ``src`` first on ``PYTHONPATH`` for the second side
 (e.g. ``--baseline /work/main/src``).  ``--models DIR``: an already converted ``models``
 folder to use instead of converting (the first run of this script prints where it put one).
+``--with-conversion``: each cold demo starts from a home with nothing in it, so it converts the
+GGUF itself (issue 26's cold demo: conversion and kernel build included).
 """
 
 from __future__ import annotations
@@ -68,16 +71,21 @@ def main() -> int:
                         help="another checkout's src folder to compare with")
     parser.add_argument("--models", type=Path, default=None,
                         help="an already converted models folder (else converted once here)")
+    parser.add_argument("--with-conversion", action="store_true",
+                        help="cold demos from an empty home: each converts the model itself")
     args = parser.parse_args()
     sides = {"this": HERE}
     if args.baseline is not None:
         sides["baseline"] = args.baseline.resolve()
-    models = args.models.resolve() if args.models else converted_models(HERE)
+    models = None
+    if not args.with_conversion:
+        models = args.models.resolve() if args.models else converted_models(HERE)
     rows: dict[str, list[tuple[float, float | None, float, float]]] = {n: [] for n in sides}
     for r in range(args.rounds):
         for name, src in sides.items():
             home = Path(tempfile.mkdtemp(prefix="ragmeter-bench-demo-"))
-            (home / "models").symlink_to(models, target_is_directory=True)
+            if models is not None:
+                (home / "models").symlink_to(models, target_is_directory=True)
             cold, rss, la_cold = run_demo(src, home, home / "out")
             warm, _, la_warm = run_demo(src, home, home / "out")
             rows[name].append((cold, rss, warm, la_cold))
@@ -85,7 +93,8 @@ def main() -> int:
                   f"{'?' if rss is None else f'{rss:.0f} MiB'}) [load avg {la_cold:.1f}]  "
                   f"warm {warm:5.1f} s [load avg {la_warm:.1f}]", flush=True)
             shutil.rmtree(home, ignore_errors=True)
-    print("medians (cold: converted model, empty store; warm: every answer stored):")
+    print(f"medians (cold: {'empty home' if models is None else 'converted model'}, empty "
+          "store; warm: every answer stored):")
     for name, got in rows.items():
         print(f"  {name:>8}: cold {statistics.median(g[0] for g in got):.1f} s, warm "
               f"{statistics.median(g[2] for g in got):.1f} s "

@@ -100,6 +100,8 @@ def demo(out: str | Path = "ragmeter-out", *, model: bool = True, backend: Any =
     rgb_wall: float | None = None
     if model:
         start = time.monotonic()
+        if backend is None:
+            backend = demo_backend()
         rgb, rgb_outputs = _rgb_part(out_dir / "rgb", backend, store, progress)
         rgb_wall = time.monotonic() - start
         records.append(rgb.save(records_dir, command=cmd))
@@ -122,20 +124,28 @@ def require_local_model() -> None:
     _choose_runtime("auto", resolve_model(None))
 
 
+def demo_backend() -> Any:
+    """The demo's model: the offline local one, its load started at once on its model thread
+    (on a new home: the kernel's build and the GGUF's conversion, while the demo imports
+    RGB and builds its prompts)."""
+    from ragmeter.backends import local
+
+    require_local_model()
+    # batches of DEMO_BATCH_SIZE cut by prompt length from all DEMO_CONCURRENCY calls in
+    # flight (greedy texts identical to one at a time: the demo test replays every answer
+    # one call at a time)
+    backend = local(concurrency=DEMO_CONCURRENCY, batch_size=DEMO_BATCH_SIZE)
+    backend.instance().load_in_background()
+    return backend
+
+
 def _rgb_part(out_dir: Path, backend: Any, store: Any, progress: bool | None
               ) -> tuple[Result, dict[str, Any]]:
     """:func:`ragmeter.rgb.run` on the built-in sample with the demo's settings, and the files
     ``rgb run --out`` writes."""
     import ragmeter.rgb
-    from ragmeter.backends import local
     from ragmeter.rgb._outputs import write_run_outputs
 
-    if backend is None:
-        require_local_model()
-        # batches of DEMO_BATCH_SIZE cut by prompt length from all DEMO_CONCURRENCY calls in
-        # flight (greedy texts identical to one at a time: the demo test replays every answer
-        # one call at a time)
-        backend = local(concurrency=DEMO_CONCURRENCY, batch_size=DEMO_BATCH_SIZE)
     result = ragmeter.rgb.run(None, backend=backend, store=store, progress=progress,
                               **RGB_OPTIONS)
     return result, write_run_outputs(result.detail, out_dir)
