@@ -125,9 +125,11 @@ def require_local_model() -> None:
 
 
 def demo_backend() -> Any:
-    """The demo's model: the offline local one, its load started at once on its model thread
-    (on a new home: the kernel's build and the GGUF's conversion, while the demo imports
-    RGB and builds its prompts)."""
+    """The demo's model: the offline local one.  In a home without the block kernel's build
+    or a converted model its load starts at once on its model thread, so that the build and
+    the GGUF's conversion overlap the demo's imports and prompts; elsewhere it loads on the
+    first call, as before (a demo answered from the store makes none, and a load beside it
+    slowed it by about a second)."""
     from ragmeter.backends import local
 
     require_local_model()
@@ -135,8 +137,19 @@ def demo_backend() -> Any:
     # flight (greedy texts identical to one at a time: the demo test replays every answer
     # one call at a time)
     backend = local(concurrency=DEMO_CONCURRENCY, batch_size=DEMO_BATCH_SIZE)
-    backend.instance().load_in_background()
+    if _new_home():
+        backend.instance().load_in_background()
     return backend
+
+
+def _new_home() -> bool:
+    """No kernel built and no model converted here yet (what the first load builds); a
+    guess that only decides when the load starts, never what it does."""
+    from ragmeter._util._home import data_home
+    from ragmeter.backends._local._cache import models_dir
+
+    return (not any((data_home() / "kernels").glob("*.so"))
+            or not any(p.is_dir() for p in models_dir().glob("*")))
 
 
 def _rgb_part(out_dir: Path, backend: Any, store: Any, progress: bool | None
