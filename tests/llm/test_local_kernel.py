@@ -63,6 +63,34 @@ def test_products_match_gguf_dequantization(built, ggml_type, n):
     assert np.array_equal(built.rows(ggml_type, blocks, cols, ids), weights[ids])
 
 
+def test_a_prompt_product_dequantizes_its_matrix_once(built, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ragmeter.backends._local._weights import Blocks
+
+    rng = np.random.default_rng(5)
+    rows, cols = 70, 96
+    blocks = gguf.quants.quantize(rng.standard_normal((rows, cols)).astype(np.float32),
+                                  TYPES[local_kernel.Q4_1])
+    weights = gguf.quants.dequantize(blocks, TYPES[local_kernel.Q4_1]).astype(np.float32)
+    calls: list[int] = []
+    real_rows = built.rows
+
+    def counted(*args):
+        calls.append(1)
+        return real_rows(*args)
+
+    monkeypatch.setattr(built, "rows", counted)
+    matrix = Blocks(built, local_kernel.Q4_1, blocks, cols)
+    prompts = [rng.standard_normal((n, cols)).astype(np.float32) for n in (17, 40, 300, 17)]
+    with ThreadPoolExecutor(2) as pool:  # two threads of a pass ask for it at once
+        got = list(pool.map(matrix, prompts))
+    assert len(calls) == 1  # not once per product
+    for x, y in zip(prompts, got, strict=True):  # the same bits as de-quantizing per product
+        assert np.array_equal(y, x @ weights.T)
+    assert matrix(prompts[0][:16]).shape == (16, rows) and len(calls) == 1  # kernel: no copy
+
+
 def test_two_threads_give_the_same_bits_as_one(built):
     rng = np.random.default_rng(7)
     blocks = gguf.quants.quantize(rng.standard_normal((300, 128)).astype(np.float32),

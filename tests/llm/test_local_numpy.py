@@ -208,3 +208,33 @@ def test_greedy_with_shared_prefixes_is_greedy_without(tiny):
     assert on._greedy(prompts, 6) == off._greedy(prompts, 6)
     assert len(on._prefixes) == 1
     assert [on._greedy([p], 6)[0] for p in prompts] == off._greedy(prompts, 6)
+
+
+def test_a_batch_of_two_kinds_of_prompt_shares_a_prefix_per_kind(tiny):
+    """No prefix is common to the whole batch (two system prompts, and one prompt like
+    neither): each group of prompts that start alike gets its own, a lone prompt none, and
+    the logits and greedy tokens are those of the pass without sharing."""
+    on, off = _runtime(tiny), _runtime(tiny)
+    off.share_prefix = False
+    _, english = _prefix_case(12, [[1, 2, 3], [63], [9, 9, 9, 9, 9]])
+    _, chinese = _prefix_case(30, [[4], [5, 6]])
+    chinese = [[40 + t % 20 for t in p] for p in chinese]  # another start than english's
+    prompts = [english[0], chinese[0], [7, 8, 9, 10, 11, 12, 13], english[1], chinese[1],
+               english[2]]
+    prefixes = on._row_prefixes(prompts)
+    assert [None if f is None else f.length for f in prefixes] == [12, 30, None, 12, 30, 12]
+    assert prefixes[0] is prefixes[3] is prefixes[5] and prefixes[1] is prefixes[4]
+    skip = [0 if f is None else f.length for f in prefixes]
+    rows = list(zip(prompts, skip, strict=True))
+    with on.model.blas.single():
+        got = on.model.prefill([p[n:] for p, n in rows], None,
+                               [(0, len(p) - n) for p, n in rows], prefixes)
+        want = on.model.prefill(prompts, None, [(n, len(p)) for p, n in rows])
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and np.abs(g - w).max() < 1e-5 * max(1.0, np.abs(w).max())
+    for runtime in (on, off):
+        runtime.pad_id, runtime.eos, runtime._generation_eos = 0, {0}, [0]
+        runtime._results = lambda prompts, out, max_tokens: out
+    assert on._greedy(prompts, 6) == off._greedy(prompts, 6)
+    # a later lone prompt of either kind reuses its group's prefix
+    assert on._row_prefixes([english[2]]) == [prefixes[0]]

@@ -51,6 +51,37 @@ def test_auto_runs_a_llama_gguf_on_numpy_without_torch(tiny_gguf, numpy_only):
     assert isinstance(backend._runtime, local_numpy.NumpyLlamaRuntime)
 
 
+def test_load_in_background_loads_once_on_the_model_thread(tiny_gguf, numpy_only, monkeypatch):
+    built: list[int] = []
+    real = local._build_runtime
+
+    def counted(*args):
+        import threading
+
+        built.append(threading.get_ident())
+        return real(*args)
+
+    monkeypatch.setattr(local, "_build_runtime", counted)
+    backend = local.LocalBackend(model=str(tiny_gguf), max_tokens=4)
+    pending = backend.load_in_background()
+    answer = backend.complete_sync(_chat("hello"))  # queues behind the load
+    assert pending.done() and pending.exception() is None
+    assert isinstance(backend._runtime, local_numpy.NumpyLlamaRuntime)
+    assert built == [backend._model_thread_id] and isinstance(answer.text, str)
+
+
+def test_a_failed_background_load_is_raised_by_the_first_call(tiny_gguf, numpy_only,
+                                                               monkeypatch):
+    def broken(*args):
+        raise ConfigError("local: broken on purpose")
+
+    monkeypatch.setattr(local, "_build_runtime", broken)
+    backend = local.LocalBackend(model=str(tiny_gguf), max_tokens=4)
+    assert isinstance(backend.load_in_background().exception(timeout=30), ConfigError)
+    with pytest.raises(ConfigError, match="broken on purpose"):
+        backend.load()
+
+
 def test_what_numpy_does_not_run_asks_for_the_torch_extra(tmp_path, numpy_only):
     qwen = write_tiny(tmp_path / "qwen.gguf", arch="qwen2")
     with pytest.raises(MissingDependencyError, match=r"pip install 'ragmeter\[torch\]'") as err:

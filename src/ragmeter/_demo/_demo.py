@@ -100,6 +100,8 @@ def demo(out: str | Path = "ragmeter-out", *, model: bool = True, backend: Any =
     rgb_wall: float | None = None
     if model:
         start = time.monotonic()
+        if backend is None:
+            backend = demo_backend()
         rgb, rgb_outputs = _rgb_part(out_dir / "rgb", backend, store, progress)
         rgb_wall = time.monotonic() - start
         records.append(rgb.save(records_dir, command=cmd))
@@ -122,20 +124,41 @@ def require_local_model() -> None:
     _choose_runtime("auto", resolve_model(None))
 
 
+def demo_backend() -> Any:
+    """The demo's model: the offline local one.  In a home without the block kernel's build
+    or a converted model its load starts at once on its model thread, so that the build and
+    the GGUF's conversion overlap the demo's imports and prompts; elsewhere it loads on the
+    first call, as before (a demo answered from the store makes none, and a load beside it
+    slowed it by about a second)."""
+    from ragmeter.backends import local
+
+    require_local_model()
+    # batches of DEMO_BATCH_SIZE cut by prompt length from all DEMO_CONCURRENCY calls in
+    # flight (greedy texts identical to one at a time: the demo test replays every answer
+    # one call at a time)
+    backend = local(concurrency=DEMO_CONCURRENCY, batch_size=DEMO_BATCH_SIZE)
+    if _new_home():
+        backend.instance().load_in_background()
+    return backend
+
+
+def _new_home() -> bool:
+    """No kernel built and no model converted here yet (what the first load builds); a
+    guess that only decides when the load starts, never what it does."""
+    from ragmeter._util._home import data_home
+    from ragmeter.backends._local._cache import models_dir
+
+    return (not any((data_home() / "kernels").glob("*.so"))
+            or not any(p.is_dir() for p in models_dir().glob("*")))
+
+
 def _rgb_part(out_dir: Path, backend: Any, store: Any, progress: bool | None
               ) -> tuple[Result, dict[str, Any]]:
     """:func:`ragmeter.rgb.run` on the built-in sample with the demo's settings, and the files
     ``rgb run --out`` writes."""
     import ragmeter.rgb
-    from ragmeter.backends import local
     from ragmeter.rgb._outputs import write_run_outputs
 
-    if backend is None:
-        require_local_model()
-        # batches of DEMO_BATCH_SIZE cut by prompt length from all DEMO_CONCURRENCY calls in
-        # flight (greedy texts identical to one at a time: the demo test replays every answer
-        # one call at a time)
-        backend = local(concurrency=DEMO_CONCURRENCY, batch_size=DEMO_BATCH_SIZE)
     result = ragmeter.rgb.run(None, backend=backend, store=store, progress=progress,
                               **RGB_OPTIONS)
     return result, write_run_outputs(result.detail, out_dir)

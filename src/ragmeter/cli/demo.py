@@ -23,10 +23,14 @@ def demo(out_dir: str, no_model: bool) -> None:
 
     Example: ragmeter demo --out ragmeter-out
     """
+    from ragmeter._demo._demo import demo as run_demo
+    from ragmeter._demo._demo import demo_backend
+
+    # a clear install command before any output or work; then the model loads on its own
+    # thread (on a new home: the kernel's build, the GGUF's conversion) beside what follows
+    backend = None if no_model else demo_backend()
     from rich.text import Text
 
-    from ragmeter._demo._demo import demo as run_demo
-    from ragmeter._demo._demo import require_local_model
     from ragmeter.cli.report import _command_line
     from ragmeter.multilingual._report import print_multilingual
     from ragmeter.reliability._report import print_reliability
@@ -36,9 +40,8 @@ def demo(out_dir: str, no_model: bool) -> None:
     if not no_model:
         from ragmeter.rgb._demo import intro_text
 
-        require_local_model()  # a clear install command before any output or work
         con.print(intro_text())
-    result = run_demo(out_dir, model=not no_model, command=_command_line())
+    result = run_demo(out_dir, model=not no_model, backend=backend, command=_command_line())
     if result.rgb is not None:
         from ragmeter.rgb._demo import outputs_text
         from ragmeter.rgb._report import print_run

@@ -47,7 +47,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -423,6 +423,14 @@ class LocalBackend(BaseBackend):
     def load(self) -> None:
         """Load the model now (otherwise it loads on the first call)."""
         self.run_in_model_thread(self._load_locked)
+
+    def load_in_background(self) -> Future[Any]:
+        """Start loading the model on the model thread and return at once, so that what the
+        caller does before its first call (imports, reading data, building prompts) overlaps
+        the load: on a new ``RAGMETER_HOME`` the block kernel's build and the GGUF's
+        conversion.  Calls queue behind it on the model thread; a load that fails is tried
+        again by the first call, which raises what it raised."""
+        return self._executor.submit(self._load_locked)
 
     def count_prompt_tokens(self, messages: Sequence[Message]) -> int:
         """Exact prompt length after the chat template (loads the model)."""

@@ -36,6 +36,7 @@ runtime, loaded on first need, as from :class:`FastLlamaRuntime`.
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -162,14 +163,16 @@ class _NumpyLlama:
     # ------------------------------------------------------------------ passes
 
     def prefill(self, prompts: Sequence[Sequence[int]], cache: _KVCache | None,
-                keep: Sequence[tuple[int, int]], prefix: Prefix | None = None) -> list[Any]:
+                keep: Sequence[tuple[int, int]],
+                prefix: Prefix | Sequence[Prefix | None] | None = None) -> list[Any]:
         """Run every prompt from position 0 and return, per row, the logits ``(k, vocab)`` of
         its positions ``keep[row] = (start, stop)``.  With a cache, each row's keys and values
         are written into it, ending at column ``cache.width``.  With a ``prefix`` (the keys
         and values of tokens every row starts with, :meth:`prefix_kv`), ``prompts`` are what
         follows it: their positions start after it, they attend to it, and a cache receives
         the prefix's keys and values before theirs (``keep`` counts from the first token
-        after the prefix).
+        after the prefix).  ``prefix`` may also be one per row (a :class:`Prefix` or None
+        each): rows that start differently each follow their own.
 
         Rows are independent, so several prompts are split into ``threads`` groups of about
         equal length, each run on its own thread with a one-thread BLAS (numpy releases the
@@ -177,15 +180,18 @@ class _NumpyLlama:
         multi-threaded BLAS is not used: it waits for its threads on every product, which on a
         busy 2-core machine made small products 100x slower (see :class:`_Blas`)."""
         rows = list(range(len(prompts)))
+        prefixes: list[Prefix | None] = (
+            [prefix] * len(prompts) if prefix is None or isinstance(prefix, Prefix)
+            else list(prefix))
         groups = _balanced_groups([len(p) for p in prompts], self.threads)
         if len(groups) == 1:
-            return self._prefill_rows(prompts, rows, cache, keep, prefix)
+            return self._prefill_rows(prompts, rows, cache, keep, prefixes)
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(max_workers=self.threads,
                                             thread_name_prefix="ragmeter-numpy")
-        futures = [self._pool.submit(self._prefill_rows, prompts, group, cache, keep, prefix)
+        futures = [self._pool.submit(self._prefill_rows, prompts, group, cache, keep, prefixes)
                    for group in groups]
         out: list[Any] = [None] * len(prompts)
         for group, future in zip(groups, futures, strict=True):
@@ -198,22 +204,23 @@ class _NumpyLlama:
         pass as :meth:`prefill`'s ``prefix``."""
         captured: list[tuple[Any, Any]] = []
         with self.blas.single():
-            self._prefill_rows([tokens], [0], None, [(0, 0)], None, captured)
+            self._prefill_rows([tokens], [0], None, [(0, 0)], [None], captured)
         return Prefix(len(tokens), tuple(k for k, _ in captured), tuple(v for _, v in captured))
 
     def _prefill_rows(self, prompts: Sequence[Sequence[int]], rows: Sequence[int],
                       cache: _KVCache | None, keep: Sequence[tuple[int, int]],
-                      prefix: Prefix | None = None,
+                      prefixes: Sequence[Prefix | None],
                       capture: list[tuple[Any, Any]] | None = None) -> list[Any]:
-        """:meth:`prefill` of ``rows`` (packed: no padding), on the calling thread
-        (``capture``: receives the single row's keys and values, layer by layer)."""
+        """:meth:`prefill` of ``rows`` (packed: no padding), on the calling thread, each
+        after its prefix ``prefixes[row]`` (``capture``: receives the single row's keys and
+        values, layer by layer)."""
         np = self.np
-        start = prefix.length if prefix is not None else 0
+        starts = [0 if (f := prefixes[r]) is None else f.length for r in rows]
         counts = [len(prompts[r]) for r in rows]
         ids = np.fromiter((t for r in rows for t in prompts[r]), dtype=np.int64,
                           count=sum(counts))
         positions = np.concatenate([np.arange(start, start + n, dtype=np.float32)
-                                    for n in counts])
+                                    for start, n in zip(starts, counts, strict=True)])
         cos, sin = self._rotary(positions)
         offsets = [0]
         for n in counts:
@@ -229,9 +236,10 @@ class _NumpyLlama:
             out = np.empty((tokens, self.heads, self.head_dim), dtype=np.float32)
             for j, row in enumerate(rows):
                 a, b = offsets[j], offsets[j + 1]
+                start, prefix = starts[j], prefixes[row]
                 kr = np.ascontiguousarray(k[a:b].transpose(1, 0, 2))  # (kv_heads, n, dim)
                 vr = np.ascontiguousarray(v[a:b].transpose(1, 0, 2))
-                if prefix is not None:  # the row's keys: the shared prefix's, then its own
+                if prefix is not None:  # the row's keys: its prefix's, then its own
                     kr = np.concatenate((prefix.keys[i], kr), axis=1)
                     vr = np.concatenate((prefix.values[i], vr), axis=1)
                 if capture is not None:
@@ -271,9 +279,8 @@ class _NumpyLlama:
                 kv_heads, groups * rows, dim)
             scores = (block @ k[:, :hi].transpose(0, 2, 1)).reshape(kv_heads, groups, rows, hi)
             scores *= self.scaling
-            if rows > 1:  # key j is hidden from query i when j > i
-                hidden = np.arange(hi)[None, :] > np.arange(lo, hi)[:, None]
-                scores[..., hidden] = -np.inf
+            if rows > 1:  # key j is hidden from query i when j > i: + -inf there, + 0 else
+                scores += _causal_bias(np, lo, hi)  # (bit-identical to setting -inf)
             self._softmax_(np, scores)
             got = scores.reshape(kv_heads, groups * rows, hi) @ v[:, :hi]
             out[lo - start:hi - start] = got.reshape(kv_heads, groups, rows, dim).transpose(
@@ -360,6 +367,24 @@ class NumpyLlamaRuntime(LlamaRuntimeBase):
             self._prefixes.popitem(last=False)
         return prefix
 
+    def _row_prefixes(self, prompts: Sequence[list[int]]) -> list[Prefix | None]:
+        """Each row's prefix: the one every prompt shares (:meth:`_shared_prefix`); when
+        there is none, the one its group shares, the prompts grouped by their first
+        :attr:`MIN_PREFIX` tokens (a batch of English and Chinese questions: one per system
+        prompt), or a kept one that fits it alone."""
+        shared = self._shared_prefix(prompts)
+        if shared is not None or len(prompts) < 2 or not self.share_prefix:
+            return [shared] * len(prompts)
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for row, prompt in enumerate(prompts):
+            groups.setdefault(tuple(prompt[:self.MIN_PREFIX]), []).append(row)
+        out: list[Prefix | None] = [None] * len(prompts)
+        for rows in groups.values():
+            found = self._shared_prefix([prompts[r] for r in rows])
+            for row in rows:
+                out[row] = found
+        return out
+
     def generate_batch(self, prompts: Sequence[list[int]],
                        params: Mapping[str, Any]) -> list[_Generation]:
         """Decoding as ``model.generate`` does it on a left-padded batch (see the module
@@ -380,11 +405,12 @@ class NumpyLlamaRuntime(LlamaRuntimeBase):
         eos = np.array(self._generation_eos or sorted(self.eos), dtype=np.int64)
         unfinished = np.ones(len(prompts), dtype=bool)
         positions = np.array([len(p) for p in prompts], dtype=np.int64)
-        prefix = self._shared_prefix(prompts)
-        skip = prefix.length if prefix is not None else 0
-        logits = np.concatenate(model.prefill([p[skip:] for p in prompts], cache,
-                                              [(len(p) - skip - 1, len(p) - skip)
-                                               for p in prompts], prefix))
+        prefixes = self._row_prefixes(prompts)
+        skip = [0 if f is None else f.length for f in prefixes]
+        rows = list(zip(prompts, skip, strict=True))
+        logits = np.concatenate(model.prefill([p[n:] for p, n in rows], cache,
+                                              [(len(p) - n - 1, len(p) - n) for p, n in rows],
+                                              prefixes))
         generated: list[Any] = []
         ends: dict[int, int] = {}  # rows a stop string ended: their number of tokens
         next_tokens: Any = None
@@ -527,6 +553,16 @@ def _log_softmax(np: Any, logits: Any) -> Any:
     x = logits.astype(np.float64)
     x -= x.max(axis=-1, keepdims=True)
     return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+@functools.lru_cache(maxsize=8)
+def _causal_bias(np: Any, lo: int, hi: int) -> Any:
+    """``(hi - lo, hi)`` float32: -inf where key ``j`` comes after query ``lo + i``, else 0
+    (read-only: shared by every layer and thread).  Adding it to finite scores gives exactly
+    what writing -inf into the hidden ones gives, about 10x faster than a boolean mask."""
+    bias = np.triu(np.full((hi - lo, hi), -np.inf, dtype=np.float32), lo + 1)
+    bias.flags.writeable = False
+    return bias
 
 
 def _balanced_groups(lengths: Sequence[int], parts: int) -> list[list[int]]:
