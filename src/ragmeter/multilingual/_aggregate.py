@@ -215,13 +215,17 @@ def _cnbe_column(cols: _Columns, base_f1: NumberColumn | None, spill: SpillDir
     return out
 
 
-def _present_chunks(column: NumberColumn, fn: Any = None, absent: bool = False
-                    ) -> Callable[[], Iterator[Any]]:
-    """The column's values chunk by chunk (through ``fn`` when given; without NaN when
-    ``absent`` values may be there)."""
+def _present_chunks(column: NumberColumn, fn: Any = None, absent: bool = False,
+                    batch: Any = None) -> Callable[[], Iterator[Any]]:
+    """The column's values chunk by chunk (through ``fn`` when given, or its numpy form
+    ``batch`` for a big chunk; without NaN when ``absent`` values may be there)."""
     def chunks() -> Iterator[Any]:
         for chunk in column.chunks():
-            if fn is not None:
+            if batch is not None and len(chunk) >= SMALL_BATCH:
+                import numpy as np
+
+                yield batch(np.frombuffer(chunk, dtype=np.float64))
+            elif fn is not None:
                 yield list(map(fn, chunk))
             elif absent and len(chunk) >= SMALL_BATCH:
                 import numpy as np
@@ -244,7 +248,7 @@ def _per_metric(cols: _Columns, cnbe: NumberColumn | None, lid: bool
         if m.row in ("answer", "response"):
             per[m.name] = _present_chunks(cols.values[m.name])
         elif m.of is not None:
-            per[m.name] = _present_chunks(cols.values[m.of], m.fn)
+            per[m.name] = _present_chunks(cols.values[m.of], m.fn, batch=m.batch)
         elif m.row == "baseline":
             per[m.name] = (_present_chunks(cnbe, absent=True) if cnbe is not None
                            else lambda: iter(()))

@@ -163,8 +163,8 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
             numbers = range(number + 1, number + n + 1)
             number += n
             try:
-                acc.add(col["system"].to_pylist(), col["sample_id"].to_pylist(), langs,
-                        col["gold_answer"].to_pylist(), col["pred_answer"].to_pylist(),
+                acc.add(_coded(col["system"]), col["sample_id"].to_pylist(), langs,
+                        _coded(col["gold_answer"]), col["pred_answer"].to_pylist(),
                         {"cost": costs, "semantic_score": sems}, numbers,
                         col["question"].to_pylist() if config.keep_text else None,
                         golds_are_text=True)
@@ -176,6 +176,15 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
     if number == 0:
         raise FastPathUnsupported("no rows")
     return acc
+
+
+def _coded(arr: Any) -> Any:
+    """A string column as :class:`~ragmeter.multilingual._scorer.Coded` (Arrow's dictionary
+    encoding: each distinct string once, an index per row)."""
+    from ragmeter.multilingual._scorer import Coded
+
+    enc = arr.dictionary_encode()
+    return Coded(enc.dictionary.to_pylist(), _numpy(enc.indices))
 
 
 def _typed_decoder(names: dict[str, str]) -> Any:

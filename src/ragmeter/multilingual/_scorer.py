@@ -282,6 +282,52 @@ def _group_positions(systems: list[str]) -> dict[str, list[int] | None]:
             for k, system in enumerate(order)}
 
 
+@dataclass(frozen=True)
+class Coded:
+    """A column of a big batch as its distinct strings and each row's index among them
+    (Arrow's dictionary encoding: ``values[codes[i]]`` is row ``i``'s), so the columnar path
+    makes no Python string per row for the system and the gold answer.  The accumulator reads
+    it where it groups rows by system and normalizes golds, and turns it into a list
+    (:meth:`tolist`) everywhere else."""
+
+    values: list[str]
+    codes: Any  # a numpy array of integers
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def take(self, per_value: Sequence[Any]) -> list[Any]:
+        """Each row's item of ``per_value`` (one item per distinct value)."""
+        import numpy as np
+
+        picked = np.empty(len(per_value), dtype=object)
+        picked[:] = per_value
+        return picked[self.codes].tolist()  # type: ignore[no-any-return]
+
+    def tolist(self) -> list[str]:
+        return self.take(self.values)
+
+
+def _plain(seq: Any) -> Any:
+    return seq.tolist() if isinstance(seq, Coded) else seq
+
+
+def _code_groups(systems: Coded) -> dict[str, Any]:
+    """:func:`_group_positions` of a coded column, positions as numpy arrays (None: every
+    row): systems in order of first appearance, positions ascending."""
+    import numpy as np
+
+    codes = systems.codes
+    present, first = np.unique(codes, return_index=True)
+    if present.size == 1:
+        return {systems.values[int(present[0])]: None}
+    order = np.argsort(codes, kind="stable")
+    ends = np.cumsum(np.bincount(codes, minlength=len(systems.values)))
+    starts = ends - np.bincount(codes, minlength=len(systems.values))
+    return {systems.values[c]: order[starts[c]:ends[c]]
+            for c in present[np.argsort(first)].tolist()}
+
+
 class _Accumulator:
     """Collects per-row values by system; shared by the row path and the columnar path."""
 
@@ -319,6 +365,8 @@ class _Accumulator:
         if questions is None:
             questions = [None] * len(systems)
         n = len(systems)
+        if n < SMALL_BATCH or None in preds or self.keep_text or self.normalize != "lbrag":
+            systems, golds = _plain(systems), _plain(golds)  # only big batches read codes
         self.n_rows += n
         if None in preds:
             self._add_unscored(systems, sample_ids, langs, preds, numbers)
@@ -418,13 +466,16 @@ class _Accumulator:
         arrays = {name: np.asarray(seq, dtype=np.float64) for name, seq in columns.items()}
         places = (np.arange(numbers.start, numbers.stop, numbers.step, dtype=np.int64)
                   if isinstance(numbers, range) else np.asarray(numbers, dtype=np.int64))
-        for system, idx in _group_positions(systems).items():
-            take = _taker(idx)
+        groups = (_code_groups(systems) if isinstance(systems, Coded) else
+                  {s: None if idx is None else np.asarray(idx, dtype=np.int64)
+                   for s, idx in _group_positions(systems).items()})
+        for system, at in groups.items():
+            take = _taker(None if at is None else at.tolist())
             cols = self._cols(system)
             start = len(cols)
             sids = take(sample_ids)
             k = len(sids)
-            at = slice(None) if idx is None else np.asarray(idx, dtype=np.int64)
+            at = slice(None) if at is None else at
             cols.sample_ids.extend(sids)  # type: ignore[arg-type]
             cols.langs.extend(take(langs))  # type: ignore[arg-type]
             picked = places[at]
@@ -450,15 +501,19 @@ class _Accumulator:
             else:
                 norm_p = normalize_many(preds)
                 # each system repeats the golds of the others: normalize each distinct once
-                distinct = list(dict.fromkeys(golds))
-                norm_of = dict(zip(distinct, normalize_many(distinct), strict=True))  # type: ignore[arg-type]
-                norm_g = list(map(norm_of.__getitem__, golds))
+                if isinstance(golds, Coded):
+                    norm_g = golds.take(normalize_many(golds.values))
+                else:
+                    distinct = list(dict.fromkeys(golds))
+                    norm_of = dict(zip(distinct, normalize_many(distinct), strict=True))  # type: ignore[arg-type]
+                    norm_g = list(map(norm_of.__getitem__, golds))
                 same = list(map(eq, norm_p, norm_g))
                 return {m.name: (m.batch(norm_p, norm_g, langs, same) if m.batch is not None
                                  else list(map(m.fn, norm_p, norm_g, langs)))  # type: ignore[arg-type]
                         for m in ANSWER}
             return {m.name: list(map(m.fn, norm_p, norm_g, langs))  # type: ignore[arg-type]
                     for m in ANSWER}
+        golds = _plain(golds)
         norm = NORMALIZERS[self.normalize]
         norm_p = [norm(p) for p in preds]
         norm_gs = [[norm(g) for g in ((gold,) if isinstance(gold, str) else gold)]
