@@ -388,7 +388,7 @@ class Scatter:
         pos = np.asarray(positions, dtype=np.int64)
         vals = [np.asarray(f, dtype=np.float64) for f in fields]
         part = pos // self._RANGE
-        for r in np.unique(part).tolist():
+        for r in np.flatnonzero(np.bincount(part)).tolist():  # np.unique imports numpy.ma
             sel = part == r
             fh = self._files.get(r)
             if fh is None:

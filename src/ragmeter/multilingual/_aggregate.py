@@ -147,7 +147,8 @@ def _pair_many(keys: list[str], fields: list[array], b: int, names: dict[int, st
     base_pos = np.where(valid, bp, -1.0)
     base_f1 = np.where(valid, f1[j], np.nan)
     other_codes, other_pos = codes[other], pos[other]
-    for c in np.unique(other_codes).tolist():
+    # the codes present (np.unique without counts imports numpy.ma: some 15 ms)
+    for c in np.flatnonzero(np.bincount(other_codes.astype(np.int64))).tolist():
         sel = other_codes == c
         system = names[int(c)]
         scatters[system].put(other_pos[sel], base_pos[sel], base_f1[sel])
@@ -173,7 +174,7 @@ def _unique_many(keys: list[str], codes: array) -> bool:
     import numpy as np
 
     code = np.frombuffer(codes, dtype=np.float64)
-    systems = np.unique(code)
+    systems = np.flatnonzero(np.bincount(code.astype(np.int64)))  # the codes present
     if systems.size == 1:
         return len(set(keys)) == len(keys)
     return all(len(set(picked)) == len(picked)

@@ -36,11 +36,11 @@ def _schema(names: dict[str, str]) -> Any:
 
 def _batches(path: Path, fmt: str, names: dict[str, str]) -> Iterator[Any]:
     import pyarrow as pa
-    import pyarrow.json as pj
-    import pyarrow.parquet as pq
 
     schema = _schema(names)
     if fmt == "jsonl":
+        import pyarrow.json as pj
+
         # One thread and the system allocator: the reader then holds ~20 MiB whatever the
         # file's size (threads and mimalloc's arenas add ~60 MiB; CPU time is the same).
         reader = pj.open_json(
@@ -50,6 +50,8 @@ def _batches(path: Path, fmt: str, names: dict[str, str]) -> Iterator[Any]:
             memory_pool=pa.system_memory_pool())
         yield from reader
         return
+    import pyarrow.parquet as pq
+
     pf = pq.ParquetFile(path)
     present = set(pf.schema_arrow.names)
     wanted = [n for n in schema.names if n in present]
