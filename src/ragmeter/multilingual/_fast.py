@@ -146,8 +146,6 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
                     np.isfinite(sem_np[present]).all() and (sem_np[present] >= 0).all()
                     and (sem_np[present] <= 1).all()):
                 raise FastPathUnsupported("out-of-range number")
-            costs = cost_np.tolist()
-            sems = [None] * n if sem_col.null_count == n else sem_col.to_pylist()
             # each distinct language code is checked once; rows take theirs by index
             codes = col["sample_lang"].dictionary_encode()
             canon_of = []
@@ -167,7 +165,7 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
             try:
                 acc.add(_coded(col["system"]), col["sample_id"].to_pylist(), langs,
                         _coded(col["gold_answer"]), col["pred_answer"].to_pylist(),
-                        {"cost": costs, "semantic_score": sems}, numbers,
+                        {"cost": cost_np, "semantic_score": sem_np}, numbers,
                         col["question"].to_pylist() if config.keep_text else None,
                         golds_are_text=True)
             except InputError:

@@ -241,8 +241,9 @@ class MultilingualResult:
 
 
 def _absent_marked(seq: Sequence[float | None]) -> Sequence[float]:
-    """``seq`` with None as the NaN marker (a column of None only: no pass per value)."""
-    if None not in seq:
+    """``seq`` with None as the NaN marker (a column of None only: no pass per value; a numpy
+    array already holds NaN)."""
+    if hasattr(seq, "dtype") or None not in seq:
         return seq  # type: ignore[return-value]
     if seq.count(None) == len(seq):  # type: ignore[attr-defined]
         return [ABSENT] * len(seq)
@@ -382,8 +383,10 @@ class _Accumulator:
             n = len(keep)
             if not n:
                 return
+        if n < SMALL_BATCH:  # the columnar path's numbers come as arrays (NaN: absent)
+            given = {k: v.tolist() if hasattr(v, "tolist") else v for k, v in given.items()}
         values: dict[str, Sequence[float | None]] = {
-            **self.score_texts(preds, golds, langs, golds_are_text), **given}  # type: ignore[arg-type]
+            **self.score_texts(preds, golds, langs, golds_are_text, arrays=True), **given}  # type: ignore[arg-type]
         if self.lid is not None:
             for m in LID:
                 scores = [self.lid.score(p, lg) for p, lg in zip(preds, langs, strict=True)]  # type: ignore[arg-type]
@@ -392,16 +395,18 @@ class _Accumulator:
                     (questions, golds, preds) if self.keep_text else None)
 
     def score_texts(self, preds: list[str], golds: Sequence[str | tuple[str, ...]],
-                    langs: list[str], golds_are_text: bool = False) -> dict[str, list[float]]:
+                    langs: list[str], golds_are_text: bool = False,
+                    arrays: bool = False) -> dict[str, list[float]]:
         """The ``answer`` and ``response`` metrics of each row, by name: the per-row text work
-        (what a Ray worker runs)."""
+        (what a Ray worker runs); ``arrays``: numpy forms may stay numpy arrays."""
         out = self._answers(preds, golds, langs, golds_are_text)
         for m in RESPONSE:
             if len(preds) < SMALL_BATCH or m.batch is None:  # the reference function
                 assert m.fn is not None
                 out[m.name] = list(map(m.fn, preds, langs))
             else:
-                out[m.name] = m.batch(preds, langs).tolist()
+                values = m.batch(preds, langs)
+                out[m.name] = values if arrays else values.tolist()
         return out
 
     def add_scored(self, systems: list[str], sample_ids: list[str], langs: list[str],
