@@ -193,14 +193,27 @@ def _error(rows: list[dict[str, Any]]) -> str:
     return str(err.value)
 
 
-@pytest.mark.parametrize("kind", ["duplicate", "unscored duplicate", "missing baseline"])
+@pytest.mark.parametrize("kind", ["duplicate", "unscored duplicate", "missing baseline",
+                                  "baseline duplicate", "other system's duplicate",
+                                  "duplicate without a baseline row"])
 def test_spilled_errors_name_the_same_place(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     rows = _rows(120, seed=5)
+    first = {s: next(i for i, r in enumerate(rows) if r["system"] == s)
+             for s in ("direct", "multi")}
     if kind == "duplicate":
         rows.insert(300, dict(rows[40]))
         rows.insert(350, dict(rows[10]))  # later in the input: not the one named
     elif kind == "unscored duplicate":
         rows.insert(200, {**rows[30], "pred_answer": None})
+    elif kind == "baseline duplicate":
+        rows.insert(250, dict(rows[first["direct"]]))
+    elif kind == "other system's duplicate":
+        rows.insert(250, dict(rows[first["multi"]]))
+    elif kind == "duplicate without a baseline row":  # the duplicate is the first error
+        row = rows[first["multi"]]
+        rows = [r for r in rows if not (r["system"] == "direct" and
+                                        r["sample_id"] == row["sample_id"])]
+        rows.insert(280, dict(row))
     else:
         rows = [r for r in rows if not (r["system"] == "direct" and r["sample_id"] in
                                         ("q7", "q9"))]
