@@ -317,10 +317,14 @@ class KeyedRecords:
             self._files = [self._spill.new_file() for _ in range(BUCKETS)]
         keys = self._keys
         n = len(keys)
-        bucket = np.fromiter(map(hash, keys), dtype=np.int64, count=n) & (BUCKETS - 1)
+        # 16-bit bucket numbers: numpy's stable sort is then a radix sort (some 10x faster)
+        bucket = (np.fromiter(map(hash, keys), dtype=np.int64, count=n) & (BUCKETS - 1)
+                  ).astype(np.uint16)
         order = np.argsort(bucket, kind="stable")
         ends = np.cumsum(np.bincount(bucket, minlength=BUCKETS)).tolist()
-        sorted_keys = itemgetter(*order.tolist())(keys) if n > 1 else tuple(keys)
+        held = np.empty(n, dtype=object)
+        held[:] = keys
+        sorted_keys = held[order].tolist()
         fields = np.stack([np.frombuffer(f, dtype=np.float64) for f in self._fields])[:, order]
         start = 0
         for b, end in enumerate(ends):
