@@ -4,6 +4,7 @@ plain-Python reference implementation, on the same generated rows, in the same r
     python benchmarks/bench_scoring.py [--rows 200000] [--rounds 3]      # whole processes
     python benchmarks/bench_scoring.py --family trace --rows 1000000     # trace score
     python benchmarks/bench_scoring.py --rows 1000000,10000000 --rounds 1  # several sizes
+    python benchmarks/bench_scoring.py --rows 1000000 --other-src /tmp/main/src  # before/after
     python benchmarks/bench_scoring.py --in-process [--rows 1000000]    # scoring only
     python benchmarks/bench_scoring.py --family trace --stages          # trace: us/row by stage
 
@@ -235,7 +236,8 @@ def _byte_compile() -> None:
     compileall.compile_dir(str(Path(ragmeter.__file__).parent), quiet=1)
 
 
-def whole_processes(rows: int, rounds: int, family: str = "multilingual") -> None:
+def whole_processes(rows: int, rounds: int, family: str = "multilingual",
+                    other_src: str | None = None) -> None:
     import inspect
     import statistics
 
@@ -256,6 +258,13 @@ def whole_processes(rows: int, rounds: int, family: str = "multilingual") -> Non
         commands = {"reference": [sys.executable, str(script), str(path)],
                     "ragmeter": [sys.executable, "-m", "ragmeter", family, "score",
                                  str(path)]}
+        envs = {name: env for name in commands}
+        if other_src:  # another version of ragmeter, in the same rounds (before/after)
+            import compileall
+
+            compileall.compile_dir(str(Path(other_src) / "ragmeter"), quiet=1)
+            commands["other"] = commands["ragmeter"]
+            envs["other"] = {**env, "PYTHONPATH": str(Path(other_src).resolve())}
         print(f"{family} score, {rows:,} rows ({path.stat().st_size / 2**20:.1f} MiB), "
               f"{rounds} interleaved rounds, whole processes (load {os.getloadavg()[0]:.1f}):")
         for name, cmd in commands.items():
@@ -263,7 +272,7 @@ def whole_processes(rows: int, rounds: int, family: str = "multilingual") -> Non
         runs: dict[str, list[dict[str, float]]] = {k: [] for k in commands}
         for _ in range(rounds):
             for name, cmd in commands.items():
-                runs[name].append(_timed(cmd, env))
+                runs[name].append(_timed(cmd, envs[name]))
         records = len(list((Path(tmp) / "home" / "runs").glob("*.json")))
     med = {k: {m: statistics.median(r[m] for r in v) for m in ("wall", "cpu", "rss_mib")}
            for k, v in runs.items()}
@@ -275,6 +284,9 @@ def whole_processes(rows: int, rounds: int, family: str = "multilingual") -> Non
           f"{ref['cpu'] / rag['cpu']:.2f}x by CPU time (goal >= 4x); ragmeter peak RSS "
           f"{rag['rss_mib']:.0f} MiB (goal <= 200); run records written: {records}; "
           f"load after {os.getloadavg()[0]:.1f}")
+    if "other" in med:
+        print(f"ratio reference/other ({other_src}): {ref['cpu'] / med['other']['cpu']:.2f}x "
+              f"by CPU time; other/ragmeter: {med['other']['cpu'] / rag['cpu']:.2f}x")
 
 
 def trace_stages(rows: int, rounds: int) -> None:
@@ -370,6 +382,9 @@ def main() -> None:
     ap.add_argument("--family", choices=["multilingual", "trace"], default="multilingual",
                     help="whole processes: which score to time [default: multilingual]")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--other-src", metavar="SRC",
+                    help="whole processes: also time the ragmeter of this src folder (e.g. "
+                         "main's: git archive main src | tar -x -C /tmp/main), interleaved")
     ap.add_argument("--in-process", action="store_true",
                     help="time the scoring functions only, imports excluded")
     ap.add_argument("--stages", action="store_true",
@@ -387,7 +402,7 @@ def main() -> None:
         return
     if not args.in_process:
         for rows in sizes or [200_000]:
-            whole_processes(rows, args.rounds, args.family)
+            whole_processes(rows, args.rounds, args.family, args.other_src)
         return
     args.rows = sizes[0] if sizes else 1_000_000
     with tempfile.TemporaryDirectory() as tmp:

@@ -54,6 +54,27 @@ def _generated(tmp: Path, seed: int) -> Path:
     return path
 
 
+@pytest.mark.parametrize("seed", [4, 5])
+def test_coded_columns_identical(tmp_path: Path, seed: int) -> None:
+    """Without texts kept, big batches read the system and the gold answer as Arrow's
+    dictionary codes (no string per row): the same systems in the same order, the same
+    metrics and items as the row path, with systems that first appear mid-file and rows of
+    each system interleaved in a shuffled order."""
+    path = _generated(tmp_path, seed)
+    lines = path.read_text("utf-8").splitlines(keepends=True)
+    random.Random(seed).shuffle(lines)
+    extra = json.loads(lines[700])
+    lines.insert(700, json.dumps({**extra, "system": "late"}, ensure_ascii=False) + "\n")
+    path.write_text("".join(lines), "utf-8")
+    config = MultilingualConfig(keep_text=False)
+    acc = accumulate_columnar(path, config, _Accumulator)
+    assert acc is not None and list(acc.columns)[-1] == "late"  # fast path taken
+    fast, slow = _both(path, config)
+    assert fast.systems == slow.systems
+    assert fast.metrics == slow.metrics
+    assert list(fast.iter_items()) == list(slow.iter_items())
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_generated_files_identical(tmp_path: Path, seed: int) -> None:
     path = _generated(tmp_path, seed)

@@ -265,3 +265,21 @@ def test_answer_batches_equal_their_functions(rows: list[tuple[str, str, str]]) 
         if m.row == "answer":
             assert m.batch is not None and m.fn is not None
             assert m.batch(preds, golds, langs, same) == [m.fn(*r) for r in rows], m.name
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.floats(min_value=0.0, max_value=1.0),
+                          st.sampled_from([0.6, 0.5999999999999999, 0.6000000000000001,
+                                           float("nan")])), max_size=40))
+def test_of_metric_batches_equal_their_functions(values: list[float]) -> None:
+    """An ``of:`` metric's numpy form (RLC_OK over a float64 array) gives its per-value
+    function's values exactly, the threshold's neighbours and NaN included."""
+    import numpy as np
+
+    from ragmeter.multilingual._metrics import ROWS
+
+    for m in ROWS:
+        if m.of is not None and m.batch is not None:
+            assert m.fn is not None
+            got = m.batch(np.array(values, dtype=np.float64)).tolist()
+            assert got == [m.fn(v) for v in values], m.name

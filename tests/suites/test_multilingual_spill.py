@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragmeter import stats
 from ragmeter.errors import InputError
@@ -191,14 +193,27 @@ def _error(rows: list[dict[str, Any]]) -> str:
     return str(err.value)
 
 
-@pytest.mark.parametrize("kind", ["duplicate", "unscored duplicate", "missing baseline"])
+@pytest.mark.parametrize("kind", ["duplicate", "unscored duplicate", "missing baseline",
+                                  "baseline duplicate", "other system's duplicate",
+                                  "duplicate without a baseline row"])
 def test_spilled_errors_name_the_same_place(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     rows = _rows(120, seed=5)
+    first = {s: next(i for i, r in enumerate(rows) if r["system"] == s)
+             for s in ("direct", "multi")}
     if kind == "duplicate":
         rows.insert(300, dict(rows[40]))
         rows.insert(350, dict(rows[10]))  # later in the input: not the one named
     elif kind == "unscored duplicate":
         rows.insert(200, {**rows[30], "pred_answer": None})
+    elif kind == "baseline duplicate":
+        rows.insert(250, dict(rows[first["direct"]]))
+    elif kind == "other system's duplicate":
+        rows.insert(250, dict(rows[first["multi"]]))
+    elif kind == "duplicate without a baseline row":  # the duplicate is the first error
+        row = rows[first["multi"]]
+        rows = [r for r in rows if not (r["system"] == "direct" and
+                                        r["sample_id"] == row["sample_id"])]
+        rows.insert(280, dict(row))
     else:
         rows = [r for r in rows if not (r["system"] == "direct" and r["sample_id"] in
                                         ("q7", "q9"))]
@@ -207,3 +222,30 @@ def test_spilled_errors_name_the_same_place(kind: str, monkeypatch: pytest.Monke
     monkeypatch.setattr(_spill, "SPILL_AT", 16)
     monkeypatch.setattr(Scatter, "_RANGE", 24)
     assert _error(rows) == held
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e150,
+                          max_value=1e150), min_size=1, max_size=12),
+       st.lists(st.integers(min_value=1, max_value=900), min_size=1, max_size=12),
+       st.integers(min_value=2048, max_value=4000))
+def test_mean_std_chunks_by_distinct_values_is_mean_std(values: list[float], times: list[int],
+                                                       first: int) -> None:
+    """A few distinct values, in a big first chunk and more (summed by value and count,
+    exactly, rounded once): the very floats of ``math.fsum`` value by value, magnitudes that
+    cancel and subnormals included."""
+    whole = [v for v, k in zip(values, times * len(values), strict=False) for _ in range(k)]
+    random.Random(len(whole)).shuffle(whole)
+    whole = [values[0]] * first + whole
+    parts = [whole[:first], whole[first:first + 700], whole[first + 700:]]
+
+    def chunks() -> Any:
+        import numpy as np
+
+        return (np.asarray(p) if i % 2 else array("d", p) for i, p in enumerate(parts))
+
+    mean, std, n = stats.mean_std_chunks(chunks)
+    want_mean = math.fsum(whole) / len(whole)
+    want_std = math.sqrt(math.fsum([(x - want_mean) * (x - want_mean) for x in whole])
+                         / (len(whole) - 1))
+    assert (mean, std, n) == (want_mean, want_std, len(whole))

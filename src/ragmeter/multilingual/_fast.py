@@ -36,11 +36,11 @@ def _schema(names: dict[str, str]) -> Any:
 
 def _batches(path: Path, fmt: str, names: dict[str, str]) -> Iterator[Any]:
     import pyarrow as pa
-    import pyarrow.json as pj
-    import pyarrow.parquet as pq
 
     schema = _schema(names)
     if fmt == "jsonl":
+        import pyarrow.json as pj
+
         # One thread and the system allocator: the reader then holds ~20 MiB whatever the
         # file's size (threads and mimalloc's arenas add ~60 MiB; CPU time is the same).
         reader = pj.open_json(
@@ -50,6 +50,8 @@ def _batches(path: Path, fmt: str, names: dict[str, str]) -> Iterator[Any]:
             memory_pool=pa.system_memory_pool())
         yield from reader
         return
+    import pyarrow.parquet as pq
+
     pf = pq.ParquetFile(path)
     present = set(pf.schema_arrow.names)
     wanted = [n for n in schema.names if n in present]
@@ -144,8 +146,6 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
                     np.isfinite(sem_np[present]).all() and (sem_np[present] >= 0).all()
                     and (sem_np[present] <= 1).all()):
                 raise FastPathUnsupported("out-of-range number")
-            costs = cost_np.tolist()
-            sems = [None] * n if sem_col.null_count == n else sem_col.to_pylist()
             # each distinct language code is checked once; rows take theirs by index
             codes = col["sample_lang"].dictionary_encode()
             canon_of = []
@@ -163,9 +163,9 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
             numbers = range(number + 1, number + n + 1)
             number += n
             try:
-                acc.add(col["system"].to_pylist(), col["sample_id"].to_pylist(), langs,
-                        col["gold_answer"].to_pylist(), col["pred_answer"].to_pylist(),
-                        {"cost": costs, "semantic_score": sems}, numbers,
+                acc.add(_coded(col["system"]), col["sample_id"].to_pylist(), langs,
+                        _coded(col["gold_answer"]), col["pred_answer"].to_pylist(),
+                        {"cost": cost_np, "semantic_score": sem_np}, numbers,
                         col["question"].to_pylist() if config.keep_text else None,
                         golds_are_text=True)
             except InputError:
@@ -176,6 +176,15 @@ def accumulate_columnar(path: Path, config: Any, make_acc: Callable[..., Any]) -
     if number == 0:
         raise FastPathUnsupported("no rows")
     return acc
+
+
+def _coded(arr: Any) -> Any:
+    """A string column as :class:`~ragmeter.multilingual._scorer.Coded` (Arrow's dictionary
+    encoding: each distinct string once, an index per row)."""
+    from ragmeter.multilingual._scorer import Coded
+
+    enc = arr.dictionary_encode()
+    return Coded(enc.dictionary.to_pylist(), _numpy(enc.indices))
 
 
 def _typed_decoder(names: dict[str, str]) -> Any:

@@ -32,7 +32,7 @@ from ragmeter.multilingual._cost import cnbe
 from ragmeter.stats._metric import ALL_GROUP, Headline, Metric, MetricTable
 from ragmeter.text._languages import CHAR_TOKEN_LANGUAGES
 from ragmeter.text._overlap import f1_from_normalized, f1_from_tokens
-from ragmeter.text._rlc import RLC_OK_THRESHOLD, rlc, rlc_batch, rlc_ok
+from ragmeter.text._rlc import RLC_OK_THRESHOLD, rlc, rlc_batch, rlc_ok, rlc_ok_many
 
 __all__ = ["METRIC_VERSION", "METRICS", "AGREEMENT_METRICS", "METRIC_KEYS", "PAIRED_METRICS", "RowMetric",
            "ROWS", "contains", "exact_match_normalized", "f1_normalized", "rows_of", "signature_fields",
@@ -46,8 +46,9 @@ class RowMetric(Metric):
     """A metric of this family and where its per-row value comes from (module docstring).
 
     ``lbrag``: a key of LBRAG's ``metrics.json`` (reproduced exactly by the golden test);
-    ``compact``: also a column of the per-group table (``--by``); ``batch``: the ``response``
-    function over whole columns (same values, tested)."""
+    ``compact``: also a column of the per-group table (``--by``); ``batch``: the function
+    over whole columns (same values, tested): ``answer`` and ``response`` rows take their
+    columns of texts, ``of:`` rows a float64 array of the other metric's values."""
 
     row: str = "answer"
     lbrag: bool = True
@@ -163,7 +164,7 @@ METRICS = MetricTable("multilingual", METRIC_VERSION, [
               batch=rlc_batch, compact=False),
     RowMetric("rlc_ok", "RLC_OK",
               f"1.0 when RLC is at least {RLC_OK_THRESHOLD}, else 0.0", _LBRAG, fn=rlc_ok,
-              row="of:rlc", constants={"threshold": RLC_OK_THRESHOLD}),
+              row="of:rlc", batch=rlc_ok_many, constants={"threshold": RLC_OK_THRESHOLD}),
     RowMetric("cost", "cost",
               "tokens translated for the answer: translate_tokens, else the sum of the "
               "evidence's metadata.token_count", _LBRAG_EXP, higher_is_better=False,

@@ -241,8 +241,9 @@ class MultilingualResult:
 
 
 def _absent_marked(seq: Sequence[float | None]) -> Sequence[float]:
-    """``seq`` with None as the NaN marker (a column of None only: no pass per value)."""
-    if None not in seq:
+    """``seq`` with None as the NaN marker (a column of None only: no pass per value; a numpy
+    array already holds NaN)."""
+    if hasattr(seq, "dtype") or None not in seq:
         return seq  # type: ignore[return-value]
     if seq.count(None) == len(seq):  # type: ignore[attr-defined]
         return [ABSENT] * len(seq)
@@ -282,6 +283,52 @@ def _group_positions(systems: list[str]) -> dict[str, list[int] | None]:
             for k, system in enumerate(order)}
 
 
+@dataclass(frozen=True)
+class Coded:
+    """A column of a big batch as its distinct strings and each row's index among them
+    (Arrow's dictionary encoding: ``values[codes[i]]`` is row ``i``'s), so the columnar path
+    makes no Python string per row for the system and the gold answer.  The accumulator reads
+    it where it groups rows by system and normalizes golds, and turns it into a list
+    (:meth:`tolist`) everywhere else."""
+
+    values: list[str]
+    codes: Any  # a numpy array of integers
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def take(self, per_value: Sequence[Any]) -> list[Any]:
+        """Each row's item of ``per_value`` (one item per distinct value)."""
+        import numpy as np
+
+        picked = np.empty(len(per_value), dtype=object)
+        picked[:] = per_value
+        return picked[self.codes].tolist()  # type: ignore[no-any-return]
+
+    def tolist(self) -> list[str]:
+        return self.take(self.values)
+
+
+def _plain(seq: Any) -> Any:
+    return seq.tolist() if isinstance(seq, Coded) else seq
+
+
+def _code_groups(systems: Coded) -> dict[str, Any]:
+    """:func:`_group_positions` of a coded column, positions as numpy arrays (None: every
+    row): systems in order of first appearance, positions ascending."""
+    import numpy as np
+
+    codes = systems.codes
+    present, first = np.unique(codes, return_index=True)
+    if present.size == 1:
+        return {systems.values[int(present[0])]: None}
+    order = np.argsort(codes, kind="stable")
+    ends = np.cumsum(np.bincount(codes, minlength=len(systems.values)))
+    starts = ends - np.bincount(codes, minlength=len(systems.values))
+    return {systems.values[c]: order[starts[c]:ends[c]]
+            for c in present[np.argsort(first)].tolist()}
+
+
 class _Accumulator:
     """Collects per-row values by system; shared by the row path and the columnar path."""
 
@@ -319,6 +366,8 @@ class _Accumulator:
         if questions is None:
             questions = [None] * len(systems)
         n = len(systems)
+        if n < SMALL_BATCH or None in preds or self.keep_text or self.normalize != "lbrag":
+            systems, golds = _plain(systems), _plain(golds)  # only big batches read codes
         self.n_rows += n
         if None in preds:
             self._add_unscored(systems, sample_ids, langs, preds, numbers)
@@ -334,8 +383,10 @@ class _Accumulator:
             n = len(keep)
             if not n:
                 return
+        if n < SMALL_BATCH:  # the columnar path's numbers come as arrays (NaN: absent)
+            given = {k: v.tolist() if hasattr(v, "tolist") else v for k, v in given.items()}
         values: dict[str, Sequence[float | None]] = {
-            **self.score_texts(preds, golds, langs, golds_are_text), **given}  # type: ignore[arg-type]
+            **self.score_texts(preds, golds, langs, golds_are_text, arrays=True), **given}  # type: ignore[arg-type]
         if self.lid is not None:
             for m in LID:
                 scores = [self.lid.score(p, lg) for p, lg in zip(preds, langs, strict=True)]  # type: ignore[arg-type]
@@ -344,16 +395,18 @@ class _Accumulator:
                     (questions, golds, preds) if self.keep_text else None)
 
     def score_texts(self, preds: list[str], golds: Sequence[str | tuple[str, ...]],
-                    langs: list[str], golds_are_text: bool = False) -> dict[str, list[float]]:
+                    langs: list[str], golds_are_text: bool = False,
+                    arrays: bool = False) -> dict[str, list[float]]:
         """The ``answer`` and ``response`` metrics of each row, by name: the per-row text work
-        (what a Ray worker runs)."""
+        (what a Ray worker runs); ``arrays``: numpy forms may stay numpy arrays."""
         out = self._answers(preds, golds, langs, golds_are_text)
         for m in RESPONSE:
             if len(preds) < SMALL_BATCH or m.batch is None:  # the reference function
                 assert m.fn is not None
                 out[m.name] = list(map(m.fn, preds, langs))
             else:
-                out[m.name] = m.batch(preds, langs).tolist()
+                values = m.batch(preds, langs)
+                out[m.name] = values if arrays else values.tolist()
         return out
 
     def add_scored(self, systems: list[str], sample_ids: list[str], langs: list[str],
@@ -386,6 +439,9 @@ class _Accumulator:
         """Append scored rows to their systems' columns (duplicates are an error)."""
         columns = {name: _absent_marked(seq) if name in _ABSENT_MARKED else seq
                    for name, seq in values.items()}
+        if len(systems) >= SMALL_BATCH:
+            self._store_many(systems, sample_ids, langs, columns, numbers, texts)
+            return
         for system, idx in _group_positions(systems).items():
             take = _taker(idx)
             cols = self._cols(system)
@@ -404,6 +460,40 @@ class _Accumulator:
             self.keys.add(sids, array("d", (self.codes[system],)) * k,
                           array("d", range(start, start + k)), places, f1)
 
+    def _store_many(self, systems: list[str], sample_ids: list[str], langs: list[str],
+                    columns: Mapping[str, Sequence[float | None]], numbers: Sequence[int],
+                    texts: tuple[Sequence[Any], Sequence[Any], Sequence[Any]] | None) -> None:
+        """:meth:`_store` of a big batch: each column once as a numpy array, each system's
+        part of it taken by index and appended as raw float64 (int64 for places): the same
+        values as the row by row appends, without a Python float per value and column."""
+        import numpy as np
+
+        arrays = {name: np.asarray(seq, dtype=np.float64) for name, seq in columns.items()}
+        places = (np.arange(numbers.start, numbers.stop, numbers.step, dtype=np.int64)
+                  if isinstance(numbers, range) else np.asarray(numbers, dtype=np.int64))
+        groups = (_code_groups(systems) if isinstance(systems, Coded) else
+                  {s: None if idx is None else np.asarray(idx, dtype=np.int64)
+                   for s, idx in _group_positions(systems).items()})
+        for system, at in groups.items():
+            take = _taker(None if at is None else at.tolist())
+            cols = self._cols(system)
+            start = len(cols)
+            sids = take(sample_ids)
+            k = len(sids)
+            at = slice(None) if at is None else at
+            cols.sample_ids.extend(sids)  # type: ignore[arg-type]
+            cols.langs.extend(take(langs))  # type: ignore[arg-type]
+            picked = places[at]
+            cols.places.extend(array("q", picked.tobytes()))
+            for name, arr in arrays.items():
+                cols.values[name].extend(array("d", arr[at].tobytes()))
+            if texts is not None:
+                cols.texts.extend(zip(*(take(t) for t in texts), strict=True))
+            self.keys.add(sids, array("d", (self.codes[system],)) * k,
+                          array("d", range(start, start + k)),
+                          array("d", picked.astype(np.float64).tobytes()),
+                          array("d", arrays["f1"][at].tobytes()))
+
     def _answers(self, preds: list[str], golds: Sequence[str | tuple[str, ...]],
                  langs: list[str], golds_are_text: bool = False) -> dict[str, list[float]]:
         """The ``answer`` metrics of each row; with several golds, the max over them (SQuAD's
@@ -416,15 +506,19 @@ class _Accumulator:
             else:
                 norm_p = normalize_many(preds)
                 # each system repeats the golds of the others: normalize each distinct once
-                distinct = list(dict.fromkeys(golds))
-                norm_of = dict(zip(distinct, normalize_many(distinct), strict=True))  # type: ignore[arg-type]
-                norm_g = list(map(norm_of.__getitem__, golds))
+                if isinstance(golds, Coded):
+                    norm_g = golds.take(normalize_many(golds.values))
+                else:
+                    distinct = list(dict.fromkeys(golds))
+                    norm_of = dict(zip(distinct, normalize_many(distinct), strict=True))  # type: ignore[arg-type]
+                    norm_g = list(map(norm_of.__getitem__, golds))
                 same = list(map(eq, norm_p, norm_g))
                 return {m.name: (m.batch(norm_p, norm_g, langs, same) if m.batch is not None
                                  else list(map(m.fn, norm_p, norm_g, langs)))  # type: ignore[arg-type]
                         for m in ANSWER}
             return {m.name: list(map(m.fn, norm_p, norm_g, langs))  # type: ignore[arg-type]
                     for m in ANSWER}
+        golds = _plain(golds)
         norm = NORMALIZERS[self.normalize]
         norm_p = [norm(p) for p in preds]
         norm_gs = [[norm(g) for g in ((gold,) if isinstance(gold, str) else gold)]

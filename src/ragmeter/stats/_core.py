@@ -121,6 +121,11 @@ def mean_std_chunks(chunks: Callable[[], Iterable[Sequence[float] | np.ndarray]]
     chunk."""
     from itertools import chain
 
+    counted = _distinct_counts(chunks)
+    if counted is not None:
+        found = _mean_std_counted(counted)
+        if found is not None:
+            return found
     n = 0
 
     def lists() -> Iterator[list[float]]:
@@ -146,6 +151,55 @@ def mean_std_chunks(chunks: Callable[[], Iterable[Sequence[float] | np.ndarray]]
                        (chunk.tolist() if hasattr(chunk, "tolist") else chunk)]
 
     return float(m), float(math.sqrt(math.fsum(chain.from_iterable(squares())) / (n - 1))), n
+
+
+DISTINCT = 4096
+"""Most distinct values :func:`mean_std_chunks` sums by value and count (0/1 metrics, F1 and
+RLC of short answers, token counts); past it, value by value."""
+
+
+def _distinct_counts(chunks: Callable[[], Iterable[Sequence[float] | np.ndarray]],
+                     ) -> dict[float, int] | None:
+    """Each distinct value of the chunks and how often it comes, when the first chunk is big
+    (numpy is then in use), every value is finite and there are at most :data:`DISTINCT`;
+    else None."""
+    counts: dict[float, int] = {}
+    first = True
+    for chunk in chunks():
+        if first and len(chunk) < SMALL:
+            return None
+        first = False
+        import numpy as np
+
+        values, times = np.unique(_arr(chunk), return_counts=True)
+        if values.size > DISTINCT or not np.isfinite(values).all():
+            return None
+        for v, k in zip(values.tolist(), times.tolist(), strict=True):
+            counts[v] = counts.get(v, 0) + k
+        if len(counts) > DISTINCT:
+            return None
+    return counts if counts else None
+
+
+def _mean_std_counted(counts: dict[float, int]) -> tuple[float, float, int] | None:
+    """:func:`mean_std_chunks` from each distinct value's count: the sums are exact (rational
+    arithmetic) and rounded once, which is what ``math.fsum`` returns (the correctly rounded
+    sum); the mean and each deviation's square are the same float operations as value by
+    value.  None when the sum is zero (the sign of a zero sum is fsum's to give)."""
+    from fractions import Fraction
+
+    n = sum(counts.values())
+    exact = sum(Fraction(v) * k for v, k in counts.items())
+    if exact == 0:
+        return None
+    try:
+        m = float(exact) / n
+        if n < 2:
+            return m, 0.0, n
+        squares = sum(Fraction((v - m) * (v - m)) * k for v, k in counts.items())
+        return m, float(math.sqrt(float(squares) / (n - 1))), n
+    except (OverflowError, ValueError):  # past the float range: fsum's own answer
+        return None
 
 
 def _resample_means(a: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:

@@ -87,8 +87,13 @@ def normalize_many(texts: list[str]) -> list[str]:
     start_of_run = ~keep
     start_of_run[1:] &= keep[:-1]  # first character of a run of dropped characters
     out = np.where(keep, cps, np.uint32(0x20))[keep | start_of_run]
-    text = out.tobytes().decode("utf-32-le", "surrogatepass")
-    return [part.strip(" ") for part in text.split(_SEP)]
+    # the final strip, over the whole array: a space (only runs of dropped characters leave
+    # one) at either end or beside a separator goes
+    edge = np.ones(out.size + 1, dtype=bool)
+    edge[1:-1] = out[1:] == 0
+    edge[1:-1] |= out[:-1] == 0
+    out = out[(out != 0x20) | ~(edge[:-1] | edge[1:])]
+    return out.tobytes().decode("utf-32-le", "surrogatepass").split(_SEP)
 
 
 _SQUAD_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")

@@ -70,6 +70,13 @@ def rlc_ok(rlc_value: float) -> float:
     return 1.0 if rlc_value >= RLC_OK_THRESHOLD else 0.0
 
 
+def rlc_ok_many(rlc_values: np.ndarray) -> np.ndarray:
+    """:func:`rlc_ok` of a float64 array (the same values: NaN gives 0.0 in both)."""
+    import numpy as np
+
+    return np.where(rlc_values >= RLC_OK_THRESHOLD, 1.0, 0.0)
+
+
 # ------------------------------------------------------------------ vectorized RLC
 # Per-codepoint class tables, built once (immutable, cached): bit 0 = skipped,
 # bit 1 = alpha, bit 2 = CJK, bit 3 = kana (U+3040-U+30FF).  The batch function gives the
@@ -129,7 +136,7 @@ def rlc_batch(predictions: Sequence[str], langs: Sequence[str]) -> np.ndarray:
     joined = "".join(predictions)
     cps = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     flags = _flags_of(cps) if cps.size else np.zeros(0, dtype=np.uint8)
-    lengths = np.fromiter((len(p) for p in predictions), dtype=np.int64, count=n)
+    lengths = np.fromiter(map(len, predictions), dtype=np.int64, count=n)
     owner = np.repeat(np.arange(n), lengths)
     # Per language class, the flag bits that count as a hit (see the module docstring).
     by_lang = {lang: _HIT_BITS[_lang_class(lang)] for lang in set(langs)}
