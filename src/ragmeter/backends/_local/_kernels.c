@@ -74,12 +74,15 @@ static inline float vsum(V v) { return _mm512_reduce_add_ps(v); }
 static inline void block_values(int type, const uint8_t *b, V *lo, V *hi) {
     __m512 d = _mm512_set1_ps(half_to_float(b));
     if (type == T_Q4_1) {
-        __m512 m = _mm512_set1_ps(half_to_float(b + 2));
-        __m128i q = _mm_loadu_si128((const __m128i *)(b + 4)), low = _mm_set1_epi8(0x0f);
-        __m512i ql = _mm512_cvtepu8_epi32(_mm_and_si128(q, low));
-        __m512i qh = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), low));
-        *lo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ql), d, m);
-        *hi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(qh), d, m);
+        /* the block's 16 possible values d * q + m (q = 0..15), each the same fused
+         * multiply-add as for the weight itself, picked by each code: vpermps reads the low 4
+         * bits of an index, so the bytes' low nibbles index it as they are, the high ones after
+         * a shift */
+        const __m512 codes = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+        __m512 table = _mm512_fmadd_ps(codes, d, _mm512_set1_ps(half_to_float(b + 2)));
+        __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 4)));
+        *lo = _mm512_permutexvar_ps(q, table);
+        *hi = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), table);
     } else {
         __m512i q0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 2)));
         __m512i q1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 18)));
@@ -730,6 +733,18 @@ static void step_product(int type, const uint8_t *W, int64_t rows, int64_t cols,
     run_job();
 }
 
+/* q . k over a head (16 lanes of partial sums when the width allows it). */
+static inline float head_dot(const float *q, const float *k, int64_t dim) {
+    if (dim % 16 == 0) {
+        V acc = vzero();
+        for (int64_t i = 0; i < dim; i += 16) acc = vfma(vload(q + i), vload(k + i), acc);
+        return vsum(acc);
+    }
+    float s = 0.0f;
+    for (int64_t i = 0; i < dim; i++) s += q[i] * k[i];
+    return s;
+}
+
 static void *step_scratch;
 static size_t step_scratch_bytes;
 
@@ -804,9 +819,7 @@ int rk_decode_step(const int64_t *dims, const float *scalars, const void *const 
                     const float *qh = qb + head * hd;
                     float top = -INFINITY, total;
                     for (int64_t c = 0; c < cols; c++) {
-                        const float *kc = K + c * hd;
-                        float s = 0.0f;
-                        for (int64_t i = 0; i < hd; i++) s += qh[i] * kc[i];
+                        float s = head_dot(qh, K + c * hd, hd);
                         s = s * scaling;
                         s = s + bb[c];
                         scores[c] = s;
