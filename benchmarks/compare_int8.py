@@ -13,7 +13,8 @@ the two next-token distributions at the same positions.  Prints: how many greedy
 differ (and at which token the first difference comes), the largest probability difference of
 any token at any position, and how often the most likely token differs.  Written for issue 26
 item 2 (docs/models.md quotes it).  ``--against step`` compares the whole decoding step in C
-(``_kernel.DecodeStep``) with the numpy step instead, both with float32 activations.
+(``_kernel.DecodeStep``) with the numpy step instead, both with the activations
+``RAGMETER_LOCAL_KERNEL`` names.
 """
 
 from __future__ import annotations
@@ -97,13 +98,17 @@ def main() -> int:
     eos = {int(t) for t in (runtime._generation_eos or runtime.eos)}
     todo = requests_of(args.requests, args.store, args.max_tokens)
     differ, first, worst, flips, positions = 0, [], 0.0, 0, 0
+    if args.against == "step" and model.step is None:  # int8: built for the measure only
+        found.whole_step = True
+        model.step = model._decode_step(found, runtime.config)
     c_step = model.step
     if args.against == "step" and c_step is None:
         print("the C decoding step is not in use here: nothing to compare")
         return 1
 
     def other(on: bool) -> None:  # the compared mode on, or the float numpy step
-        found.activations = "int8" if on and args.against == "int8" else "float"
+        if args.against == "int8":
+            found.activations = "int8" if on else "float"
         model.step = c_step if on and args.against == "step" else None
 
     with model.blas.single():

@@ -10,7 +10,9 @@ loaded, :func:`kernel` returns None and says why once (a warning), and the runti
 float32 weights through numpy's BLAS instead; ``RAGMETER_LOCAL_KERNEL=0`` asks for that.
 ``RAGMETER_LOCAL_KERNEL=int8`` quantizes the activations to 8-bit blocks and multiplies in
 integers (faster decoding, answers not bit-identical: docs/models.md); ``float``, the
-default, keeps float32 activations.
+default, keeps float32 activations.  :class:`DecodeStep` runs a whole decoding step (every
+layer, the final norm and the lm_head) in one call, with these products; the runtime decodes
+with it wherever the kernel is loaded (docs/models.md: the same greedy texts as the numpy step).
 """
 
 from __future__ import annotations
@@ -227,7 +229,10 @@ def _kernel(wanted: str) -> Kernel | None:
             library = ctypes.CDLL(str(path))
             if library.rk_abi() != ABI:
                 raise OSError(f"{path} has ABI {library.rk_abi()}, expected {ABI}")
-            return Kernel(library, path, wanted)
+            # the C decoding step with float activations only: its last-bit differences
+            # from the numpy step change int8's rounding of some activations, and through
+            # the layers its answers (docs/models.md)
+            return Kernel(library, path, wanted, whole_step=wanted == "float")
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
             warnings.warn(f"local: the block kernel could not be built or loaded ({exc}); "
                           "the numpy runtime reads float32 weights instead (slower decoding, "

@@ -575,6 +575,18 @@ void rk_matmul(int type, const uint8_t *W, int64_t rows, int64_t cols, const flo
     pthread_mutex_unlock(&calls);
 }
 
+/* *buf holds at least `need` bytes (64-aligned, contents not kept) after it: 0, or -1 when
+ * that memory cannot be had. */
+static int grow(void **buf, size_t *have, size_t need) {
+    if (need <= *have) return 0;
+    void *grown = NULL;
+    if (posix_memalign(&grown, 64, need) != 0) return -1;
+    free(*buf);
+    *buf = grown;
+    *have = need;
+    return 0;
+}
+
 /* The same product with X quantized to 8-bit blocks first (see "int8 activations"), into
  * scratch memory kept between calls; returns 0, or -1 when that memory cannot be had. */
 static void *scratch;
@@ -585,15 +597,9 @@ int rk_matmul_q8(int type, const uint8_t *W, int64_t rows, int64_t cols, const f
     pthread_mutex_lock(&calls);
     size_t qbytes = ((size_t)(n * cols) + 63) & ~(size_t)63;
     size_t need = qbytes + (size_t)(n * (cols / 32)) * 2 * sizeof(float);
-    if (need > scratch_bytes) {
-        void *grown = NULL;
-        if (posix_memalign(&grown, 64, need) != 0) {
-            pthread_mutex_unlock(&calls);
-            return -1;
-        }
-        free(scratch);
-        scratch = grown;
-        scratch_bytes = need;
+    if (grow(&scratch, &scratch_bytes, need) != 0) {
+        pthread_mutex_unlock(&calls);
+        return -1;
     }
     int8_t *q = (int8_t *)scratch;
     float *ds = (float *)((char *)scratch + qbytes);
@@ -776,15 +782,9 @@ int rk_decode_step(const int64_t *dims, const float *scalars, const void *const 
     size_t qbytes = ((size_t)(batch * in_max) + 63) & ~(size_t)63;
     size_t need = floats * sizeof(float) + qbytes + (size_t)(batch * (in_max / 32)) * 2 * sizeof(float);
     pthread_mutex_lock(&calls);
-    if (need > step_scratch_bytes) {
-        void *grown = NULL;
-        if (posix_memalign(&grown, 64, need) != 0) {
-            pthread_mutex_unlock(&calls);
-            return -1;
-        }
-        free(step_scratch);
-        step_scratch = grown;
-        step_scratch_bytes = need;
+    if (grow(&step_scratch, &step_scratch_bytes, need) != 0) {
+        pthread_mutex_unlock(&calls);
+        return -1;
     }
     float *h = (float *)step_scratch, *x = h + batch * hidden, *sq = x + batch * hidden;
     float *attn = sq + batch * hidden, *y = attn + batch * qsize, *act = y + batch * widest;
