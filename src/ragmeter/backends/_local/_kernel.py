@@ -150,6 +150,12 @@ class DecodeStep:
     def _cache_pointers(self, keys: list[Any], values: list[Any]) -> tuple[Any, Any]:
         if not self._cache or self._cache[0] is not keys or self._cache[1] is not values:
             np = self.np
+            shape = keys[0].shape
+            if not all(a.dtype == np.float32 and a.flags.c_contiguous and a.shape == shape
+                       and len(shape) == 4 and shape[-1] == self.head_dim
+                       for a in (*keys, *values)):
+                raise ValueError("decoding step: the key/value cache is not per layer "
+                                 "(batch, kv_heads, capacity, head_dim) contiguous float32")
             self._cache = (keys, values,
                            np.array([k.ctypes.data for k in keys], dtype=np.uintp),
                            np.array([v.ctypes.data for v in values], dtype=np.uintp))
@@ -168,6 +174,9 @@ class DecodeStep:
         sin = np.ascontiguousarray(sin, dtype=np.float32)
         kp, vp = self._cache_pointers(keys, values)
         capacity = int(keys[0].shape[2])
+        if (bias.dtype != np.float32 or not bias.flags.c_contiguous
+                or bias.size != batch * capacity or keys[0].shape[0] != batch):
+            raise ValueError("decoding step: the padding bias is not (batch, capacity) float32")
         out = np.empty((batch, self.vocab), dtype=np.float32)
         if self.kernel._lib.rk_decode_step(
                 self._dims.ctypes.data, self._scalars.ctypes.data, self._pointers.ctypes.data,
