@@ -28,6 +28,7 @@ import subprocess
 import tempfile
 import threading
 import warnings
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -148,18 +149,22 @@ class DecodeStep:
         return other
 
     def _cache_pointers(self, keys: list[Any], values: list[Any]) -> tuple[Any, Any]:
-        if not self._cache or self._cache[0] is not keys or self._cache[1] is not values:
+        """The arrays' addresses, kept while the same arrays are given (weak references:
+        a finished generation's cache is freed as before)."""
+        arrays = (*keys, *values)
+        kept = self._cache
+        if not kept or len(kept[0]) != len(arrays) or any(
+                ref() is not a for ref, a in zip(kept[0], arrays, strict=True)):
             np = self.np
             shape = keys[0].shape
             if not all(a.dtype == np.float32 and a.flags.c_contiguous and a.shape == shape
-                       and len(shape) == 4 and shape[-1] == self.head_dim
-                       for a in (*keys, *values)):
+                       and len(shape) == 4 and shape[-1] == self.head_dim for a in arrays):
                 raise ValueError("decoding step: the key/value cache is not per layer "
                                  "(batch, kv_heads, capacity, head_dim) contiguous float32")
-            self._cache = (keys, values,
-                           np.array([k.ctypes.data for k in keys], dtype=np.uintp),
-                           np.array([v.ctypes.data for v in values], dtype=np.uintp))
-        return self._cache[2], self._cache[3]
+            kept = self._cache = (tuple(weakref.ref(a) for a in arrays),
+                                  np.array([k.ctypes.data for k in keys], dtype=np.uintp),
+                                  np.array([v.ctypes.data for v in values], dtype=np.uintp))
+        return kept[1], kept[2]
 
     def __call__(self, tokens: Any, cos: Any, sin: Any, keys: list[Any], values: list[Any],
                  bias: Any, col: int) -> Any:
