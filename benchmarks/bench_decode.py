@@ -11,7 +11,11 @@ round by round interleaved, this benchmark measures:
 * batch-1 decoding: the runtime's own decode step, one token at a time after a short prompt,
   ``--tokens`` steps (no end of sequence: every step is timed), on the runtime's threads;
 * batch-8 decoding the same way (eight rows per step), for the "both cores when the batch
-  allows it" side.
+  allows it" side;
+* each of them twice when the block kernel's whole decoding step in C is there
+  (``_kernel.DecodeStep``: one C call per token): with it and with the numpy step (a C call
+  per product, numpy between them), and the C step's batch-1 once more on one thread when the
+  runtime has more.
 
 It prints, per round and as medians: the bandwidth (GB/s, 1 and 2 threads), the bytes the
 decode step reads per token, the ceilings they give (tokens/s), decoding tokens/s, and the
@@ -64,9 +68,27 @@ def bandwidth(threads: int, mats: list[Any], x: Any) -> float:
     return sum(m.nbytes for m in mats) / elapsed / 1e9
 
 
-def decode_rate(runtime: Any, rows: int, tokens: int) -> float:
+def decode_rate(runtime: Any, rows: int, tokens: int, step: str = "default",
+                threads: int = 0) -> float:
     """New tokens per second (all rows together) over ``tokens`` decode steps after a prompt
-    of 24 tokens per row."""
+    of 24 tokens per row; ``step`` "numpy" turns the C decoding step off for the measure,
+    ``threads`` (when given) sets the kernel's threads for it."""
+    model = runtime.model
+    kernel = model.step.kernel if model.step is not None else None
+    saved, before = model.step, kernel.threads if kernel is not None else 0
+    if step == "numpy":
+        model.step = None
+    if threads and kernel is not None:
+        kernel.set_threads(threads)
+    try:
+        return _decode_rate(runtime, rows, tokens)
+    finally:
+        model.step = saved
+        if threads and kernel is not None:
+            kernel.set_threads(before)
+
+
+def _decode_rate(runtime: Any, rows: int, tokens: int) -> float:
     import numpy as np
 
     from ragmeter.backends._local._numpy import _KVCache
@@ -128,16 +150,29 @@ def main() -> int:
           f"kernel {os.environ.get('RAGMETER_LOCAL_KERNEL') or 'default'}, "
           f"{'CPU' if args.cpu_time else 'wall'} time; "
           f"weights read per token {per_token / 1e6:.1f} MB; {os.cpu_count()} CPUs")
+    c_step = runtime.model.step is not None
+    steps = ("c", "numpy") if c_step else ("numpy",)
+    extra = c_step and backend.threads > 1  # the C step's batch-1 on one thread too
+    print(f"decoding steps measured: {', '.join(steps)}"
+          + (" (c: one C call per token; numpy: a C call per product)" if c_step else ""))
     rounds = []
     for r in range(args.rounds):
-        got = {"bw1": bandwidth(1, mats, x), "bw2": bandwidth(2, mats, x),
-               "dec1": backend.run_in_model_thread(decode_rate, runtime, 1, args.tokens),
-               "dec8": backend.run_in_model_thread(decode_rate, runtime, 8, args.tokens),
-               "load": os.getloadavg()[0]}
+        got = {"bw1": bandwidth(1, mats, x), "bw2": bandwidth(2, mats, x)}
+        for step in steps:
+            for rows in (1, 8):
+                got[f"{step}{rows}"] = backend.run_in_model_thread(
+                    decode_rate, runtime, rows, args.tokens, step)
+        if extra:
+            got["c1t1"] = backend.run_in_model_thread(decode_rate, runtime, 1, args.tokens,
+                                                      "c", 1)
+        got["load"] = os.getloadavg()[0]
         rounds.append(got)
+        rates = ", ".join(f"{s} batch-1 {got[s + '1']:.1f} tok/s, batch-8 {got[s + '8']:.1f}"
+                          for s in steps)
+        if extra:
+            rates += f", c batch-1 on 1 thread {got['c1t1']:.1f}"
         print(f"round {r + 1}: bandwidth {got['bw1']:.1f} GB/s (1 thread), {got['bw2']:.1f} "
-              f"GB/s (2); batch-1 {got['dec1']:.1f} tok/s, batch-8 {got['dec8']:.1f} tok/s "
-              f"[load avg {got['load']:.1f}]", flush=True)
+              f"GB/s (2); {rates} [load avg {got['load']:.1f}]", flush=True)
     med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
     ceiling1, ceiling2 = med["bw1"] * 1e9 / per_token, med["bw2"] * 1e9 / per_token
     print(f"medians over {args.rounds} rounds [load avg {min(r['load'] for r in rounds):.1f}-"
@@ -145,10 +180,15 @@ def main() -> int:
     print(f"  read bandwidth: {med['bw1']:.1f} GB/s on 1 thread, {med['bw2']:.1f} GB/s on 2")
     print(f"  ceiling: {per_token / 1e6:.1f} MB per token -> {ceiling1:.1f} tok/s (1 thread), "
           f"{ceiling2:.1f} tok/s (2 threads)")
-    print(f"  batch-1 decoding: {med['dec1']:.1f} tok/s = {med['dec1'] / ceiling1:.2f} of the "
-          f"1-thread ceiling, {med['dec1'] / ceiling2:.2f} of the 2-thread one (target >= 0.75)")
-    print(f"  batch-8 decoding: {med['dec8']:.1f} tok/s ({med['dec8'] / 8:.1f} steps/s = "
-          f"{med['dec8'] / 8 / ceiling2:.2f} of the 2-thread ceiling)")
+    for step in steps:
+        one, eight = med[f"{step}1"], med[f"{step}8"]
+        print(f"  {step} step, batch-1 decoding: {one:.1f} tok/s = {one / ceiling1:.2f} of the "
+              f"1-thread ceiling, {one / ceiling2:.2f} of the 2-thread one (target >= 0.75)")
+        if step == "c" and extra:
+            print(f"  c step, batch-1 on 1 thread: {med['c1t1']:.1f} tok/s = "
+                  f"{med['c1t1'] / ceiling1:.2f} of the 1-thread ceiling")
+        print(f"  {step} step, batch-8 decoding: {eight:.1f} tok/s ({eight / 8:.1f} steps/s = "
+              f"{eight / 8 / ceiling2:.2f} of the 2-thread ceiling)")
     return 0
 
 

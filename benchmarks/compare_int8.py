@@ -1,6 +1,7 @@
 """How far int8 activations (``RAGMETER_LOCAL_KERNEL=int8``) move the local model's answers.
 
     python benchmarks/compare_int8.py REQUESTS... [--store STORE.sqlite] [--max-tokens 48]
+                                      [--against int8|step]
 
 REQUESTS are ``ragmeter generate`` request files (rows with ``messages`` or ``prompt``);
 ``--store`` adds the requests of a ragmeter store (e.g. a ``ragmeter demo`` home's
@@ -11,7 +12,9 @@ then the float answer's tokens fed again with int8 activations (teacher forcing)
 the two next-token distributions at the same positions.  Prints: how many greedy answers
 differ (and at which token the first difference comes), the largest probability difference of
 any token at any position, and how often the most likely token differs.  Written for issue 26
-item 2 (docs/models.md quotes it).
+item 2 (docs/models.md quotes it).  ``--against step`` compares the whole decoding step in C
+(``_kernel.DecodeStep``) with the numpy step instead, both with the activations
+``RAGMETER_LOCAL_KERNEL`` names.
 """
 
 from __future__ import annotations
@@ -77,6 +80,8 @@ def main() -> int:
     parser.add_argument("requests", nargs="*", type=Path)
     parser.add_argument("--store", type=Path, default=None)
     parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--against", choices=("int8", "step"), default="int8",
+                        help="int8 activations (default) or the C decoding step")
     args = parser.parse_args()
     from ragmeter.backends._local import _backend as local
     from ragmeter.backends._local import _kernel
@@ -93,27 +98,41 @@ def main() -> int:
     eos = {int(t) for t in (runtime._generation_eos or runtime.eos)}
     todo = requests_of(args.requests, args.store, args.max_tokens)
     differ, first, worst, flips, positions = 0, [], 0.0, 0, 0
+    if args.against == "step" and model.step is None:  # int8: built for the measure only
+        found.whole_step = True
+        model.step = model._decode_step(found, runtime.config)
+    c_step = model.step
+    if args.against == "step" and c_step is None:
+        print("the C decoding step is not in use here: nothing to compare")
+        return 1
+
+    def other(on: bool) -> None:  # the compared mode on, or the float numpy step
+        if args.against == "int8":
+            found.activations = "int8" if on else "float"
+        model.step = c_step if on and args.against == "step" else None
+
     with model.blas.single():
         for messages, steps in todo:
             prompt = runtime.prompt_ids(Request.chat("c", messages).messages)
-            found.activations = "float"
+            other(False)
             want, p_float = run(model, prompt, steps, None, eos)
-            found.activations = "int8"
+            other(True)
             got, _ = run(model, prompt, steps, None, eos)
-            _, p_int8 = run(model, prompt, len(want), want, eos)
-            found.activations = "float"
+            _, p_other = run(model, prompt, len(want), want, eos)
+            other(False)
             if got != want:
                 differ += 1
                 pairs = enumerate(zip(got, want, strict=False))
                 first.append(next((i for i, (a, b) in pairs if a != b), min(len(got), len(want))))
-            for a, b in zip(p_float, p_int8, strict=True):
+            for a, b in zip(p_float, p_other, strict=True):
                 worst = max(worst, float(abs(a - b).max()))
                 flips += int(a.argmax() != b.argmax())
                 positions += 1
     print(f"{len(todo)} prompts, {positions} positions of the float answers")
-    print(f"greedy answers that differ with int8 activations: {differ} of {len(todo)}"
+    what = "int8 activations" if args.against == "int8" else "the C decoding step"
+    print(f"greedy answers that differ with {what}: {differ} of {len(todo)}"
           + (f" (first differing token: {sorted(first)})" if first else ""))
-    print(f"largest probability difference of any token: {worst:.4f}; most likely token "
+    print(f"largest probability difference of any token: {worst:.3g}; most likely token "
           f"differs at {flips} of {positions} positions")
     return 0
 

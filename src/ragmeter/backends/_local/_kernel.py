@@ -10,11 +10,14 @@ loaded, :func:`kernel` returns None and says why once (a warning), and the runti
 float32 weights through numpy's BLAS instead; ``RAGMETER_LOCAL_KERNEL=0`` asks for that.
 ``RAGMETER_LOCAL_KERNEL=int8`` quantizes the activations to 8-bit blocks and multiplies in
 integers (faster decoding, answers not bit-identical: docs/models.md); ``float``, the
-default, keeps float32 activations.
+default, keeps float32 activations.  :class:`DecodeStep` runs a whole decoding step (every
+layer, the final norm and the lm_head) in one call, with these products; the runtime decodes
+with it wherever the kernel is loaded (docs/models.md: the same greedy texts as the numpy step).
 """
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import functools
 import hashlib
@@ -25,30 +28,33 @@ import subprocess
 import tempfile
 import threading
 import warnings
+import weakref
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Kernel", "kernel", "describe", "mode", "Q4_1", "Q8_0", "BLOCK_BYTES", "KERNEL_ENV",
+__all__ = ["Kernel", "DecodeStep", "kernel", "describe", "mode", "Q4_1", "Q8_0", "BLOCK_BYTES", "KERNEL_ENV",
            "DEFAULT_MODE"]
 
 Q4_1, Q8_0 = 3, 8  # GGML type ids
 BLOCK_BYTES = {Q4_1: 20, Q8_0: 34}  # bytes per block of 32 weights
 KERNEL_ENV = "RAGMETER_LOCAL_KERNEL"
 SOURCE = Path(__file__).with_name("_kernels.c")
-ABI = 2
+ABI = 3
 #: what ``RAGMETER_LOCAL_KERNEL`` asks for: ``int8`` (activations quantized to 8-bit blocks,
 #: integer dot products), ``float`` (float32 activations, blocks de-quantized in registers) or
 #: ``0`` (no kernel: float32 weights through numpy's BLAS); unset: DEFAULT_MODE
 MODES = ("int8", "float", "off")
 DEFAULT_MODE = "float"
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11", "-pthread")
+LIBS = ("-lm",)  # expf for the decoding step
 
 
 class Kernel:
     """The loaded library: products and row look-ups over blocks (thread-safe; each call
     releases the GIL and runs on this thread and the library's workers)."""
 
-    def __init__(self, library: ctypes.CDLL, path: Path, activations: str = "float") -> None:
+    def __init__(self, library: ctypes.CDLL, path: Path, activations: str = "float",
+                 whole_step: bool = True) -> None:
         import numpy as np
 
         self.np = np
@@ -65,9 +71,15 @@ class Kernel:
         library.rk_int8_dot.restype = ctypes.c_char_p
         library.rk_set_threads.argtypes = [ctypes.c_int]
         library.rk_set_threads.restype = ctypes.c_int
+        library.rk_decode_step.argtypes = [pointer, pointer, pointer, pointer, pointer, i64,
+                                           pointer, pointer, pointer, pointer, i64, i64, pointer,
+                                           ctypes.c_int, pointer]
+        library.rk_decode_step.restype = ctypes.c_int
         self.threads = 1
         #: how matmul multiplies: "int8" activations or "float" (float32) ones
         self.activations = activations
+        #: whether the runtime decodes with :class:`DecodeStep` (one C call per token)
+        self.whole_step = whole_step
         #: the integer dot product of this build ("avx512-vnni", "avx-vnni", "avx2", "portable C")
         self.int8_dot = library.rk_int8_dot().decode()
 
@@ -103,6 +115,81 @@ class Kernel:
             count, pointer = len(ids), ids.ctypes.data
         out = np.empty((count, cols), dtype=np.float32)
         self._lib.rk_rows(ggml_type, blocks.ctypes.data, cols, pointer, count, out.ctypes.data)
+        return out
+
+
+class DecodeStep:
+    """The whole decoding step in one C call (``rk_decode_step`` in ``_kernels.c``): every
+    layer, the final norm and the lm_head of a blocks model for a batch of new tokens, with the
+    kernel's products (float32 or int8 activations, as the kernel's :attr:`Kernel.activations`
+    says) and threads.  ``weights`` and ``types`` are :meth:`Weights.step_weights
+    <ragmeter.backends._local._weights.Weights.step_weights>`'s; the arrays stay referenced
+    here, so their pointers stay valid."""
+
+    def __init__(self, kernel: Kernel, weights: list[Any], types: list[int],
+                 dims: dict[str, int], eps: float, scaling: float) -> None:
+        np = kernel.np
+        self.kernel = kernel
+        self.np = np
+        self._arrays = weights
+        self.vocab = int(dims["vocab"])
+        self.head_dim = int(dims["head_dim"])
+        self._dims = np.array([dims["layers"], dims["hidden"], dims["heads"], dims["kv_heads"],
+                               dims["head_dim"], dims["intermediate"], dims["vocab"],
+                               *types[-2:]], dtype=np.int64)
+        self._types = np.array(types[:-2], dtype=np.int64)
+        self._scalars = np.array([eps, scaling], dtype=np.float32)
+        self._pointers = np.array([a.ctypes.data for a in weights], dtype=np.uintp)
+        self._cache: tuple[Any, ...] = ()
+
+    def on(self, kernel: Kernel) -> DecodeStep:
+        """The same step run by another build of the kernel (tests: the portable builds)."""
+        other = copy.copy(self)
+        other.kernel = kernel
+        return other
+
+    def _cache_pointers(self, keys: list[Any], values: list[Any]) -> tuple[Any, Any]:
+        """The arrays' addresses, kept while the same arrays are given (weak references:
+        a finished generation's cache is freed as before)."""
+        arrays = (*keys, *values)
+        kept = self._cache
+        if not kept or len(kept[0]) != len(arrays) or any(
+                ref() is not a for ref, a in zip(kept[0], arrays, strict=True)):
+            np = self.np
+            shape = keys[0].shape
+            if not all(a.dtype == np.float32 and a.flags.c_contiguous and a.shape == shape
+                       and len(shape) == 4 and shape[-1] == self.head_dim for a in arrays):
+                raise ValueError("decoding step: the key/value cache is not per layer "
+                                 "(batch, kv_heads, capacity, head_dim) contiguous float32")
+            kept = self._cache = (tuple(weakref.ref(a) for a in arrays),
+                                  np.array([k.ctypes.data for k in keys], dtype=np.uintp),
+                                  np.array([v.ctypes.data for v in values], dtype=np.uintp))
+        return kept[1], kept[2]
+
+    def __call__(self, tokens: Any, cos: Any, sin: Any, keys: list[Any], values: list[Any],
+                 bias: Any, col: int) -> Any:
+        """Logits ``(batch, vocab)`` of one step: ``tokens`` ``(batch,)``, ``cos``/``sin``
+        ``(batch, head_dim)`` float32 of their positions; ``keys``/``values`` per layer
+        ``(batch, kv_heads, capacity, head_dim)`` float32 (column ``col`` is written),
+        ``bias`` ``(batch, capacity)`` float32 (-inf on padding)."""
+        np = self.np
+        tokens = np.ascontiguousarray(tokens, dtype=np.int64)
+        batch = len(tokens)
+        cos = np.ascontiguousarray(cos, dtype=np.float32)
+        sin = np.ascontiguousarray(sin, dtype=np.float32)
+        kp, vp = self._cache_pointers(keys, values)
+        capacity = int(keys[0].shape[2])
+        if (bias.dtype != np.float32 or not bias.flags.c_contiguous
+                or bias.size != batch * capacity or keys[0].shape[0] != batch):
+            raise ValueError("decoding step: the padding bias is not (batch, capacity) float32")
+        out = np.empty((batch, self.vocab), dtype=np.float32)
+        if self.kernel._lib.rk_decode_step(
+                self._dims.ctypes.data, self._scalars.ctypes.data, self._pointers.ctypes.data,
+                self._types.ctypes.data, tokens.ctypes.data, batch, cos.ctypes.data,
+                sin.ctypes.data, kp.ctypes.data, vp.ctypes.data, capacity, int(col),
+                bias.ctypes.data, int(self.kernel.activations == "int8"),
+                out.ctypes.data) != 0:
+            raise MemoryError(f"block kernel: no memory for a decoding step of {batch} rows")
         return out
 
 
@@ -156,7 +243,10 @@ def _kernel(wanted: str) -> Kernel | None:
             library = ctypes.CDLL(str(path))
             if library.rk_abi() != ABI:
                 raise OSError(f"{path} has ABI {library.rk_abi()}, expected {ABI}")
-            return Kernel(library, path, wanted)
+            # the C decoding step with float activations only: its last-bit differences
+            # from the numpy step change int8's rounding of some activations, and through
+            # the layers its answers (docs/models.md)
+            return Kernel(library, path, wanted, whole_step=wanted == "float")
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
             warnings.warn(f"local: the block kernel could not be built or loaded ({exc}); "
                           "the numpy runtime reads float32 weights instead (slower decoding, "
@@ -199,7 +289,7 @@ def _built() -> Path:
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30,
                              check=False).stdout
     digest = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), version.encode(), " ".join(FLAGS).encode(),
+    for part in (SOURCE.read_bytes(), version.encode(), " ".join(FLAGS + LIBS).encode(),
                  _cpu_signature().encode(), platform.platform().encode()):
         digest.update(part)
         digest.update(b"\0")
@@ -211,7 +301,7 @@ def _built() -> Path:
     fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=folder)
     os.close(fd)
     try:
-        done = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE)], capture_output=True,
+        done = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE), *LIBS], capture_output=True,
                               text=True, timeout=120, check=False)
         if done.returncode != 0:
             raise OSError(f"{Path(cc).name} failed: {done.stderr.strip()[-400:]}")

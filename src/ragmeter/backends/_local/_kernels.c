@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RK_ABI 2
+#define RK_ABI 3
 #define T_Q4_1 3
 #define T_Q8_0 8
 #define MAX_WORKERS 15
@@ -74,12 +74,15 @@ static inline float vsum(V v) { return _mm512_reduce_add_ps(v); }
 static inline void block_values(int type, const uint8_t *b, V *lo, V *hi) {
     __m512 d = _mm512_set1_ps(half_to_float(b));
     if (type == T_Q4_1) {
-        __m512 m = _mm512_set1_ps(half_to_float(b + 2));
-        __m128i q = _mm_loadu_si128((const __m128i *)(b + 4)), low = _mm_set1_epi8(0x0f);
-        __m512i ql = _mm512_cvtepu8_epi32(_mm_and_si128(q, low));
-        __m512i qh = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), low));
-        *lo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ql), d, m);
-        *hi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(qh), d, m);
+        /* the block's 16 possible values d * q + m (q = 0..15), each the same fused
+         * multiply-add as for the weight itself, picked by each code: vpermps reads the low 4
+         * bits of an index, so the bytes' low nibbles index it as they are, the high ones after
+         * a shift */
+        const __m512 codes = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+        __m512 table = _mm512_fmadd_ps(codes, d, _mm512_set1_ps(half_to_float(b + 2)));
+        __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 4)));
+        *lo = _mm512_permutexvar_ps(q, table);
+        *hi = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), table);
     } else {
         __m512i q0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 2)));
         __m512i q1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 18)));
@@ -572,6 +575,18 @@ void rk_matmul(int type, const uint8_t *W, int64_t rows, int64_t cols, const flo
     pthread_mutex_unlock(&calls);
 }
 
+/* *buf holds at least `need` bytes (64-aligned, contents not kept) after it: 0, or -1 when
+ * that memory cannot be had. */
+static int grow(void **buf, size_t *have, size_t need) {
+    if (need <= *have) return 0;
+    void *grown = NULL;
+    if (posix_memalign(&grown, 64, need) != 0) return -1;
+    free(*buf);
+    *buf = grown;
+    *have = need;
+    return 0;
+}
+
 /* The same product with X quantized to 8-bit blocks first (see "int8 activations"), into
  * scratch memory kept between calls; returns 0, or -1 when that memory cannot be had. */
 static void *scratch;
@@ -582,15 +597,9 @@ int rk_matmul_q8(int type, const uint8_t *W, int64_t rows, int64_t cols, const f
     pthread_mutex_lock(&calls);
     size_t qbytes = ((size_t)(n * cols) + 63) & ~(size_t)63;
     size_t need = qbytes + (size_t)(n * (cols / 32)) * 2 * sizeof(float);
-    if (need > scratch_bytes) {
-        void *grown = NULL;
-        if (posix_memalign(&grown, 64, need) != 0) {
-            pthread_mutex_unlock(&calls);
-            return -1;
-        }
-        free(scratch);
-        scratch = grown;
-        scratch_bytes = need;
+    if (grow(&scratch, &scratch_bytes, need) != 0) {
+        pthread_mutex_unlock(&calls);
+        return -1;
     }
     int8_t *q = (int8_t *)scratch;
     float *ds = (float *)((char *)scratch + qbytes);
@@ -646,4 +655,214 @@ int rk_set_threads(int threads) {
     }
     pthread_mutex_unlock(&calls);
     return worker_count + 1;
+}
+
+/* ------------------------------------------------- the whole decoding step (rk_decode_step)
+ *
+ * One call per token for the whole batch: every layer (RMSNorm, the fused q/k/v product,
+ * rotary embeddings, the key/value cache write, grouped-query attention over the cache with
+ * the additive padding bias, the o product and residual, RMSNorm, the fused gate/up product,
+ * SiLU times up, the down product and residual), the final norm and the lm_head, as
+ * _NumpyLlama.decode does it in numpy.  The products are the kernel's own jobs above (the same
+ * row dot products, so the same bits for the same inputs, split across the workers as
+ * rk_matmul splits them); the element-wise pieces run on the calling thread in float32, in
+ * numpy's order where that is cheap to follow: the norm's mean of squares is numpy's pairwise
+ * sum, cos and sin come from the caller (numpy's), and no multiply-add is fused (the pragma
+ * below), so they differ from numpy only where libm's expf and numpy's exp differ and in the
+ * attention's dot products (BLAS's order there is not ours). */
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include <math.h>
+
+/* numpy's pairwise float32 sum (numpy/_core/src/umath/loops_utils.h.src), so the norm's mean
+ * is numpy's to the bit. */
+static float pairwise_sum(const float *a, int64_t n) {
+    if (n < 8) {
+        float res = -0.0f;
+        for (int64_t i = 0; i < n; i++) res += a[i];
+        return res;
+    }
+    if (n <= 128) {
+        float r[8], res;
+        int64_t i;
+        for (int j = 0; j < 8; j++) r[j] = a[j];
+        for (i = 8; i < n - (n % 8); i += 8)
+            for (int j = 0; j < 8; j++) r[j] += a[i + j];
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) res += a[i];
+        return res;
+    }
+    int64_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
+}
+
+/* out = weight * (h * (1 / sqrt(mean(h * h) + eps))), one row of n (sq: n floats of room). */
+static void rms_norm(const float *h, const float *weight, int64_t n, float eps, float *sq,
+                     float *out) {
+    for (int64_t i = 0; i < n; i++) sq[i] = h[i] * h[i];
+    float mean = pairwise_sum(sq, n) / (float)n;
+    float inv = 1.0f / sqrtf(mean + eps);
+    for (int64_t i = 0; i < n; i++) out[i] = weight[i] * (h[i] * inv);
+}
+
+/* x (heads x dim) <- x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1]. */
+static void rotate(float *x, int64_t heads, int64_t dim, const float *cs, const float *sn,
+                   float *tmp) {
+    int64_t half = dim / 2;
+    for (int64_t h = 0; h < heads; h++) {
+        float *v = x + h * dim;
+        for (int64_t i = 0; i < half; i++) tmp[i] = -v[half + i];
+        for (int64_t i = half; i < dim; i++) tmp[i] = v[i - half];
+        for (int64_t i = 0; i < dim; i++) {
+            float a = v[i] * cs[i], b = tmp[i] * sn[i];
+            v[i] = a + b;
+        }
+    }
+}
+
+/* Y (n x rows) = X (n x cols) @ W.T through the kernel's jobs (int8: X quantized first into
+ * q/ds, room for n x cols bytes and n x cols / 16 floats). */
+static void step_product(int type, const uint8_t *W, int64_t rows, int64_t cols, const float *X,
+                         int64_t n, float *Y, int int8, int8_t *q, float *ds) {
+    if (int8) {
+        quantize_rows(X, n, cols, q, ds);
+        job = (job_t){JOB_QDOTS, type, W, rows, cols, n, 0, 0, X, Y, NULL, {q, ds}};
+    } else {
+        job = (job_t){JOB_DOTS, type, W, rows, cols, n, 0, 0, X, Y, NULL, {NULL, NULL}};
+    }
+    run_job();
+}
+
+/* q . k over a head (16 lanes of partial sums when the width allows it). */
+static inline float head_dot(const float *q, const float *k, int64_t dim) {
+    if (dim % 16 == 0) {
+        V acc = vzero();
+        for (int64_t i = 0; i < dim; i += 16) acc = vfma(vload(q + i), vload(k + i), acc);
+        return vsum(acc);
+    }
+    float s = 0.0f;
+    for (int64_t i = 0; i < dim; i++) s += q[i] * k[i];
+    return s;
+}
+
+static void *step_scratch;
+static size_t step_scratch_bytes;
+
+/* One decoding step of a left-padded batch (see _KVCache in _numpy.py).
+ *   dims: layers, hidden, heads, kv_heads, head_dim, intermediate, vocab, embed type, head type
+ *   scalars: rms eps, attention scaling
+ *   weights: per layer ln1, ln2, qkv, o, gate_up, down; then final norm, embed, head
+ *   types: per layer the block types of qkv, o, gate_up, down
+ *   tokens (batch), cos/sin (batch x head_dim), keys/values: per layer (batch, kv_heads,
+ *   capacity, head_dim), bias (batch x capacity, -inf on padding), col: the column written;
+ *   logits (batch x vocab).  Returns 0, or -1 when scratch memory cannot be had. */
+int rk_decode_step(const int64_t *dims, const float *scalars, const void *const *weights,
+                   const int64_t *types, const int64_t *tokens, int64_t batch, const float *cos,
+                   const float *sin, float *const *keys, float *const *values, int64_t capacity,
+                   int64_t col, const float *bias, int int8, float *logits) {
+    int64_t layers = dims[0], hidden = dims[1], heads = dims[2], kvh = dims[3], hd = dims[4];
+    int64_t inter = dims[5], vocab = dims[6];
+    int embed_type = (int)dims[7], head_type = (int)dims[8];
+    float eps = scalars[0], scaling = scalars[1];
+    int64_t groups = heads / kvh, qsize = heads * hd, kvsize = kvh * hd;
+    int64_t qkv_rows = qsize + 2 * kvsize, cols = col + 1;
+    int64_t widest = qkv_rows > 2 * inter ? qkv_rows : 2 * inter;
+    if (widest < hidden) widest = hidden;
+    /* h, x, sq, attn (batch x hidden or qsize), y (batch x widest), act (batch x inter),
+     * scores (cols), tmp (hd), q8 room */
+    int64_t in_max = inter > hidden ? inter : hidden;
+    if (qsize > in_max) in_max = qsize;
+    size_t floats = (size_t)(batch * (3 * hidden + qsize + widest + inter) + cols + hd + 64);
+    size_t qbytes = ((size_t)(batch * in_max) + 63) & ~(size_t)63;
+    size_t need = floats * sizeof(float) + qbytes + (size_t)(batch * (in_max / 32)) * 2 * sizeof(float);
+    pthread_mutex_lock(&calls);
+    if (grow(&step_scratch, &step_scratch_bytes, need) != 0) {
+        pthread_mutex_unlock(&calls);
+        return -1;
+    }
+    float *h = (float *)step_scratch, *x = h + batch * hidden, *sq = x + batch * hidden;
+    float *attn = sq + batch * hidden, *y = attn + batch * qsize, *act = y + batch * widest;
+    float *scores = act + batch * inter, *tmp = scores + cols;
+    int8_t *q8 = (int8_t *)(tmp + hd + 64);
+    float *ds = (float *)((char *)q8 + qbytes);
+
+    /* the embedding rows */
+    job = (job_t){JOB_VALUES, embed_type, (const uint8_t *)weights[6 * layers + 1], batch,
+                  hidden, 1, 0, 0, NULL, h, tokens, {NULL, NULL}};
+    run_job();
+    for (int64_t l = 0; l < layers; l++) {
+        const void *const *w = weights + 6 * l;
+        const int64_t *t = types + 4 * l;
+        for (int64_t b = 0; b < batch; b++)
+            rms_norm(h + b * hidden, (const float *)w[0], hidden, eps, sq, x + b * hidden);
+        step_product((int)t[0], (const uint8_t *)w[2], qkv_rows, hidden, x, batch, y, int8, q8,
+                     ds);
+        for (int64_t b = 0; b < batch; b++) {
+            float *qb = y + b * qkv_rows, *kb = qb + qsize, *vb = kb + kvsize;
+            const float *cs = cos + b * hd, *sn = sin + b * hd;
+            rotate(qb, heads, hd, cs, sn, tmp);
+            rotate(kb, kvh, hd, cs, sn, tmp);
+            const float *bb = bias + b * capacity;
+            for (int64_t g = 0; g < kvh; g++) {
+                float *K = keys[l] + (b * kvh + g) * capacity * hd;
+                float *Vv = values[l] + (b * kvh + g) * capacity * hd;
+                memcpy(K + col * hd, kb + g * hd, (size_t)hd * sizeof(float));
+                memcpy(Vv + col * hd, vb + g * hd, (size_t)hd * sizeof(float));
+                for (int64_t j = 0; j < groups; j++) {
+                    int64_t head = g * groups + j;
+                    const float *qh = qb + head * hd;
+                    float top = -INFINITY, total;
+                    for (int64_t c = 0; c < cols; c++) {
+                        float s = head_dot(qh, K + c * hd, hd);
+                        s = s * scaling;
+                        s = s + bb[c];
+                        scores[c] = s;
+                        if (s > top) top = s;
+                    }
+                    for (int64_t c = 0; c < cols; c++) scores[c] = expf(scores[c] - top);
+                    total = pairwise_sum(scores, cols);
+                    for (int64_t c = 0; c < cols; c++) scores[c] = scores[c] / total;
+                    float *o = attn + b * qsize + head * hd;
+                    for (int64_t i = 0; i < hd; i++) o[i] = 0.0f;
+                    for (int64_t c = 0; c < cols; c++) {
+                        float p = scores[c];
+                        const float *vc = Vv + c * hd;
+                        if (p == 0.0f) continue; /* a padded column: 0 * 0 adds nothing */
+                        for (int64_t i = 0; i < hd; i++) o[i] += p * vc[i];
+                    }
+                }
+            }
+        }
+        step_product((int)t[1], (const uint8_t *)w[3], hidden, qsize, attn, batch, y, int8, q8,
+                     ds);
+        for (int64_t i = 0; i < batch * hidden; i++) h[i] = h[i] + y[i];
+        for (int64_t b = 0; b < batch; b++)
+            rms_norm(h + b * hidden, (const float *)w[1], hidden, eps, sq, x + b * hidden);
+        step_product((int)t[2], (const uint8_t *)w[4], 2 * inter, hidden, x, batch, y, int8, q8,
+                     ds);
+        for (int64_t b = 0; b < batch; b++) {
+            const float *gate = y + b * 2 * inter, *up = gate + inter;
+            float *a = act + b * inter;
+            for (int64_t i = 0; i < inter; i++) {
+                float s = gate[i] / (1.0f + expf(-gate[i]));
+                a[i] = s * up[i];
+            }
+        }
+        step_product((int)t[3], (const uint8_t *)w[5], hidden, inter, act, batch, y, int8, q8,
+                     ds);
+        for (int64_t i = 0; i < batch * hidden; i++) h[i] = h[i] + y[i];
+    }
+    for (int64_t b = 0; b < batch; b++)
+        rms_norm(h + b * hidden, (const float *)weights[6 * layers], hidden, eps, sq,
+                 x + b * hidden);
+    step_product(head_type, (const uint8_t *)weights[6 * layers + 2], vocab, hidden, x, batch,
+                 logits, int8, q8, ds);
+    pthread_mutex_unlock(&calls);
+    return 0;
 }

@@ -50,7 +50,12 @@ from ragmeter.backends._local._runtimes import (
     _stop_list,
     truncate_at_stop,
 )
-from ragmeter.backends._local._weights import Layer, load_safetensors_numpy, load_weights
+from ragmeter.backends._local._weights import (
+    Blocks,
+    Layer,
+    load_safetensors_numpy,
+    load_weights,
+)
 
 __all__ = ["NumpyLlamaRuntime", "load_safetensors_numpy"]
 
@@ -117,6 +122,21 @@ class _NumpyLlama:
         self.inv_freq = (1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float32) / dim))
                          ).astype(np.float32)
         self._sizes = (self.heads * dim, self.kv_heads * dim, self.kv_heads * dim)
+        #: the whole decoding step in one C call (:meth:`decode`), when the kernel does it
+        self.step = self._decode_step(kernel, config)
+
+    def _decode_step(self, kernel: Any, config: Mapping[str, Any]) -> Any:
+        """The kernel's :class:`~ragmeter.backends._local._kernel.DecodeStep` over these
+        weights, when the kernel is asked for it and the weights are all blocks; else None."""
+        found = self.weights.step_weights() if kernel is not None and kernel.whole_step else None
+        if found is None:
+            return None
+        from ragmeter.backends._local._kernel import DecodeStep
+
+        dims = {"layers": self.layers, "hidden": int(config["hidden_size"]),
+                "heads": self.heads, "kv_heads": self.kv_heads, "head_dim": self.head_dim,
+                "intermediate": int(config["intermediate_size"]), "vocab": self.vocab}
+        return DecodeStep(kernel, *found, dims, float(self.eps), float(self.scaling))
 
     def weight_bytes_per_token(self) -> int:
         """Bytes of weights one decode step reads (``benchmarks/bench_decode.py``'s
@@ -294,6 +314,10 @@ class _NumpyLlama:
         batch = len(tokens)
         col = cache.filled
         cos, sin = self._rotary(positions.astype(np.float32))
+        if self.step is not None and batch <= Blocks.KERNEL_ROWS:
+            logits = self.step(tokens, cos, sin, cache.keys, cache.values, cache.bias, col)
+            cache.filled = col + 1
+            return logits
         h = self.weights.embed(tokens)
         bias = cache.bias[..., :col + 1]
         for i, layer in enumerate(self.weights.layers):

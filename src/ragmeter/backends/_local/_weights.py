@@ -163,6 +163,35 @@ class Weights:
     def head(self, h: Any) -> Any:
         return self._head(h)
 
+    def step_weights(self) -> tuple[list[Any], list[int]] | None:
+        """What the C decoding step (:class:`~ragmeter.backends._local._kernel.DecodeStep`)
+        reads: per layer ``ln1, ln2`` (float32) and the fused ``qkv, o, gate_up, down`` blocks,
+        then the final norm, the embedding's and the lm_head's blocks (arrays); and the block
+        types, per layer ``qkv, o, gate_up, down``, then the embedding's and the lm_head's.
+        None when the weights are not all of that form (float32 matrices, unfused ones)."""
+        import numpy as np
+
+        def norm(a: Any) -> bool:
+            return (isinstance(a, np.ndarray) and a.dtype == np.float32
+                    and a.flags.c_contiguous)
+
+        def blocks(m: Any) -> bool:
+            return isinstance(m, Blocks) and m.blocks.flags.c_contiguous
+
+        arrays: list[Any] = []
+        types: list[int] = []
+        for layer in self.layers:
+            mats = [*layer._qkv, layer.o, *layer._gate_up, layer.down]
+            if (len(mats) != 4 or not all(map(blocks, mats))
+                    or not (norm(layer.ln1) and norm(layer.ln2))):
+                return None
+            arrays += [layer.ln1, layer.ln2, *(m.blocks for m in mats)]
+            types += [m.type for m in mats]
+        if not (norm(self.final_norm) and blocks(self._embed) and blocks(self._head)):
+            return None
+        arrays += [self.final_norm, self._embed.blocks, self._head.blocks]
+        return arrays, [*types, self._embed.type, self._head.type]
+
     def bytes_per_token(self) -> int:
         """Bytes of weights one decode step reads: every layer's, the final norm, the
         lm_head and one embedding row."""
