@@ -55,3 +55,13 @@ def test_orphans_and_old_records_together_oldest_first(tmp_path):
     assert prune_runs(keep=1, runs_dir_override=tmp_path) == ids[:3]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [f"{ids[3]}.json", f"{ids[3]}{ITEMS_SUFFIX}"])
+
+
+def test_run_ids_made_in_a_row_sort_in_creation_order():
+    # 200 ids take well under a millisecond each: before, ids of one millisecond sorted by
+    # their random suffix, and pruning (oldest first, by id) removed them in that order
+    from ragmeter.runs._records import new_run_id
+
+    ids = [new_run_id("x") for _ in range(200)]
+    assert ids == sorted(ids)
+    assert len({run_id.split("-")[0] for run_id in ids}) == 200  # no stamp given twice

@@ -27,8 +27,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,12 +71,33 @@ def runs_dir(override: str | Path | None = None) -> Path:
     return data_home() / "runs"
 
 
+_last: list[datetime] = []  # the newest time (milliseconds) this process stamped (new_run_id)
+_stamp_lock = threading.Lock()
+
+
 def new_run_id(family: str, now: datetime | None = None) -> str:
-    """A run id that sorts by creation time: ``20250101T120000123Z-multilingual-a1b2c3``."""
-    now = now or datetime.now(timezone.utc)
-    stamp = now.strftime("%Y%m%dT%H%M%S") + f"{now.microsecond // 1000:03d}Z"
+    """A run id that sorts by creation time: ``20250101T120000123Z-multilingual-a1b2c3``.
+
+    The stamp has milliseconds; ids made in this process without ``now`` never repeat a
+    stamp or go back (a second id in the same millisecond takes the next one), so that
+    records made in quick succession (tests, a loop of small runs) sort, and are pruned, in
+    creation order rather than by their random suffix."""
+    if now is None:
+        with _stamp_lock:
+            now = datetime.now(timezone.utc)
+            now = now.replace(microsecond=now.microsecond // 1000 * 1000)
+            if _last and now <= _last[0]:
+                now = _last[0] + timedelta(milliseconds=1)
+            _last[:] = [now]
+            stamp = _stamp(now)
+    else:
+        stamp = _stamp(now)
     safe = "".join(c if c.isalnum() or c in "_." else "_" for c in family) or "run"
     return f"{stamp}-{safe}-{os.urandom(3).hex()}"
+
+
+def _stamp(now: datetime) -> str:
+    return now.strftime("%Y%m%dT%H%M%S") + f"{now.microsecond // 1000:03d}Z"
 
 
 def _cap_items(items: Iterable[Mapping[str, Any]], max_items: int
