@@ -5,12 +5,12 @@ option group, nothing else."""
 
 from __future__ import annotations
 
+from ragmeter.multilingual._fitting import fit
 from ragmeter.multilingual._options import (
     JudgeOptions,
 )
 from ragmeter.multilingual._verbs import (
     ajudge,
-    fit,
     judge,
     score,
 )

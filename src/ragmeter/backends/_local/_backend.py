@@ -42,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import math
 import os
 import threading
 import time
@@ -53,6 +52,7 @@ from typing import Any, TypeVar
 
 from ragmeter.backends._local import _model
 from ragmeter.backends._local._batch import RequestBatcher
+from ragmeter.backends._local._choose import expected_value, normalize_logprobs
 from ragmeter.backends._local._model import (
     DEFAULT_MODEL,
     INSTALL_LLAMA_CPP,
@@ -93,46 +93,7 @@ __all__ = ["LocalBackend", "ModelLocation", "resolve_model", "default_model_path
 T = TypeVar("T")
 
 
-# --------------------------------------------------------------------------- pure helpers
-
-def normalize_logprobs(logprobs: Mapping[str, float]) -> dict[str, float]:
-    """Softmax of per-choice log-probabilities: probabilities that sum to 1 over the choices.
-
-    A choice with log-probability ``-inf`` gets 0; if every choice is ``-inf`` the result is
-    uniform (the model gives no information, which is not the same as "could not score").
-    """
-    if not logprobs:
-        raise ValueError("no choices to normalize")
-    finite = [v for v in logprobs.values() if math.isfinite(v)]
-    if not finite:
-        return {k: 1.0 / len(logprobs) for k in logprobs}
-    top = max(finite)
-    weights = {k: (math.exp(v - top) if math.isfinite(v) else 0.0) for k, v in logprobs.items()}
-    total = math.fsum(weights.values())
-    return {k: w / total for k, w in weights.items()}
-
-
-def expected_value(choice_probs: Mapping[str, float]) -> float:
-    """Expected score over numeric choices: ``sum(p(s) * s)`` after renormalizing.
-
-    G-Eval's graded score (Liu et al., 2023, eq. 1): with choices ``"0"``..``"5"`` the result
-    is a real number in [0, 5].  Choices that are not numbers raise ``ValueError``; a mapping
-    whose probabilities sum to 0 raises ``ValueError`` too (there is no score to give).
-    """
-    values: list[tuple[float, float]] = []
-    for choice, prob in choice_probs.items():
-        try:
-            score = float(choice.strip())
-        except ValueError:
-            raise ValueError(f"choice {choice!r} is not a number") from None
-        if not math.isfinite(score) or not math.isfinite(prob) or prob < 0:
-            raise ValueError(f"choice {choice!r} has invalid score or probability {prob!r}")
-        values.append((score, prob))
-    total = math.fsum(p for _, p in values)
-    if not values or total <= 0:
-        raise ValueError("probabilities sum to 0: no expected value")
-    return math.fsum(s * p for s, p in values) / total
-
+# --------------------------------------------------------------------------- runtime choice
 
 def _choose_runtime(runtime: str, location: ModelLocation, forward: str | None = None) -> str:
     """The runtime that will run ``location``: ``runtime`` when it names one, else the pass

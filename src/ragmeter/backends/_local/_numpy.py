@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragmeter.backends._local._choose import Chooser as _Chooser
+from ragmeter.backends._local._choose import log_softmax as _log_softmax
 from ragmeter.backends._local._fast import LlamaRuntimeBase
 from ragmeter.backends._local._runtimes import (
     DEFAULT_MAX_TOKENS,
@@ -501,82 +503,6 @@ class NumpyLlamaRuntime(LlamaRuntimeBase):
             logp = _log_softmax(self.np, rows)
             scores[i] = sum((float(logp[j, tok]) for j, tok in enumerate(choices[i])), 0.0)
         return scores
-
-
-class _Chooser:
-    """The next token of each row of a batch that samples (temperature > 0) or penalizes
-    repetition, in the order of transformers' logits processors: the repetition penalty on
-    the logits of every token already in the row (``RepetitionPenaltyLogitsProcessor``:
-    negative logits multiplied, positive ones divided), then temperature, top-k
-    (``TopKLogitsWarper``), top-p (``TopPLogitsWarper``: the smallest tokens whose cumulative
-    probability stays at or below ``1 - top_p`` are removed, at least one kept), and a draw
-    from the softmax; without temperature, the argmax.  ``top_k`` applies only when given
-    (as OpenAI's API has none).  Each row draws from its own ``numpy.random.default_rng(seed)``,
-    so a row's tokens do not depend on the batch it shares (the draws are numpy's, not
-    torch's: the same seed gives other tokens than the transformers runtime)."""
-
-    def __init__(self, np: Any, params: Mapping[str, Any], prompts: Sequence[list[int]],
-                 vocab: int) -> None:
-        self.np = np
-        self.temperature = float(params.get("temperature") or 0.0)
-        top_p = params.get("top_p")
-        self.top_p = 1.0 if top_p is None else float(top_p)
-        self.top_k = int(params["top_k"]) if params.get("top_k") else 0
-        penalty = params.get("repetition_penalty")
-        self.penalty = None if penalty is None else float(penalty)
-        seed = int(params.get("seed", 0) or 0)
-        self.rngs = [np.random.default_rng(seed) for _ in prompts]
-        self.seen = np.zeros((len(prompts), vocab), dtype=bool)
-        for row, prompt in enumerate(prompts):
-            self.seen[row, prompt] = True
-
-    @classmethod
-    def of(cls, np: Any, params: Mapping[str, Any], prompts: Sequence[list[int]],
-           vocab: int) -> _Chooser | None:
-        """A chooser, or None for plain greedy decoding (the argmax of the logits)."""
-        if float(params.get("temperature") or 0.0) > 0 or \
-                params.get("repetition_penalty") is not None:
-            return cls(np, params, prompts, vocab)
-        return None
-
-    def pick(self, logits: Any) -> Any:
-        np = self.np
-        scores = logits.astype(np.float64)
-        if self.penalty is not None:
-            seen = scores[self.seen]
-            scores[self.seen] = np.where(seen < 0, seen * self.penalty, seen / self.penalty)
-        if self.temperature <= 0:
-            chosen = np.argmax(scores, axis=-1)
-        else:
-            chosen = np.array([self._draw(row, scores[row] / self.temperature)
-                               for row in range(len(scores))], dtype=np.int64)
-        self.seen[np.arange(len(chosen)), chosen] = True
-        return chosen
-
-    def _draw(self, row: int, scores: Any) -> int:
-        np = self.np
-        if 0 < self.top_k < len(scores):
-            kth = np.partition(scores, -self.top_k)[-self.top_k]
-            scores[scores < kth] = -np.inf
-        if self.top_p < 1.0:
-            order = np.argsort(scores, kind="stable")
-            probs = np.exp(scores[order] - scores[order[-1]])
-            cumulative = np.cumsum(probs / probs.sum())
-            remove = cumulative <= 1.0 - self.top_p
-            remove[-1] = False
-            scores[order[remove]] = -np.inf
-        weights = np.exp(scores - scores.max())
-        cumulative = np.cumsum(weights)
-        drawn = int(np.searchsorted(cumulative, self.rngs[row].random() * cumulative[-1],
-                                    side="right"))
-        return min(drawn, len(scores) - 1)
-
-
-def _log_softmax(np: Any, logits: Any) -> Any:
-    """log_softmax over the last axis in float64 (the few rows read; exact enough to 1e-7)."""
-    x = logits.astype(np.float64)
-    x -= x.max(axis=-1, keepdims=True)
-    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
 
 
 @functools.lru_cache(maxsize=8)
