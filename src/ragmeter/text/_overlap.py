@@ -46,7 +46,13 @@ def f1_from_tokens(pred_tokens: list[str], gold_tokens: list[str]) -> float:
 
 def multiset_overlap(a: list[str], b: list[str]) -> int:
     """Size of the multiset intersection of ``a`` and ``b`` (``sum((Counter(a) & Counter(b))
-    .values())``), without building Counters for the short lists that answers are."""
+    .values())``), without building Counters for the short lists that answers are: when
+    neither list repeats a token, the multiset intersection is the set intersection."""
+    unique_a = set(a)
+    if len(unique_a) == len(a):
+        unique_b = set(b)
+        if len(unique_b) == len(b):
+            return len(unique_a.intersection(unique_b))
     if len(a) * len(b) > 256:
         return sum((Counter(a) & Counter(b)).values())
     remaining = list(b)
