@@ -65,3 +65,14 @@ def test_run_ids_made_in_a_row_sort_in_creation_order():
     ids = [new_run_id("x") for _ in range(200)]
     assert ids == sorted(ids)
     assert len({run_id.split("-")[0] for run_id in ids}) == 200  # no stamp given twice
+
+
+def test_records_made_in_a_row_are_pruned_oldest_first(tmp_path):
+    # the records' own ids (record_run stamps them itself): the same rule through the
+    # write path the prune test above uses
+    for _ in range(5):
+        ids = _records(tmp_path, 30)
+        assert ids == sorted(ids) and len({i.split("-")[0] for i in ids}) == 30
+        assert prune_runs(keep=1, runs_dir_override=tmp_path) == ids[:-1]  # the newest kept
+        (tmp_path / f"{ids[-1]}.json").unlink()
+        (tmp_path / f"{ids[-1]}{ITEMS_SUFFIX}").unlink()

@@ -71,27 +71,29 @@ def runs_dir(override: str | Path | None = None) -> Path:
     return data_home() / "runs"
 
 
-_last: list[datetime] = []  # the newest time (milliseconds) this process stamped (new_run_id)
+_last: list[datetime] = []  # the newest time (milliseconds) this process stamped
 _stamp_lock = threading.Lock()
 
 
-def new_run_id(family: str, now: datetime | None = None) -> str:
-    """A run id that sorts by creation time: ``20250101T120000123Z-multilingual-a1b2c3``.
+def _stamp_time() -> datetime:
+    """Now, in whole milliseconds, and never the same as or before the last time this
+    process took (a second call in the same millisecond takes the next one): run ids made in
+    quick succession (tests, a loop of small runs) then sort, and are pruned, in creation
+    order rather than by their random suffix."""
+    with _stamp_lock:
+        now = datetime.now(timezone.utc)
+        now = now.replace(microsecond=now.microsecond // 1000 * 1000)
+        if _last and now <= _last[0]:
+            now = _last[0] + timedelta(milliseconds=1)
+        _last[:] = [now]
+        return now
 
-    The stamp has milliseconds; ids made in this process without ``now`` never repeat a
-    stamp or go back (a second id in the same millisecond takes the next one), so that
-    records made in quick succession (tests, a loop of small runs) sort, and are pruned, in
-    creation order rather than by their random suffix."""
-    if now is None:
-        with _stamp_lock:
-            now = datetime.now(timezone.utc)
-            now = now.replace(microsecond=now.microsecond // 1000 * 1000)
-            if _last and now <= _last[0]:
-                now = _last[0] + timedelta(milliseconds=1)
-            _last[:] = [now]
-            stamp = _stamp(now)
-    else:
-        stamp = _stamp(now)
+
+def new_run_id(family: str, now: datetime | None = None) -> str:
+    """A run id that sorts by creation time: ``20250101T120000123Z-multilingual-a1b2c3``
+    (``now``: the time to stamp; by default :func:`_stamp_time`, so that ids made in this
+    process never share a stamp)."""
+    stamp = _stamp(now or _stamp_time())
     safe = "".join(c if c.isalnum() or c in "_." else "_" for c in family) or "run"
     return f"{stamp}-{safe}-{os.urandom(3).hex()}"
 
@@ -167,7 +169,7 @@ def _record_fields(
     """Every field of a run record, made without pydantic (the CLI's write path)."""
     from ragmeter._util._redact import redact_text
 
-    now = datetime.now(timezone.utc)
+    now = _stamp_time()  # the run id's stamp: unique in this process
     from ragmeter.runs._columns import ItemColumns, keep_items
 
     kept: Any
