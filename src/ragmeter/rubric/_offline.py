@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ragmeter._util._package import package_file
 from ragmeter.errors import InputError
 from ragmeter.rubric import _metrics as rubric
 from ragmeter.rubric import _overlap as rubric_overlap
@@ -40,8 +40,7 @@ class OverlapGrader:
 
     @classmethod
     def shipped(cls) -> OverlapGrader:
-        text = (resources.files("ragmeter.rubric") / "data" / SHIPPED).read_text(
-            encoding="utf-8")
+        text = package_file("ragmeter.rubric", "data", SHIPPED).read_text(encoding="utf-8")
         return cls.from_json(json.loads(text), SHIPPED)
 
     @classmethod

@@ -32,8 +32,8 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Kernel", "DecodeStep", "kernel", "describe", "mode", "Q4_1", "Q8_0", "BLOCK_BYTES", "KERNEL_ENV",
-           "DEFAULT_MODE"]
+__all__ = ["Kernel", "DecodeStep", "kernel", "describe", "mode", "kernels_dir", "Q4_1", "Q8_0",
+           "BLOCK_BYTES", "KERNEL_ENV", "DEFAULT_MODE"]
 
 Q4_1, Q8_0 = 3, 8  # GGML type ids
 BLOCK_BYTES = {Q4_1: 20, Q8_0: 34}  # bytes per block of 32 weights
@@ -279,10 +279,15 @@ def _cpu_signature() -> str:
     return "\n".join(lines) or platform.machine()
 
 
-def _built() -> Path:
-    """The compiled library for this source, compiler and CPU, compiled when missing."""
+def kernels_dir() -> Path:
+    """``$RAGMETER_HOME/kernels``: the built libraries (or the per-user data folder's)."""
     from ragmeter._util._home import data_home
 
+    return data_home() / "kernels"
+
+
+def _built() -> Path:
+    """The compiled library for this source, compiler and CPU, compiled when missing."""
     cc = compiler()
     if cc is None:
         raise OSError("no C compiler found (cc, gcc, clang, or $CC)")
@@ -293,7 +298,7 @@ def _built() -> Path:
                  _cpu_signature().encode(), platform.platform().encode()):
         digest.update(part)
         digest.update(b"\0")
-    folder = data_home() / "kernels"
+    folder = kernels_dir()
     target = folder / f"ragmeter-kernels-{digest.hexdigest()[:16]}.so"
     if target.is_file():
         return target
