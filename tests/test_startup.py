@@ -44,6 +44,7 @@ NOT_BEFORE_FIRST_CALL = [
     "csv", "secrets", "ragmeter.runner.engines",  # CSV input, a new store's name, Ray only
     "importlib.resources", "zipfile", "tempfile",  # shipped files are read by path
     "difflib",  # did-you-mean hints, on error paths only
+    "h11",  # parses the replies: imported once the first request is written
 ]
 # ...and for ``generate``: what only a retry's jitter needs (random)
 GENERATE_NOT_BEFORE_FIRST_CALL = [*NOT_BEFORE_FIRST_CALL, "random"]
