@@ -220,3 +220,77 @@ def test_failures_are_classified_as_with_httpx(raw_server):
     missing = _send_error(raw_server.url, "/missing")
     assert (missing.reason, missing.retryable) == ("http_404", False)
     assert "no such thing here" in str(missing.detail)
+
+
+def _h11_bytes(method: str, target: str, headers: list[tuple[str, str]],
+               body: bytes | None) -> bytes | None:
+    """What h11 writes for a request (head, body, end), or None where it refuses it."""
+    import h11
+
+    conn = h11.Connection(our_role=h11.CLIENT)
+    try:
+        data = conn.send(h11.Request(method=method, target=target, headers=headers)) or b""
+        if body:
+            data += conn.send(h11.Data(data=body)) or b""
+        return data + (conn.send(h11.EndOfMessage()) or b"")
+    except (h11.LocalProtocolError, UnicodeEncodeError):
+        return None
+
+
+HOST = ("Host", "127.0.0.1:8000")
+
+
+@pytest.mark.parametrize("method,target,headers,body,by_hand", [
+    ("POST", "/v1/chat/completions", [HOST, ("Accept", "*/*"), ("User-Agent", "ragmeter/1"),
+                                      ("Content-Length", "2")], b"{}", True),
+    ("GET", "/v1/models?a=1", [("Accept", "*/*"), HOST, ("X-Empty", "")], None, True),
+    ("GET", "/", [HOST, ("X-Tab", "a\tb c")], None, True),  # inner tab and space: a value
+    ("POST", "/", [HOST, ("Content-Length", "0")], b"", True),
+    ("GET", "/", [("X-A", "1")], None, False),  # no Host: h11 refuses
+    ("GET", "/", [HOST, ("host", "other")], None, False),  # two: h11 refuses
+    ("GET", "/", [HOST, ("X-A", " padded")], None, False),  # leading space: h11 refuses
+    ("GET", "/", [HOST, ("X-A", "a\r\nb")], None, False),  # CR LF: h11 refuses
+    ("GET", "/", [HOST, ("X A", "1")], None, False),  # a space in a name: h11 refuses
+    ("GET", "/é", [HOST], None, False),  # not ASCII: h11 refuses
+    ("GET", "/", [HOST, ("X-A", "é")], None, False),
+    ("GET", "/a b", [HOST], None, False),
+    ("POST", "/", [HOST, ("Content-Length", "3")], b"{}", False),  # h11 refuses the length
+    ("POST", "/", [HOST, ("Content-Length", "2"), ("content-length", "2")], b"{}", False),
+    ("POST", "/", [HOST, ("Transfer-Encoding", "chunked")], b"{}", False),
+])
+def test_a_plain_head_is_written_by_hand_as_h11_writes_it(method, target, headers, body,
+                                                          by_hand):
+    """The first request goes out before h11 is imported (issue 26.5): its head is written by
+    hand, byte for byte as h11 writes it; anything outside that plain subset is left to h11,
+    which checks it (and refuses some of it, as before)."""
+    from ragmeter.backends._wire import _head_bytes
+
+    written = _head_bytes(method, target, headers, body)
+    assert (written is not None) == by_hand
+    if written is not None:
+        assert written + (body or b"") == _h11_bytes(method, target, headers, body)
+
+
+def test_hand_written_heads_match_h11_for_any_header():
+    """Any header h11 writes either goes by hand, byte for byte, or is left to h11; nothing
+    h11 refuses is written by hand."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from ragmeter.backends._wire import _head_bytes
+
+    # mostly plain names and values (spaces and tabs anywhere), now and then a bad character
+    name = st.text(alphabet="aZ09-_.!~", min_size=1, max_size=5) | st.text("a :é(", max_size=3)
+    value = (st.text(alphabet='ab/:"( \t', max_size=6)
+             | st.text(alphabet="a\r\né\x7f\x00", max_size=3))
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.lists(st.tuples(name, value), max_size=3), st.sampled_from(["GET", "POST", "P T"]),
+           st.sampled_from(["/", "/v1?q=1", "/a b", ""]))
+    def check(extra, method, target):
+        headers = [HOST, *extra]
+        written = _head_bytes(method, target, headers, None)
+        if written is not None:
+            assert written == _h11_bytes(method, target, headers, None)
+
+    check()

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragmeter._util._redact import redact_text, redact_url
+from tests.conftest import REPO
 
 
 def _write(path: Path, rows: list[dict]) -> Path:
@@ -90,6 +95,42 @@ def test_full_disk_while_writing_an_output_is_one_line(small_fs, run_cli, tmp_pa
 def test_redact_url(url, shown):
     assert redact_url(url) == shown
     assert "sk-secret" not in redact_text(f"failed ({url}): refused")
+
+
+# The path-segment patterns as they were compiled at import before issue 26.5 (the
+# reference: _secret_segment now compiles them on a segment's first use, and only for segments
+# of 11 characters or more).
+_OLD_KEY_PREFIX = re.compile(r"(sk|pk|rk|gsk|xai|hf|ghp|gho|ghs|github_pat|glpat|key|api[-_]?key)"
+                             r"[-_][A-Za-z0-9_\-]{8,}|AIza[A-Za-z0-9_\-]{30,}", re.IGNORECASE)
+_OLD_LONG_TOKEN = re.compile(r"(?=[^/]*[0-9])(?=[^/]*[A-Za-z])[A-Za-z0-9_\-.~+=%]{32,}")
+_OLD_KEY_NAME = re.compile(r"(api[-_]?)?(key|token|secret|password|auth|access[-_]?token)s?",
+                           re.IGNORECASE)
+
+
+def _old_secret_segment(segment: str, previous: str) -> bool:
+    if not segment or segment == "***" or segment.startswith("***"):
+        return False
+    return bool(_OLD_KEY_PREFIX.fullmatch(segment) or _OLD_LONG_TOKEN.fullmatch(segment)
+                or _OLD_KEY_NAME.fullmatch(previous))
+
+
+@given(st.text(alphabet="skhfAIza-_019.%~/*", max_size=40) | st.sampled_from(
+           ["sk-12345678", "sk-1234567", "hf_abcdefgh", "AIza" + "x" * 30, "a1" * 16, "v1"]),
+       st.sampled_from(["", "v1", "key", "api_keys", "Access-Token", "tokens", "x"]))
+@settings(max_examples=300, deadline=None)
+def test_secret_segments_as_before(segment, previous):
+    from ragmeter._util._redact import _secret_segment
+
+    assert _secret_segment(segment, previous) == _old_secret_segment(segment, previous)
+
+
+def test_a_plain_endpoint_compiles_no_key_pattern():
+    code = ("from ragmeter._util._redact import _key_patterns, redact_url\n"
+            "assert redact_url('http://127.0.0.1:8000/v1/') == 'http://127.0.0.1:8000/v1/'\n"
+            "print(_key_patterns.cache_info().currsize)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert done.stdout.strip() == "0"
 
 
 def test_key_in_url_never_reaches_disk_or_output(scripted_server, run_cli, tmp_path,

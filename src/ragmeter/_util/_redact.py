@@ -13,6 +13,7 @@ recorded command line).  The backend keeps the full URL privately, for its reque
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -27,9 +28,20 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()]+")
 # GitHub ghp_/github_pat_, GitLab glpat-, Google AIza) before 8 or more key characters; or a
 # long run of key characters with letters and digits (32 or more: a hex or base64 key, a
 # UUID); or anything after a segment that says it is a key (``/key/VALUE``, ``/token/VALUE``).
-_KEY_PREFIX = re.compile(r"(sk|pk|rk|gsk|xai|hf|ghp|gho|ghs|github_pat|glpat|key|api[-_]?key)"
-                         r"[-_][A-Za-z0-9_\-]{8,}|AIza[A-Za-z0-9_\-]{30,}", re.IGNORECASE)
-_LONG_TOKEN = re.compile(r"(?=[^/]*[0-9])(?=[^/]*[A-Za-z])[A-Za-z0-9_\-.~+=%]{32,}")
+# The first two match nothing shorter than 11 characters (``hf-`` and 8), so they are compiled
+# when a segment that long is first seen: a plain endpoint (``/v1``) compiles neither before a
+# judged command's first call (issue 26.5).
+_SHORTEST_KEY = 11
+
+
+@functools.cache
+def _key_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(a key's usual prefix and its characters, a long run of key characters)."""
+    return (re.compile(r"(sk|pk|rk|gsk|xai|hf|ghp|gho|ghs|github_pat|glpat|key|api[-_]?key)"
+                       r"[-_][A-Za-z0-9_\-]{8,}|AIza[A-Za-z0-9_\-]{30,}", re.IGNORECASE),
+            re.compile(r"(?=[^/]*[0-9])(?=[^/]*[A-Za-z])[A-Za-z0-9_\-.~+=%]{32,}"))
+
+
 _KEY_NAME = re.compile(r"(api[-_]?)?(key|token|secret|password|auth|access[-_]?token)s?",
                        re.IGNORECASE)
 
@@ -58,8 +70,9 @@ def _secret_segment(segment: str, previous: str) -> bool:
     """Whether a URL path segment looks like a credential (see the patterns above)."""
     if not segment or segment == "***" or segment.startswith("***"):
         return False
-    return bool(_KEY_PREFIX.fullmatch(segment) or _LONG_TOKEN.fullmatch(segment)
-                or _KEY_NAME.fullmatch(previous))
+    if _KEY_NAME.fullmatch(previous):
+        return True
+    return len(segment) >= _SHORTEST_KEY and any(p.fullmatch(segment) for p in _key_patterns())
 
 
 def _redacted_segment(segment: str) -> str:

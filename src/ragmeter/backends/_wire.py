@@ -26,13 +26,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
-
-import h11
 
 from ragmeter._util._aio import within
 from ragmeter._version import __version__
+
+if TYPE_CHECKING:
+    import h11
 
 __all__ = ["WireClient", "WireReply", "WireTimeout", "WireError", "is_plain_http", "join_url"]
 
@@ -201,8 +202,67 @@ class _Target:
             self.authorization = "Basic " + base64.b64encode(pair.encode("utf-8")).decode()
 
 
+# What h11 accepts in a request line and a header (its _abnf.py: a token, a field value of
+# visible characters with inner spaces and tabs), narrowed to ASCII.
+_TOKEN = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def _head_bytes(method: str, target: str, headers: list[tuple[str, str]],
+                body: bytes | None) -> bytes | None:
+    """The request's head as h11 would write it, or None where h11 must write (and check)
+    it: a name, value or target outside the plain subset, no or two Host headers, a
+    Transfer-Encoding, a Content-Length other than the body's own.  Written by hand, the first
+    request goes out before h11 is imported (issue 26.5)."""
+    if not (method and method.isascii() and not method.strip(_TOKEN)):
+        return None
+    if not (target and target.isascii() and target.isprintable() and " " not in target):
+        return None
+    hosts, lengths, lines = [], 0, []
+    for name, value in headers:
+        if not (isinstance(name, str) and isinstance(value, str) and name and name.isascii()
+                and not name.strip(_TOKEN)):
+            return None
+        spaced = value.replace("\t", " ")
+        if not (spaced.isascii() and spaced.isprintable() and spaced == spaced.strip(" ")):
+            return None
+        lower = name.lower()
+        line = f"{name}: {value}\r\n"
+        if lower == "host":
+            hosts.append(line)
+            continue
+        if lower == "transfer-encoding":
+            return None
+        if lower == "content-length":
+            lengths += 1
+            if body is None or value != str(len(body)):
+                return None
+        lines.append(line)
+    if len(hosts) != 1 or lengths != (body is not None):
+        return None
+    return "".join([f"{method} {target} HTTP/1.1\r\n", *hosts, *lines, "\r\n"]).encode("ascii")
+
+
+class _Head:
+    """A request's line and headers; ``written``: its bytes by :func:`_head_bytes`, or None and
+    ``checked``: the h11 request that checks and writes it (made here, so a head h11 refuses
+    raises before any connection is taken)."""
+
+    __slots__ = ("method", "target", "headers", "written", "checked")
+
+    def __init__(self, method: str, target: str, headers: list[tuple[str, str]],
+                 body: bytes | None) -> None:
+        self.method, self.target, self.headers = method, target, headers
+        self.written = _head_bytes(method, target, headers, body)
+        self.checked: h11.Request | None = None
+        if self.written is None:
+            import h11
+
+            self.checked = h11.Request(method=method, target=target, headers=headers)
+
+
 class _Connection:
-    """One keep-alive connection: the streams and the h11 state machine."""
+    """One keep-alive connection: the streams and the h11 state machine (made at its first
+    exchange, once the first request has gone out)."""
 
     __slots__ = ("key", "reader", "writer", "h11")
 
@@ -211,26 +271,45 @@ class _Connection:
         self.key = key
         self.reader = reader
         self.writer = writer
-        self.h11 = h11.Connection(our_role=h11.CLIENT)
+        self.h11: h11.Connection | None = None
+
+    def protocol(self) -> h11.Connection:
+        if self.h11 is None:
+            import h11
+
+            self.h11 = h11.Connection(our_role=h11.CLIENT)
+        return self.h11
 
     def usable(self) -> bool:
         """Idle and still open: the server has not closed it (nor sent anything unasked)."""
-        return (self.h11.our_state is h11.IDLE and not self.writer.is_closing()
-                and not self.reader.at_eof() and self.reader.exception() is None)
+        import h11
+
+        return (self.h11 is not None and self.h11.our_state is h11.IDLE
+                and not self.writer.is_closing() and not self.reader.at_eof()
+                and self.reader.exception() is None)
 
     def close(self) -> None:
         self.writer.close()
 
-    async def exchange(self, head: h11.Request, content: bytes | None, read_s: float,
-                       write_s: float) -> WireReply:
-        conn = self.h11
+    def _send(self, head: _Head, content: bytes | None) -> bytes:
+        """The request through h11's state machine: the bytes h11 writes for it."""
+        import h11
+
+        conn = self.protocol()
         try:
-            data = conn.send(head) or b""
+            data = conn.send(head.checked or h11.Request(
+                method=head.method, target=head.target, headers=head.headers)) or b""
             if content:
                 data += (conn.send(h11.Data(data=content)) or b"")
             data += (conn.send(h11.EndOfMessage()) or b"")
         except h11.LocalProtocolError as exc:
             raise RemoteProtocolError(str(exc)) from None
+        return data
+
+    async def exchange(self, head: _Head, content: bytes | None, read_s: float,
+                       write_s: float) -> WireReply:
+        data = (head.written + (content or b"") if head.written is not None
+                else self._send(head, content))
         try:
             self.writer.write(data)
             await within(write_s, self.writer.drain())
@@ -238,6 +317,11 @@ class _Connection:
             raise WriteTimeout("timed out writing the request") from None
         except OSError as exc:
             raise WriteError(str(exc) or type(exc).__name__) from None
+        import h11  # the first request is out: the reply is h11's to parse
+
+        if head.written is not None:  # h11 learns of the request sent by hand
+            self._send(head, content)
+        conn = self.protocol()
         status, reason, headers, chunks = 0, "", _Headers([]), []
         while True:
             try:
@@ -267,8 +351,11 @@ class _Connection:
 
     def finish(self) -> bool:
         """After a complete exchange: ready for the next request (True) or to be closed."""
-        if self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE:
-            self.h11.start_next_cycle()
+        import h11
+
+        conn = self.h11
+        if conn is not None and conn.our_state is h11.DONE and conn.their_state is h11.DONE:
+            conn.start_next_cycle()
             return True
         return False
 
@@ -303,7 +390,7 @@ class WireClient:
             headers.append(("Authorization", target.authorization))
         if body is not None:
             headers.append(("Content-Length", str(len(body))))
-        head = h11.Request(method=method.upper(), target=target.target, headers=headers)
+        head = _Head(method.upper(), target.target, headers, body)
         try:
             await within(self._timeout_s, self._slots.acquire())
         except asyncio.TimeoutError:

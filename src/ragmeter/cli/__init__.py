@@ -10,11 +10,14 @@ import importlib
 import sys
 from typing import Any
 
-import click
+from ragmeter._util._gc import paused_gc
 
-from ragmeter._version import __version__
-from ragmeter.cli.options import FiniteFloat
-from ragmeter.errors import RunFailedError, UserError, did_you_mean
+with paused_gc():  # start-up imports allocate much and make few cycles (issue 26.5)
+    import click
+
+    from ragmeter._version import __version__
+    from ragmeter.cli.options import FiniteFloat
+    from ragmeter.errors import RunFailedError, UserError, did_you_mean
 
 __all__ = ["main", "cli", "COMMANDS"]
 
@@ -59,7 +62,8 @@ class LazyGroup(click.Group):
         if cmd_name in self.lazy:
             target, _ = self.lazy[cmd_name]
             module, _, attr = target.partition(":")
-            return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+            with paused_gc():  # as for click above
+                return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
         return super().get_command(ctx, cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
