@@ -228,11 +228,17 @@ def native_embedder() -> Any:
     return embedder if embedder.library is not None else None
 
 
-def _labels(row: dict[str, Any]) -> tuple[Any, ...]:
-    support = [(s.get("response_sentence_key"), s.get("supporting_sentence_keys"),
-                s.get("fully_supported")) for s in row.get("sentence_support_information") or []]
-    return (*(json.dumps(row.get(f), sort_keys=True) for f in LABEL_FIELDS),
-            json.dumps(support))
+def _labels(row: dict[str, Any]) -> dict[str, set[str]]:
+    """A row's labels as sets of items: each label field's value (a key list as its keys),
+    and each response sentence's support (``key:supporting keys:fully supported``)."""
+    out: dict[str, set[str]] = {}
+    for field in LABEL_FIELDS:
+        value = row.get(field)
+        out[field] = {str(v) for v in value} if isinstance(value, list) else {str(value)}
+    out["sentence_support"] = {
+        f"{s.get('response_sentence_key')}:{sorted(s.get('supporting_sentence_keys') or [])}"
+        f":{s.get('fully_supported')}" for s in row.get("sentence_support_information") or []}
+    return out
 
 
 def _probabilities(row: dict[str, Any]) -> dict[str, float]:
@@ -252,15 +258,23 @@ def _probabilities(row: dict[str, Any]) -> dict[str, float]:
 
 def compare_labels(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any]:
     """How two labellings of the same rows differ: rows equal as a whole, rows whose labels
-    (:data:`LABEL_FIELDS`, each response sentence's support) differ, and the largest
-    change of a probability."""
+    (:data:`LABEL_FIELDS`, each response sentence's support) differ, per label how many items
+    changed (a sentence key in one labelling and not the other, an adherence flip), and the
+    largest change of a probability."""
     flips, largest = 0, 0.0
+    changed: dict[str, int] = {}
     for x, y in zip(a, b, strict=True):
-        flips += _labels(x) != _labels(y)
+        lx, ly = _labels(x), _labels(y)
+        moved = {f: len(lx[f] ^ ly[f]) // (1 if f.endswith("keys") else 2) for f in lx}
+        flips += any(moved.values())
+        for field, count in moved.items():
+            if count:
+                changed[field] = changed.get(field, 0) + count
         px, py = _probabilities(x), _probabilities(y)
         largest = max([largest, *(abs(px[k] - py[k]) for k in px.keys() & py.keys())])
     return {"rows": len(a), "identical_rows": sum(x == y for x, y in zip(a, b, strict=True)),
-            "rows_with_other_labels": flips, "largest_probability_change": largest}
+            "rows_with_other_labels": flips, "changed": changed,
+            "largest_probability_change": largest}
 
 
 def speed_compare(data: Path, n: int, repeats: int) -> dict[str, Any]:
@@ -327,7 +341,8 @@ def render_speed(res: dict[str, Any]) -> str:
         if "native_vs_parallel" in sp:
             c = sp["native_vs_parallel"]
             lines.append(f"| {split} | native vs parallel: {c['identical_rows']}/{c['rows']} "
-                         f"rows identical, {c['rows_with_other_labels']} with other labels, "
+                         f"rows identical, {c['rows_with_other_labels']} with other labels "
+                         f"{c.get('changed') or ''}, "
                          f"largest probability change {c['largest_probability_change']:.4f} "
                          "| | | | | | |")
     return "\n".join(lines)

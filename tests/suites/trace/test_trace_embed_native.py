@@ -169,5 +169,8 @@ def test_the_benchmark_counts_label_flips_and_probability_changes():
     flipped = {**row, "adherence_score": False, "not_adherent_probability": 0.55}
     got = bench_detector.compare_labels([row, row, row], [row, nudged, flipped])
     assert got["rows"] == 3 and got["identical_rows"] == 1
-    assert got["rows_with_other_labels"] == 1
+    assert got["rows_with_other_labels"] == 1 and got["changed"] == {"adherence_score": 1}
+    moved = {**row, "all_relevant_sentence_keys": ["0b"]}
+    assert bench_detector.compare_labels([row], [moved])["changed"] == {
+        "all_relevant_sentence_keys": 2}
     assert got["largest_probability_change"] == pytest.approx(0.25)
