@@ -341,8 +341,8 @@ def render_speed(res: dict[str, Any]) -> str:
         if "native_vs_parallel" in sp:
             c = sp["native_vs_parallel"]
             lines.append(f"| {split} | native vs parallel: {c['identical_rows']}/{c['rows']} "
-                         f"rows identical, {c['rows_with_other_labels']} with other labels "
-                         f"{c.get('changed') or ''}, "
+                         f"rows identical, {c['rows_with_other_labels']} with other labels"
+                         + (f" {c['changed']}" if c.get("changed") else "") + ", "
                          f"largest probability change {c['largest_probability_change']:.4f} "
                          "| | | | | | |")
     return "\n".join(lines)
