@@ -18,8 +18,11 @@
  * taken to end.  A decoding step runs 121 products in a few milliseconds, so after a product
  * a worker polls for the next one (pause, and sched_yield every few polls, so a thread that
  * wants its CPU gets it) for up to SPIN_NS, and sleeps on a condvar after that or as soon as
- * a gap between its polls shows the CPU is wanted elsewhere; the caller signals the condvar
- * only when a worker sleeps.  rk_stats counts the rows the workers took.
+ * a gap between its polls shows the CPU is wanted elsewhere (then it does not poll for
+ * CALM_NS); the caller signals the condvar only when a worker sleeps.  rk_stats counts the
+ * rows the workers took.  Measured on a busy 2-core VM (load 4.4-4.7, bench_decode.py
+ * --baseline main): batch-1 decoding 1.06x main's condvar-per-product kernel, batch-8 0.97x;
+ * docs/models.md, "Workers that poll between products".
  */
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -40,6 +43,7 @@
 #define SPIN_NS 200000   /* a worker polls for the next job this long, then sleeps */
 #define PREEMPT_NS 100000 /* a pause this long between polls: the CPU is wanted elsewhere */
 #define SPIN_YIELD 8      /* polls between two sched_yield()s while polling */
+#define CALM_NS 50000000  /* after such a gap, a worker only sleeps this long */
 #define SHARE 1           /* a take is 1 / (SHARE * threads) of the rows left... */
 #define MIN_ROWS 16       /* ...and at least this many */
 
@@ -571,17 +575,23 @@ static inline int64_t now_ns(void) {
  * every few tens of microseconds, less than a condvar wake-up costs here), then sleeps. */
 static void *worker_main(void *arg) {
     (void)arg;
+    int64_t spin_from = 0; /* after a sign of a busy CPU, no polling before this time */
     for (;;) {
         int ready = work_left(atomic_load(&next_rows));
-        if (!ready) {
-            int64_t last = now_ns(), until = last + SPIN_NS;
+        int64_t last;
+        if (!ready && (last = now_ns()) >= spin_from) {
+            int64_t until = last + SPIN_NS;
             for (int polls = 1; !ready && !atomic_load(&stopping); polls++) {
                 cpu_relax();
                 ready = work_left(atomic_load(&next_rows));
                 if (SPIN_YIELD && polls % SPIN_YIELD == 0) sched_yield();
                 if (polls % 64 == 0) {
                     int64_t t = now_ns();
-                    if (t > until || (PREEMPT_NS && t - last > PREEMPT_NS)) break;
+                    if (t - last > PREEMPT_NS) {
+                        spin_from = t + CALM_NS;
+                        break;
+                    }
+                    if (t > until) break;
                     last = t;
                 }
             }
