@@ -20,9 +20,10 @@
  * wants its CPU gets it) for up to SPIN_NS, and sleeps on a condvar after that or as soon as
  * a gap between its polls shows the CPU is wanted elsewhere (then it does not poll for
  * CALM_NS); the caller signals the condvar only when a worker sleeps.  rk_stats counts the
- * rows the workers took.  Measured on a busy 2-core VM (load 4.4-4.7, bench_decode.py
- * --baseline main): batch-1 decoding 1.06x main's condvar-per-product kernel, batch-8 0.97x;
- * docs/models.md, "Workers that poll between products".
+ * rows the workers took.  Measured on a busy 2-core VM (load 3.4-4.7, bench_decode.py
+ * --baseline main, two runs): batch-1 decoding 0.96-1.06x main's condvar-per-product kernel,
+ * batch-8 0.91-0.97x; a quiet figure is still to be taken (docs/models.md, "Workers that poll
+ * between products").
  */
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
