@@ -20,9 +20,10 @@
  * wants its CPU gets it) for up to SPIN_NS, and sleeps on a condvar after that or as soon as
  * a gap between its polls shows the CPU is wanted elsewhere (then it does not poll for
  * CALM_NS); the caller signals the condvar only when a worker sleeps.  rk_stats counts the
- * rows the workers took.  Measured on a busy 2-core VM (load 3.4-4.7, bench_decode.py
- * --baseline main, two runs): batch-1 decoding 0.96-1.06x main's condvar-per-product kernel,
- * batch-8 0.91-0.97x; a quiet figure is still to be taken (docs/models.md, "Workers that poll
+ * rows the workers took.  Measured on a 2-core AMD EPYC VM (bench_decode.py --baseline main,
+ * load 1.7-1.9): batch-1 decoding 172.6-181.6 tokens/s = 0.85-0.89 of the 1-thread bandwidth
+ * ceiling, 1.39-1.47x main's condvar-per-product kernel (workers: 49% of the rows), batch-8
+ * 1.10-1.13x; at load 3.4-4.7 0.96-1.06x and 0.91-0.97x (docs/models.md, "Workers that poll
  * between products").
  */
 #if defined(__x86_64__) || defined(__i386__)
