@@ -15,13 +15,19 @@ round by round interleaved, this benchmark measures:
 * each of them twice when the block kernel's whole decoding step in C is there
   (``_kernel.DecodeStep``: one C call per token): with it and with the numpy step (a C call
   per product, numpy between them), and the C step's batch-1 once more on one thread when the
-  runtime has more.
+  runtime has more;
+* with ``--baseline PATH`` (another ``_kernels.c``, or a source tree holding one, e.g. a
+  ``git worktree`` of main), the C step batch-1 and batch-8 once more with that kernel built
+  the same way, on the same threads, interleaved with this tree's in every round.
 
 It prints, per round and as medians: the bandwidth (GB/s, 1 and 2 threads), the bytes the
 decode step reads per token, the ceilings they give (tokens/s), decoding tokens/s, and the
-fraction of each ceiling reached (target: batch-1 >= 0.75 of the ceiling).
+fraction of each ceiling reached (target: batch-1 >= 0.75 of the ceiling), the share of the
+C step's product rows the worker threads computed, and each baseline figure beside this
+tree's with their ratio (median of the per-round ratios).
 
     python benchmarks/bench_decode.py [--rounds 3] [--tokens 64] [--threads N] [--cpu-time]
+                                      [--baseline PATH]
 
 ``--cpu-time`` times with the process's CPU time instead of the wall clock: on a busy machine
 (other processes on the cores), with ``--threads 1``, the 1-thread figures are then what a quiet
@@ -35,6 +41,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -69,15 +76,18 @@ def bandwidth(threads: int, mats: list[Any], x: Any) -> float:
 
 
 def decode_rate(runtime: Any, rows: int, tokens: int, step: str = "default",
-                threads: int = 0) -> float:
+                threads: int = 0, other: Any = None) -> float:
     """New tokens per second (all rows together) over ``tokens`` decode steps after a prompt
     of 24 tokens per row; ``step`` "numpy" turns the C decoding step off for the measure,
-    ``threads`` (when given) sets the kernel's threads for it."""
+    ``threads`` (when given) sets the kernel's threads for it, ``other`` (a Kernel) runs the
+    C step with that build instead."""
     model = runtime.model
     kernel = model.step.kernel if model.step is not None else None
     saved, before = model.step, kernel.threads if kernel is not None else 0
     if step == "numpy":
         model.step = None
+    elif other is not None and saved is not None:
+        model.step = saved.on(other)
     if threads and kernel is not None:
         kernel.set_threads(threads)
     try:
@@ -117,6 +127,26 @@ def _messages(text: str) -> Any:
     return Request.chat("b", [{"role": "user", "content": text}]).messages
 
 
+def build_baseline(path: Path, threads: int, folder: Path) -> Any:
+    """The kernel of another ``_kernels.c`` (or of the source tree at ``path``), built with
+    this tree's compiler and flags, on ``threads`` threads."""
+    import ctypes
+    import subprocess
+
+    from ragmeter.backends._local import _kernel
+
+    source = path if path.is_file() else path / "src/ragmeter/backends/_local/_kernels.c"
+    target = folder / "baseline.so"
+    subprocess.run([_kernel.compiler() or "cc", *_kernel.FLAGS, "-o", str(target), str(source),
+                    *_kernel.LIBS], check=True)
+    library = ctypes.CDLL(str(target))
+    if not hasattr(library, "rk_stats"):  # a build from before the counts: none to give
+        library.rk_stats = lambda out: None
+    built = _kernel.Kernel(library, target, "float")
+    built.set_threads(threads)
+    return built
+
+
 def bytes_per_token(runtime: Any) -> int:
     """Bytes of weights one decode step reads: every layer's tensors and the lm_head."""
     return int(runtime.model.weight_bytes_per_token())
@@ -129,6 +159,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=0, help="0: the backend's default")
     parser.add_argument("--cpu-time", action="store_true",
                         help="time CPU seconds, not wall seconds (a busy machine; --threads 1)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another _kernels.c or source tree: its C step beside this one's")
     args = parser.parse_args()
     global CLOCK
     if args.cpu_time:
@@ -153,6 +185,12 @@ def main() -> int:
     c_step = runtime.model.step is not None
     steps = ("c", "numpy") if c_step else ("numpy",)
     extra = c_step and backend.threads > 1  # the C step's batch-1 on one thread too
+    kernel = runtime.model.step.kernel if c_step else None
+    folder = tempfile.TemporaryDirectory()
+    base = (build_baseline(args.baseline, backend.threads, Path(folder.name))
+            if args.baseline is not None and c_step else None)
+    if base is not None:
+        print(f"baseline: the C step of {args.baseline}, interleaved")
     print(f"decoding steps measured: {', '.join(steps)}"
           + (" (c: one C call per token; numpy: a C call per product)" if c_step else ""))
     rounds = []
@@ -160,8 +198,17 @@ def main() -> int:
         got = {"bw1": bandwidth(1, mats, x), "bw2": bandwidth(2, mats, x)}
         for step in steps:
             for rows in (1, 8):
+                if step == "c":
+                    stats = kernel.stats()
                 got[f"{step}{rows}"] = backend.run_in_model_thread(
                     decode_rate, runtime, rows, args.tokens, step)
+                if step == "c":
+                    done = kernel.stats()
+                    got[f"share{rows}"] = ((done["worker_rows"] - stats["worker_rows"])
+                                           / max(1, done["rows"] - stats["rows"]))
+                if step == "c" and base is not None:
+                    got[f"base{rows}"] = backend.run_in_model_thread(
+                        decode_rate, runtime, rows, args.tokens, step, 0, base)
         if extra:
             got["c1t1"] = backend.run_in_model_thread(decode_rate, runtime, 1, args.tokens,
                                                       "c", 1)
@@ -171,6 +218,8 @@ def main() -> int:
                           for s in steps)
         if extra:
             rates += f", c batch-1 on 1 thread {got['c1t1']:.1f}"
+        if base is not None:
+            rates += f", baseline c batch-1 {got['base1']:.1f}, batch-8 {got['base8']:.1f}"
         print(f"round {r + 1}: bandwidth {got['bw1']:.1f} GB/s (1 thread), {got['bw2']:.1f} "
               f"GB/s (2); {rates} [load avg {got['load']:.1f}]", flush=True)
     med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
@@ -189,6 +238,15 @@ def main() -> int:
                   f"{med['c1t1'] / ceiling1:.2f} of the 1-thread ceiling")
         print(f"  {step} step, batch-8 decoding: {eight:.1f} tok/s ({eight / 8:.1f} steps/s = "
               f"{eight / 8 / ceiling2:.2f} of the 2-thread ceiling)")
+        if step == "c" and extra:
+            print(f"  c step, rows computed by the worker threads: {med['share1']:.0%} (batch-1), "
+                  f"{med['share8']:.0%} (batch-8)")
+        if step == "c" and base is not None:
+            for rows in (1, 8):
+                ratio = statistics.median(r[f"c{rows}"] / r[f"base{rows}"] for r in rounds)
+                print(f"  baseline c step, batch-{rows}: {med[f'base{rows}']:.1f} tok/s; this "
+                      f"tree's / baseline's, median of the rounds' ratios: {ratio:.2f}")
+    folder.cleanup()
     return 0
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import platform
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -219,3 +220,26 @@ def test_real_portable_builds_agree(real, tmp_path, march):
     assert np.array_equal(got_tokens, want_tokens)
     np.testing.assert_allclose(got, want, rtol=0, atol=LOGITS_ATOL)
 
+
+
+@pytest.mark.local_model
+def test_real_two_threads_give_the_same_logits_as_one(real):
+    """The products split across the kernel's threads (each row computed whole by one thread,
+    in the same order), so a step's logits do not depend on the thread count; the worker
+    takes part (its polling between products, then its sleep between prompts)."""
+    runtime, prompts = real
+    model = runtime.model
+    kernel = model.step.kernel
+    one, one_tokens = _decode(model, prompts[:2], 16, True)
+    assert kernel.set_threads(2) == 2
+    try:
+        before = kernel.stats()
+        for _ in range(3):  # workers polling through a step, asleep between the decodes
+            two, two_tokens = _decode(model, prompts[:2], 16, True)
+            assert np.array_equal(two, one) and np.array_equal(two_tokens, one_tokens)
+            time.sleep(0.01)
+        after = kernel.stats()
+    finally:
+        kernel.set_threads(1)
+    assert after["jobs"] - before["jobs"] >= 3 * 16 * 121  # 4 products a layer, the lm_head
+    assert after["worker_rows"] > before["worker_rows"]

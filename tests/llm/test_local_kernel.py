@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import platform
 import subprocess
+import time
 import warnings
 
 import numpy as np
@@ -102,6 +103,36 @@ def test_two_threads_give_the_same_bits_as_one(built):
     two = built.matmul(local_kernel.Q4_1, blocks, 128, x)
     built.set_threads(1)
     assert np.array_equal(one, two)
+
+
+def test_workers_poll_then_sleep_and_the_bits_stay(built):
+    """Products in a row (the worker polls between them) and after pauses (it has gone to
+    sleep and must be woken): every one the 1-thread bits, the split counted by stats()."""
+    rng = np.random.default_rng(9)
+    rows, cols = 1024, 256
+    blocks = gguf.quants.quantize(rng.standard_normal((rows, cols)).astype(np.float32),
+                                  gguf.GGMLQuantizationType.Q4_1)
+    x = rng.standard_normal((1, cols)).astype(np.float32)
+    built.set_threads(1)
+    before = built.stats()
+    want = built.matmul(local_kernel.Q4_1, blocks, cols, x)
+    assert built.stats() == before  # one thread: nothing is split
+    assert built.set_threads(2) == 2
+    try:
+        for i in range(400):
+            if i % 50 == 0:
+                time.sleep(0.005)  # longer than a worker polls
+            assert np.array_equal(built.matmul(local_kernel.Q4_1, blocks, cols, x), want), i
+        after = built.stats()
+        deadline = time.monotonic() + 20  # a worker kept off a busy CPU may take its time
+        while after["worker_rows"] == before["worker_rows"] and time.monotonic() < deadline:
+            assert np.array_equal(built.matmul(local_kernel.Q4_1, blocks, cols, x), want)
+            after = built.stats()
+    finally:
+        built.set_threads(1)
+    assert after["jobs"] - before["jobs"] >= 400
+    assert after["rows"] - before["rows"] == rows * (after["jobs"] - before["jobs"])
+    assert 0 < after["worker_rows"] - before["worker_rows"] < after["rows"] - before["rows"]
 
 
 def _runtime(gguf_path, kernel):

@@ -40,7 +40,7 @@ Q4_1, Q8_0 = 3, 8  # GGML type ids
 BLOCK_BYTES = {Q4_1: 20, Q8_0: 34}  # bytes per block of 32 weights
 KERNEL_ENV = "RAGMETER_LOCAL_KERNEL"
 SOURCE = Path(__file__).with_name("_kernels.c")
-ABI = 3
+ABI = 4
 #: what ``RAGMETER_LOCAL_KERNEL`` asks for: ``int8`` (activations quantized to 8-bit blocks,
 #: integer dot products), ``float`` (float32 activations, blocks de-quantized in registers) or
 #: ``0`` (no kernel: float32 weights through numpy's BLAS); unset: DEFAULT_MODE
@@ -72,6 +72,8 @@ class Kernel:
         library.rk_int8_dot.restype = ctypes.c_char_p
         library.rk_set_threads.argtypes = [ctypes.c_int]
         library.rk_set_threads.restype = ctypes.c_int
+        library.rk_stats.argtypes = [pointer]
+        library.rk_stats.restype = None
         library.rk_decode_step.argtypes = [pointer, pointer, pointer, pointer, pointer, i64,
                                            pointer, pointer, pointer, pointer, i64, i64, pointer,
                                            ctypes.c_int, pointer]
@@ -88,6 +90,14 @@ class Kernel:
         """Use ``threads`` threads per call (the caller's and ``threads - 1`` workers)."""
         self.threads = int(self._lib.rk_set_threads(int(threads)))
         return self.threads
+
+    def stats(self) -> dict[str, int]:
+        """Counts since the library was loaded: ``jobs`` (products and look-ups split across
+        threads), their ``rows``, and the ``worker_rows`` of those the workers computed (the
+        rest: the calling thread)."""
+        out = (ctypes.c_int64 * 3)()
+        self._lib.rk_stats(out)
+        return {"jobs": out[0], "rows": out[1], "worker_rows": out[2]}
 
     def matmul(self, ggml_type: int, blocks: Any, cols: int, x: Any) -> Any:
         """``x @ W.T`` for ``x`` ``(n, cols)`` float32 and ``W`` given as ``blocks``

@@ -11,10 +11,20 @@
  * (cc -O3 -march=native) and loaded with ctypes; without a compiler the runtime reads float32
  * weights through numpy's BLAS instead.  Plain C99 + GCC/Clang vector extensions, pthreads.
  *
- * Work is cut into chunks of rows taken from an atomic counter by the calling thread and by
- * the worker threads (rk_set_threads): the caller never waits for a worker to start, only for
- * the chunks a worker has taken to end, so a worker the scheduler keeps off a busy CPU costs
- * nothing but its own chunk.
+ * A product's rows are taken from one atomic word by the calling thread and by the worker
+ * threads (rk_set_threads), each take a share of the rows left (big pieces first, small ones
+ * at the end); each row is computed whole by one thread, so the bits do not depend on the
+ * threads.  The caller never waits for a worker to start, only for the rows a worker has
+ * taken to end.  A decoding step runs 121 products in a few milliseconds, so after a product
+ * a worker polls for the next one (pause, and sched_yield every few polls, so a thread that
+ * wants its CPU gets it) for up to SPIN_NS, and sleeps on a condvar after that or as soon as
+ * a gap between its polls shows the CPU is wanted elsewhere (then it does not poll for
+ * CALM_NS); the caller signals the condvar only when a worker sleeps.  rk_stats counts the
+ * rows the workers took.  Measured on a 2-core AMD EPYC VM (bench_decode.py --baseline main,
+ * load 1.7-1.9): batch-1 decoding 172.6-181.6 tokens/s = 0.85-0.89 of the 1-thread bandwidth
+ * ceiling, 1.39-1.47x main's condvar-per-product kernel (workers: 49% of the rows), batch-8
+ * 1.10-1.13x; at load 3.4-4.7 0.96-1.06x and 0.91-0.97x (docs/models.md, "Workers that poll
+ * between products").
  */
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -25,12 +35,19 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#define RK_ABI 3
+#define RK_ABI 4
 #define T_Q4_1 3
 #define T_Q8_0 8
 #define MAX_WORKERS 15
 #define INPUTS_PER_PASS 8
+#define SPIN_NS 200000   /* a worker polls for the next job this long, then sleeps */
+#define PREEMPT_NS 100000 /* a pause this long between polls: the CPU is wanted elsewhere */
+#define SPIN_YIELD 8      /* polls between two sched_yield()s while polling */
+#define CALM_NS 50000000  /* after such a gap, a worker only sleeps this long */
+#define SHARE 1           /* a take is 1 / (SHARE * threads) of the rows left... */
+#define MIN_ROWS 16       /* ...and at least this many */
 
 int rk_abi(void) { return RK_ABI; }
 
@@ -479,7 +496,7 @@ enum { JOB_DOTS = 1, JOB_VALUES = 2, JOB_QDOTS = 3 };
 typedef struct {
     int kind, type;
     const uint8_t *W;
-    int64_t rows, cols, n, chunk, chunks;
+    int64_t rows, cols, n;
     const float *X;
     float *Y;
     const int64_t *ids; /* JOB_VALUES: which rows (NULL: all) */
@@ -487,20 +504,26 @@ typedef struct {
 } job_t;
 
 static job_t job;
-static _Atomic uint64_t next_chunk; /* generation << 32 | index of the next chunk */
-static _Atomic int64_t chunks_done;
-static uint32_t generation;
+/* The rows not yet taken: job number << 48 | rows << 24 | the next row.  A thread takes rows
+ * only by moving the next row of a value whose rows are not all taken, so it reads `job`
+ * only while the caller cannot be writing it (that happens once every row is done). */
+#define ROW_BITS 24
+#define ROW_MASK ((UINT64_C(1) << ROW_BITS) - 1)
+static _Atomic uint64_t next_rows;
+static _Atomic int64_t rows_done;
+static uint64_t job_number;
 
 static pthread_mutex_t calls = PTHREAD_MUTEX_INITIALIZER; /* one job at a time */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static pthread_t workers[MAX_WORKERS];
-static int worker_count, stopping;
-static uint32_t posted; /* the generation the workers were last woken for */
+static int worker_count;
+static _Atomic int stopping, sleepers; /* sleepers: workers in (or going to) the condvar */
+/* what rk_stats reports: jobs run on several threads, their rows, the rows workers took */
+static int64_t parallel_jobs, parallel_rows;
+static _Atomic int64_t worker_rows;
 
-static void run_chunk(const job_t *j, int64_t c) {
-    int64_t start = c * j->chunk, end = start + j->chunk;
-    if (end > j->rows) end = j->rows;
+static void run_rows(const job_t *j, int64_t start, int64_t end) {
     int64_t bytes = j->cols / 32 * block_bytes(j->type);
     if (j->kind == JOB_DOTS) {
         for (int64_t r = start; r < end; r++)
@@ -516,61 +539,113 @@ static void run_chunk(const job_t *j, int64_t c) {
     }
 }
 
-/* Take chunks of generation gen until none is left. */
-static void take_chunks(uint32_t gen) {
-    for (;;) {
-        uint64_t cur = atomic_load_explicit(&next_chunk, memory_order_acquire);
-        if ((uint32_t)(cur >> 32) != gen || (int64_t)(cur & 0xffffffffu) >= job.chunks) return;
-        if (!atomic_compare_exchange_weak_explicit(&next_chunk, &cur, cur + 1,
+static inline int work_left(uint64_t v) { return (v & ROW_MASK) < ((v >> ROW_BITS) & ROW_MASK); }
+
+/* Take rows until none is left: each time a share of what is left (guided scheduling: big
+ * pieces first, small ones at the end, so a thread that comes late or slow holds little). */
+static void take_rows(int worker) {
+    int64_t threads = worker_count + 1;
+    uint64_t cur = atomic_load_explicit(&next_rows, memory_order_acquire);
+    while (work_left(cur)) {
+        int64_t at = (int64_t)(cur & ROW_MASK), left = (int64_t)((cur >> ROW_BITS) & ROW_MASK) - at;
+        int64_t take = left / (SHARE * threads);
+        if (take < MIN_ROWS) take = MIN_ROWS;
+        if (take > left) take = left;
+        if (!atomic_compare_exchange_weak_explicit(&next_rows, &cur, cur + (uint64_t)take,
                                                    memory_order_acq_rel, memory_order_acquire))
             continue;
-        run_chunk(&job, (int64_t)(cur & 0xffffffffu));
-        atomic_fetch_add_explicit(&chunks_done, 1, memory_order_release);
+        run_rows(&job, at, at + take);
+        if (worker) atomic_fetch_add_explicit(&worker_rows, take, memory_order_relaxed);
+        atomic_fetch_add_explicit(&rows_done, take, memory_order_release);
+        cur = atomic_load_explicit(&next_rows, memory_order_acquire);
     }
 }
 
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#endif
+}
+
+static inline int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* A worker: after a job it polls for the next one for SPIN_NS (a decoding step posts one
+ * every few tens of microseconds, less than a condvar wake-up costs here), then sleeps. */
 static void *worker_main(void *arg) {
     (void)arg;
-    uint32_t seen = 0;
-    pthread_mutex_lock(&lock);
+    int64_t spin_from = 0; /* after a sign of a busy CPU, no polling before this time */
     for (;;) {
-        while (posted == seen && !stopping) pthread_cond_wait(&wake, &lock);
-        if (stopping) break;
-        seen = posted;
-        pthread_mutex_unlock(&lock);
-        take_chunks(seen);
-        pthread_mutex_lock(&lock);
+        int ready = work_left(atomic_load(&next_rows));
+        int64_t last;
+        if (!ready && (last = now_ns()) >= spin_from) {
+            int64_t until = last + SPIN_NS;
+            for (int polls = 1; !ready && !atomic_load(&stopping); polls++) {
+                cpu_relax();
+                ready = work_left(atomic_load(&next_rows));
+                if (SPIN_YIELD && polls % SPIN_YIELD == 0) sched_yield();
+                if (polls % 64 == 0) {
+                    int64_t t = now_ns();
+                    if (t - last > PREEMPT_NS) {
+                        spin_from = t + CALM_NS;
+                        break;
+                    }
+                    if (t > until) break;
+                    last = t;
+                }
+            }
+        }
+        if (!ready) {
+            pthread_mutex_lock(&lock);
+            atomic_fetch_add(&sleepers, 1);
+            while (!work_left(atomic_load(&next_rows)) && !atomic_load(&stopping))
+                pthread_cond_wait(&wake, &lock);
+            atomic_fetch_sub(&sleepers, 1);
+            pthread_mutex_unlock(&lock);
+        }
+        if (atomic_load(&stopping)) break;
+        take_rows(1);
     }
-    pthread_mutex_unlock(&lock);
     return NULL;
 }
 
 /* Run the job in `job` on this thread and the workers. */
 static void run_job(void) {
     int64_t work = job.rows * job.cols * (job.kind == JOB_VALUES ? 1 : job.n);
-    int parallel = worker_count > 0 && work >= (1 << 17) && job.rows >= 64;
-    int64_t parts = parallel ? 16 * (worker_count + 1) : 1;
-    job.chunk = (job.rows + parts - 1) / parts;
-    if (job.chunk < 1) job.chunk = 1;
-    job.chunks = (job.rows + job.chunk - 1) / job.chunk;
-    generation++;
-    atomic_store_explicit(&chunks_done, 0, memory_order_relaxed);
-    atomic_store_explicit(&next_chunk, (uint64_t)generation << 32, memory_order_release);
-    if (parallel) {
+    int parallel = worker_count > 0 && work >= (1 << 17) && job.rows >= 64 &&
+                   job.rows <= (int64_t)ROW_MASK;
+    if (!parallel) {
+        run_rows(&job, 0, job.rows);
+        return;
+    }
+    job_number++;
+    atomic_store_explicit(&rows_done, 0, memory_order_relaxed);
+    /* seq_cst store, then load: a worker that counted itself a sleeper after this load
+     * sees the new rows before it waits */
+    atomic_store(&next_rows, (job_number & 0xffff) << 48 | (uint64_t)job.rows << ROW_BITS);
+    if (atomic_load(&sleepers) > 0) {
         pthread_mutex_lock(&lock);
-        posted = generation;
         pthread_cond_broadcast(&wake);
         pthread_mutex_unlock(&lock);
     }
-    take_chunks(generation);
-    while (atomic_load_explicit(&chunks_done, memory_order_acquire) < job.chunks) sched_yield();
+    take_rows(0);
+    for (int polls = 1; atomic_load_explicit(&rows_done, memory_order_acquire) < job.rows;
+         polls++) {
+        if (polls % 256 == 0) sched_yield(); /* the worker may share this CPU */
+        else cpu_relax();
+    }
+    parallel_jobs++;
+    parallel_rows += job.rows;
 }
 
 /* Y (n x rows) = X (n x cols) @ W.T, W: rows x cols in blocks of `type`. */
 void rk_matmul(int type, const uint8_t *W, int64_t rows, int64_t cols, const float *X, int64_t n,
                float *Y) {
     pthread_mutex_lock(&calls);
-    job = (job_t){JOB_DOTS, type, W, rows, cols, n, 0, 0, X, Y, NULL, {NULL, NULL}};
+    job = (job_t){JOB_DOTS, type, W, rows, cols, n, X, Y, NULL, {NULL, NULL}};
     run_job();
     pthread_mutex_unlock(&calls);
 }
@@ -604,7 +679,7 @@ int rk_matmul_q8(int type, const uint8_t *W, int64_t rows, int64_t cols, const f
     int8_t *q = (int8_t *)scratch;
     float *ds = (float *)((char *)scratch + qbytes);
     quantize_rows(X, n, cols, q, ds);
-    job = (job_t){JOB_QDOTS, type, W, rows, cols, n, 0, 0, X, Y, NULL, {q, ds}};
+    job = (job_t){JOB_QDOTS, type, W, rows, cols, n, X, Y, NULL, {q, ds}};
     run_job();
     pthread_mutex_unlock(&calls);
     return 0;
@@ -627,8 +702,18 @@ const char *rk_int8_dot(void) {
 void rk_rows(int type, const uint8_t *W, int64_t cols, const int64_t *ids, int64_t count,
              float *out) {
     pthread_mutex_lock(&calls);
-    job = (job_t){JOB_VALUES, type, W, count, cols, 1, 0, 0, NULL, out, ids, {NULL, NULL}};
+    job = (job_t){JOB_VALUES, type, W, count, cols, 1, NULL, out, ids, {NULL, NULL}};
     run_job();
+    pthread_mutex_unlock(&calls);
+}
+
+/* out[0..2] = jobs run on several threads, their rows, and the rows of those the workers
+ * took, since the library was loaded. */
+void rk_stats(int64_t *out) {
+    pthread_mutex_lock(&calls);
+    out[0] = parallel_jobs;
+    out[1] = parallel_rows;
+    out[2] = atomic_load(&worker_rows);
     pthread_mutex_unlock(&calls);
 }
 
@@ -643,12 +728,12 @@ int rk_set_threads(int threads) {
         return worker_count + 1;
     }
     pthread_mutex_lock(&lock);
-    stopping = 1;
+    atomic_store(&stopping, 1);
     pthread_cond_broadcast(&wake);
     pthread_mutex_unlock(&lock);
     for (int i = 0; i < worker_count; i++) pthread_join(workers[i], NULL);
     worker_count = 0;
-    stopping = 0;
+    atomic_store(&stopping, 0);
     for (int i = 0; i < want; i++) {
         if (pthread_create(&workers[i], NULL, worker_main, NULL) != 0) break;
         worker_count++;
@@ -732,9 +817,9 @@ static void step_product(int type, const uint8_t *W, int64_t rows, int64_t cols,
                          int64_t n, float *Y, int int8, int8_t *q, float *ds) {
     if (int8) {
         quantize_rows(X, n, cols, q, ds);
-        job = (job_t){JOB_QDOTS, type, W, rows, cols, n, 0, 0, X, Y, NULL, {q, ds}};
+        job = (job_t){JOB_QDOTS, type, W, rows, cols, n, X, Y, NULL, {q, ds}};
     } else {
-        job = (job_t){JOB_DOTS, type, W, rows, cols, n, 0, 0, X, Y, NULL, {NULL, NULL}};
+        job = (job_t){JOB_DOTS, type, W, rows, cols, n, X, Y, NULL, {NULL, NULL}};
     }
     run_job();
 }
@@ -794,7 +879,7 @@ int rk_decode_step(const int64_t *dims, const float *scalars, const void *const 
 
     /* the embedding rows */
     job = (job_t){JOB_VALUES, embed_type, (const uint8_t *)weights[6 * layers + 1], batch,
-                  hidden, 1, 0, 0, NULL, h, tokens, {NULL, NULL}};
+                  hidden, 1, NULL, h, tokens, {NULL, NULL}};
     run_job();
     for (int64_t l = 0; l < layers; l++) {
         const void *const *w = weights + 6 * l;
