@@ -3,9 +3,9 @@ overlap (EM, F1) and response-language consistency (RLC)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import typing
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from ragmeter.text._normalize import normalize_text
 
 __all__ = [
@@ -13,7 +13,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     """``normalize_text`` loads on first use: reading a file imports ``text._unicode`` through
     this package, and a judged command's start-up need not compile the normalizer's patterns
     (issue 26.5)."""
