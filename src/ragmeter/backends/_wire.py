@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
@@ -245,14 +246,17 @@ def _head_bytes(method: str, target: str, headers: list[tuple[str, str]],
 class _Head:
     """A request's line and headers; ``written``: its bytes by :func:`_head_bytes`, or None and
     ``checked``: the h11 request that checks and writes it (made here, so a head h11 refuses
-    raises before any connection is taken)."""
+    raises before any connection is taken).  Heads are written by hand only while h11 is not
+    imported yet: once it is, h11 writes them (it must see each request anyway, to parse the
+    reply, so a hand-written head is serialized twice)."""
 
     __slots__ = ("method", "target", "headers", "written", "checked")
 
     def __init__(self, method: str, target: str, headers: list[tuple[str, str]],
                  body: bytes | None) -> None:
         self.method, self.target, self.headers = method, target, headers
-        self.written = _head_bytes(method, target, headers, body)
+        self.written = (_head_bytes(method, target, headers, body)
+                        if "h11" not in sys.modules else None)
         self.checked: h11.Request | None = None
         if self.written is None:
             import h11
