@@ -401,19 +401,12 @@ def _block_values(block: LabelBlock) -> tuple[list[str], dict[str, Any]]:
     :func:`score_label_row` (the same divisions, in numpy)."""
     import numpy as np
 
-    ids = [i if i and not i.isspace() else f"line-{number}"  # row_id's blank ids
-           for i, number in zip(block.ids, block.numbers, strict=True)]
-    rel, util = block.relevant, block.utilized
-    n = np.array(block.n_sentences, dtype=np.float64)
-    n_rel = np.fromiter(map(len, rel), dtype=np.float64, count=len(rel))
-    n_util = np.fromiter(map(len, util), dtype=np.float64, count=len(util))
-    both = np.fromiter((len(set(r).intersection(u)) if r else 0
-                        for r, u in zip(rel, util, strict=True)), dtype=np.float64,
-                       count=len(rel))
+    ids = block.ids
+    counts = block.counts.astype(np.float64)
+    n, n_rel, n_util, both = counts[:, 0], counts[:, 1], counts[:, 2], counts[:, 3]
     with np.errstate(divide="ignore", invalid="ignore"):
         comp = np.where(n_rel > 0, both / n_rel, 1.0)
-    adh = np.fromiter(map(len, block.unsupported), dtype=np.float64,
-                      count=len(rel)) == 0
+    adh = counts[:, 4] == 0
     nan = np.full(len(ids), np.nan)
     columns = {"relevance": n_rel / n, "utilization": n_util / n, "completeness": comp,
                "adherence": adh.astype(np.float64), "adherence_probability": nan,
