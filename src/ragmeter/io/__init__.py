@@ -10,6 +10,7 @@ from ragmeter.io._formats import (
     iter_text_lines,
     jsonl_blocks,
     jsonl_row,
+    jsonl_views,
     max_line_bytes,
 )
 from ragmeter.io._read import (
@@ -60,6 +61,7 @@ __all__ = [
     "iter_rows",
     "iter_text_lines",
     "jsonl_blocks",
+    "jsonl_views",
     "jsonl_row",
     "max_line_bytes",
     "os_error_message",

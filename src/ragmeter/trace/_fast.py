@@ -27,7 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import InputError
-from ragmeter.io import LongLine, Row, detect_format, iter_rows, jsonl_blocks, jsonl_row
+from ragmeter.io import (
+    LongLine,
+    Row,
+    detect_format,
+    iter_rows,
+    jsonl_blocks,
+    jsonl_row,
+    jsonl_views,
+)
 from ragmeter.trace._data import COMPONENT
 
 __all__ = ["LabelBlock", "fast_jsonl", "iter_label_blocks"]
@@ -167,22 +175,23 @@ def iter_label_blocks(path: str | Path) -> Iterator[LabelBlock | Row]:
     decode = _decoder().decode_lines
     scan = scanner()
     try:
-        for first, data, n_lines in jsonl_blocks(p, _BLOCK):
-            if scan is None:
+        if scan is None:
+            for first, data, n_lines in jsonl_blocks(p, _BLOCK):
                 yield from _read(decode, data, p, first, n_lines)
-            else:
-                yield from _scanned(scan, decode, data, p, first, n_lines)
+        else:
+            for first, view, n_lines in jsonl_views(p, _BLOCK, scan.lines):
+                yield from _scanned(scan, decode, view, p, first, n_lines)
     except LongLine as long:  # the row reader refuses it with its place
         yield from _from_line(p, long.line)
 
 
-def _scanned(scan: Any, decode: Any, data: bytes, path: Path, first: int, n_lines: int
+def _scanned(scan: Any, decode: Any, data: memoryview, path: Path, first: int, n_lines: int
              ) -> Iterator[LabelBlock | Row]:
     """The rows of ``data``: runs of lines the scanner accepts as :class:`LabelBlock`, the
-    runs between them read by :func:`_read`."""
+    runs between them read by :func:`_read` (from a copy: ``data`` is reused)."""
     import numpy as np
 
-    found = scan.scan(data, n_lines, first)
+    found = scan.scan(data, first, n_lines)
     accepted = found.accepted
     if len(found.ids) == n_lines:
         yield LabelBlock(found.ids, range(first, first + n_lines), found.counts)
@@ -195,8 +204,8 @@ def _scanned(scan: Any, decode: Any, data: bytes, path: Path, first: int, n_line
                              found.counts[k:k + j - i])
             k += j - i
         else:
-            yield from _read(decode, data[found.starts[i]:found.starts[j]], path, first + i,
-                             j - i)
+            yield from _read(decode, data[found.starts[i]:found.starts[j]].tobytes(), path,
+                             first + i, j - i)
 
 
 def _read(decode: Any, data: bytes, path: Path, first: int, n_lines: int

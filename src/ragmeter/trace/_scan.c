@@ -18,6 +18,9 @@
  */
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define MAX_KEYS 256
 
@@ -64,7 +67,23 @@ static inline ptr string(ptr p, ptr e, int *escaped) {
     *escaped = 0;
     p++;
     for (;;) {
-        /* the plain ASCII bytes, eight at a time while none is special */
+        /* the plain ASCII bytes, 16 (SSE2) or eight at a time while none is special */
+#ifdef __SSE2__
+        while (e - p >= 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)p);
+            /* signed: a byte >= 0x80 is negative, so one compare finds < 0x20 and >= 0x80 */
+            __m128i odd = _mm_or_si128(
+                _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                             _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+            int mask = _mm_movemask_epi8(odd);
+            if (mask) {
+                p += __builtin_ctz((unsigned)mask);
+                break;
+            }
+            p += 16;
+        }
+#endif
         while (e - p >= 8) {
             uint64_t w;
             memcpy(&w, p, 8);
@@ -282,6 +301,19 @@ static int line(ptr p, ptr e, int64_t *counts, ptr *id0, ptr *id1) {
     counts[2] = n_util;
     counts[3] = both;
     return 1;
+}
+
+/* The number of lines of data[0, size): its newlines, and one more for a last line without. */
+int64_t rt_lines(const unsigned char *data, int64_t size) {
+    int64_t n = 0;
+    ptr p = data, end = data + size;
+    while (p < end) {
+        ptr nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) return n + 1;
+        n++;
+        p = nl + 1;
+    }
+    return n;
 }
 
 /* The n_lines lines of data[0, size) (the last may have no '\n'), lines first, first + 1...

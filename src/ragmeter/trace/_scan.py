@@ -46,26 +46,43 @@ class Scanner:
 
     def __init__(self, library: ctypes.CDLL) -> None:
         pointer, i64 = ctypes.c_void_p, ctypes.c_int64
-        library.rt_scan.argtypes = [ctypes.c_char_p, i64, i64, i64, pointer, pointer, pointer,
-                                    pointer, pointer, pointer]
+        library.rt_scan.argtypes = [pointer, i64, i64, i64, pointer, pointer, pointer, pointer,
+                                    pointer, pointer]
         library.rt_scan.restype = i64
+        library.rt_lines.argtypes = [pointer, i64]
+        library.rt_lines.restype = i64
         self._scan = library.rt_scan
+        self._lines = library.rt_lines
 
-    def scan(self, data: bytes, n_lines: int, first: int) -> Scan:
-        """Scan ``data``: ``n_lines`` whole lines (the last may lack its newline), the first
-        of them line ``first``."""
+    def lines(self, data: Any) -> int:
+        """The number of lines of ``data``: its newlines, and one more for a last line
+        without."""
         import numpy as np
 
+        view = np.frombuffer(data, dtype=np.uint8)
+        return int(self._lines(view.ctypes.data, len(view)))
+
+    def scan(self, data: Any, first: int, n_lines: int | None = None) -> Scan:
+        """Scan ``data`` (bytes, or a buffer such as a bytearray's memoryview): whole lines
+        (the last may lack its newline; ``n_lines`` of them when given), the first of them
+        line ``first``."""
+        import numpy as np
+
+        view = np.frombuffer(data, dtype=np.uint8)
+        address, size = view.ctypes.data, len(view)
+        if n_lines is None:
+            n_lines = int(self._lines(address, size))
         starts = np.empty(n_lines + 1, dtype=np.int64)
         accepted = np.empty(n_lines, dtype=np.uint8)
         counts = np.empty((n_lines, 5), dtype=np.int64)
-        ids = np.empty(len(data) + 27 * n_lines, dtype=np.uint8)
+        ids = np.empty(size + 27 * n_lines, dtype=np.uint8)
         check = np.empty(n_lines, dtype=np.uint8)
-        size = ctypes.c_int64()
-        k = self._scan(data, len(data), n_lines, first, starts.ctypes.data,
-                       accepted.ctypes.data, counts.ctypes.data, ids.ctypes.data,
-                       ctypes.addressof(size), check.ctypes.data)
-        names = ids[:size.value].tobytes().decode("utf-8").split("\n")[:k]
+        written = ctypes.c_int64()
+        k = self._scan(address, size, n_lines, first, starts.ctypes.data, accepted.ctypes.data,
+                       counts.ctypes.data, ids.ctypes.data, ctypes.addressof(written),
+                       check.ctypes.data)
+        del view  # the buffer is free again
+        names = ids[:written.value].tobytes().decode("utf-8").split("\n")[:k]
         odd = np.flatnonzero(check[:k])
         if len(odd):  # ids of spaces and non-ASCII bytes: blank when all are spaces
             numbers = first + np.flatnonzero(accepted)

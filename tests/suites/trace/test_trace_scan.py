@@ -123,7 +123,7 @@ def test_scanner_matches_typed_and_row_readers(tmp_path: Path, monkeypatch: pyte
                       source=str(path))
     assert with_scan == (rows.to_json(), list(rows.iter_items()))
     data = path.read_bytes()
-    found = scanner.scan(data, data.count(b"\n"), 1)
+    found = scanner.scan(data, 1)
     # every clean line is taken by the scanner but those with a \ud83d escape or an escape
     # in the id (deferred)
     lines = data.split(b"\n")[:-1]
@@ -156,7 +156,7 @@ def test_scanner_counts(scanner: _scan.Scanner) -> None:
              json.dumps(_clean(id="\u3000", documents_sentences=[[], [["a", "b"]]]),
                         ensure_ascii=False)]
     data = ("\n".join(lines)).encode()
-    found = scanner.scan(data, len(lines), 7)
+    found = scanner.scan(data, 7)
     assert found.accepted.tolist() == [True] * 5
     assert found.counts.tolist() == [[2, 3, 2, 1, 1], [2, 3, 2, 1, 1], [2, 3, 2, 1, 1],
                                      [2, 0, 2, 0, 1], [1, 3, 2, 1, 1]]
@@ -185,7 +185,7 @@ _CLEAN = json.dumps(_clean()).encode()
 ])
 def test_scanner_defers_what_it_is_not_sure_of(scanner: _scan.Scanner, line: bytes) -> None:
     data = _CLEAN + b"\n" + line + b"\n" + _CLEAN
-    assert scanner.scan(data, 3, 1).accepted.tolist() == [True, False, True]
+    assert scanner.scan(data, 1).accepted.tolist() == [True, False, True]
 
 
 @pytest.mark.parametrize("bad", [
