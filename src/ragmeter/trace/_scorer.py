@@ -368,15 +368,17 @@ CI_NOTE = (f"ci95: over {CI_ROWS:,} values, the bootstrap resamples value counts
 
 def _interval(chunks: Any, n: int, config: ScoreConfig) -> tuple[float, float] | None:
     if n > CI_ROWS:
-        from collections import Counter
+        import numpy as np
 
-        counts: Counter[float] = Counter()
+        counts: dict[float, int] = {}  # each distinct value's count, chunk by chunk in numpy
         for chunk in chunks():
-            counts.update(chunk)
+            values, times = np.unique(np.asarray(chunk, dtype=np.float64), return_counts=True)
+            for v, k in zip(values.tolist(), times.tolist(), strict=True):
+                counts[v] = counts.get(v, 0) + k
             if len(counts) > 1 << 16:
                 break
         else:
-            return stats.bootstrap_ci_counts(dict(counts), n_resamples=config.n_resamples,
+            return stats.bootstrap_ci_counts(counts, n_resamples=config.n_resamples,
                                              seed=config.seed)
     values = [v for chunk in chunks() for v in chunk]
     return stats.bootstrap_ci(values, n_resamples=config.n_resamples, seed=config.seed)
