@@ -372,8 +372,9 @@ def _interval(chunks: Any, n: int, config: ScoreConfig) -> tuple[float, float] |
 
         counts: dict[float, int] = {}  # each distinct value's count, chunk by chunk in numpy
         for chunk in chunks():
-            values, times = np.unique(np.asarray(chunk, dtype=np.float64), return_counts=True)
-            for v, k in zip(values.tolist(), times.tolist(), strict=True):
+            distinct, times = np.unique(np.asarray(chunk, dtype=np.float64),
+                                        return_counts=True)
+            for v, k in zip(distinct.tolist(), times.tolist(), strict=True):
                 counts[v] = counts.get(v, 0) + k
             if len(counts) > 1 << 16:
                 break
