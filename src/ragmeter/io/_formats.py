@@ -296,7 +296,8 @@ def jsonl_views(path: Path, size: int = 1 << 20,
     """The blocks of :func:`jsonl_blocks` as views of one buffer, reused: a view is valid
     until the next block is asked for (no new buffer a block: allocating a fresh megabyte
     for every block cost more than reading the file).  ``lines(view)`` counts a block's
-    lines when given (the newlines, and one more for a last line without)."""
+    lines when given (the newlines, and one more for a last line without): it is called once
+    for each block, in order, just before the block is given."""
     limit = max_line_bytes()
     size = min(size, limit)  # a line inside one read is then within the limit
     first = 1

@@ -179,19 +179,34 @@ def iter_label_blocks(path: str | Path) -> Iterator[LabelBlock | Row]:
             for first, data, n_lines in jsonl_blocks(p, _BLOCK):
                 yield from _read(decode, data, p, first, n_lines)
         else:
-            for first, view, n_lines in jsonl_views(p, _BLOCK, scan.lines):
-                yield from _scanned(scan, decode, view, p, first, n_lines)
+            yield from _scanned_file(scan, decode, p)
     except LongLine as long:  # the row reader refuses it with its place
         yield from _from_line(p, long.line)
 
 
-def _scanned(scan: Any, decode: Any, data: memoryview, path: Path, first: int, n_lines: int
+def _scanned_file(scan: Any, decode: Any, path: Path) -> Iterator[LabelBlock | Row]:
+    """The file's rows, each block scanned as it is counted (the scan gives its lines)."""
+    found: Any = None
+    after = 1  # the first line of the next block
+
+    def count(view: memoryview) -> int:
+        nonlocal found, after
+        found = scan.scan(view, after)
+        after += found.n_lines
+        return int(found.n_lines)
+
+    for first, view, _ in jsonl_views(path, _BLOCK, count):
+        yield from _scanned(found, decode, view, path, first)
+
+
+def _scanned(found: Any, decode: Any, data: memoryview, path: Path, first: int
              ) -> Iterator[LabelBlock | Row]:
-    """The rows of ``data``: runs of lines the scanner accepts as :class:`LabelBlock`, the
-    runs between them read by :func:`_read` (from a copy: ``data`` is reused)."""
+    """The rows of ``data`` as the scanner ``found`` them: runs of lines it accepts as
+    :class:`LabelBlock`, the runs between them read by :func:`_read` (from a copy: ``data``
+    is reused)."""
     import numpy as np
 
-    found = scan.scan(data, first, n_lines)
+    n_lines = found.n_lines
     accepted = found.accepted
     if len(found.ids) == n_lines:
         yield LabelBlock(found.ids, range(first, first + n_lines), found.counts)

@@ -316,20 +316,23 @@ int64_t rt_lines(const unsigned char *data, int64_t size) {
     return n;
 }
 
-/* The n_lines lines of data[0, size) (the last may have no '\n'), lines first, first + 1...
- * starts[0..n_lines]: where each line begins (starts[n_lines] == size); accepted[i]: 1 when
- * line i is accepted; counts[5 * k ...]: the k-th accepted line's counts; ids: the k-th
+/* The lines of data[0, size) (the last may have no '\n'), lines first, first + 1...: at
+ * most capacity of them, else -1 (nothing else to trust).  *n_lines: how many;
+ * starts[0..*n_lines]: where each line begins (starts[*n_lines] == size); accepted[i]: 1
+ * when line i is accepted; counts[5 * k ...]: the k-th accepted line's counts; ids: the k-th
  * accepted line's id followed by '\n' ("line-<number>" for none, null or ""), *ids_size the
- * bytes written (at most size + 24 * n_lines); check[k]: 1 when that id is made only of
+ * bytes written (at most size + 27 * capacity); check[k]: 1 when that id is made only of
  * spaces, tabs, carriage returns or non-ASCII bytes (the caller tells a blank one).  Returns
  * the number of accepted lines. */
-int64_t rt_scan(const unsigned char *data, int64_t size, int64_t n_lines, int64_t first,
-                int64_t *starts, uint8_t *accepted, int64_t *counts, unsigned char *ids,
-                int64_t *ids_size, uint8_t *check) {
+int64_t rt_scan(const unsigned char *data, int64_t size, int64_t capacity, int64_t first,
+                int64_t *n_lines, int64_t *starts, uint8_t *accepted, int64_t *counts,
+                unsigned char *ids, int64_t *ids_size, uint8_t *check) {
     ptr p = data, end = data + size;
     int64_t k = 0;
     unsigned char *out = ids;
-    for (int64_t i = 0; i < n_lines; i++) {
+    int64_t i = 0;
+    for (; p < end; i++) {
+        if (i == capacity) return -1;
         ptr nl = memchr(p, '\n', (size_t)(end - p));
         ptr e = nl ? nl : end;
         starts[i] = p - data;
@@ -362,7 +365,8 @@ int64_t rt_scan(const unsigned char *data, int64_t size, int64_t n_lines, int64_
         }
         p = nl ? nl + 1 : end;
     }
-    starts[n_lines] = size;
+    *n_lines = i;
+    starts[i] = size;
     *ids_size = out - ids;
     return k;
 }

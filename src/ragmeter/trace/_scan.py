@@ -29,7 +29,7 @@ SCAN_ENV = "RAGMETER_TRACE_SCAN"
 
 @dataclass(frozen=True)
 class Scan:
-    """What :meth:`Scanner.scan` found in a block of ``n`` lines: ``starts`` (``n + 1``
+    """What :meth:`Scanner.scan` found in a block of ``n`` lines (:attr:`n_lines`): ``starts`` (``n + 1``
     byte offsets, where each line begins, then the block's size), ``accepted`` (``n`` bools),
     and for the ``k`` accepted lines in order their ``counts`` (``(k, 5)`` int64: document
     sentences, relevant keys, utilized keys, distinct relevant keys also utilized,
@@ -40,6 +40,10 @@ class Scan:
     counts: Any
     ids: list[str]
 
+    @property
+    def n_lines(self) -> int:
+        return len(self.accepted)
+
 
 class Scanner:
     """The loaded library."""
@@ -47,49 +51,44 @@ class Scanner:
     def __init__(self, library: ctypes.CDLL) -> None:
         pointer, i64 = ctypes.c_void_p, ctypes.c_int64
         library.rt_scan.argtypes = [pointer, i64, i64, i64, pointer, pointer, pointer, pointer,
-                                    pointer, pointer]
+                                    pointer, pointer, pointer]
         library.rt_scan.restype = i64
         library.rt_lines.argtypes = [pointer, i64]
         library.rt_lines.restype = i64
         self._scan = library.rt_scan
         self._lines = library.rt_lines
 
-    def lines(self, data: Any) -> int:
-        """The number of lines of ``data``: its newlines, and one more for a last line
-        without."""
-        import numpy as np
-
-        view = np.frombuffer(data, dtype=np.uint8)
-        return int(self._lines(view.ctypes.data, len(view)))
-
-    def scan(self, data: Any, first: int, n_lines: int | None = None) -> Scan:
+    def scan(self, data: Any, first: int) -> Scan:
         """Scan ``data`` (bytes, or a buffer such as a bytearray's memoryview): whole lines
-        (the last may lack its newline; ``n_lines`` of them when given), the first of them
-        line ``first``."""
+        (the last may lack its newline), the first of them line ``first``."""
         import numpy as np
 
         view = np.frombuffer(data, dtype=np.uint8)
         address, size = view.ctypes.data, len(view)
-        if n_lines is None:
-            n_lines = int(self._lines(address, size))
-        starts = np.empty(n_lines + 1, dtype=np.int64)
-        accepted = np.empty(n_lines, dtype=np.uint8)
-        counts = np.empty((n_lines, 5), dtype=np.int64)
-        ids = np.empty(size + 27 * n_lines, dtype=np.uint8)
-        check = np.empty(n_lines, dtype=np.uint8)
-        written = ctypes.c_int64()
-        k = self._scan(address, size, n_lines, first, starts.ctypes.data, accepted.ctypes.data,
-                       counts.ctypes.data, ids.ctypes.data, ctypes.addressof(written),
-                       check.ctypes.data)
+        capacity = max(1024, size // 32)  # lines: counted first only when more come
+        while True:
+            starts = np.empty(capacity + 1, dtype=np.int64)
+            accepted = np.empty(capacity, dtype=np.uint8)
+            counts = np.empty((capacity, 5), dtype=np.int64)
+            ids = np.empty(size + 27 * capacity, dtype=np.uint8)
+            check = np.empty(capacity, dtype=np.uint8)
+            n_lines, written = ctypes.c_int64(), ctypes.c_int64()
+            k = self._scan(address, size, capacity, first, ctypes.addressof(n_lines),
+                           starts.ctypes.data, accepted.ctypes.data, counts.ctypes.data,
+                           ids.ctypes.data, ctypes.addressof(written), check.ctypes.data)
+            if k >= 0:
+                break
+            capacity = int(self._lines(address, size))
         del view  # the buffer is free again
+        n = n_lines.value
         names = ids[:written.value].tobytes().decode("utf-8").split("\n")[:k]
         odd = np.flatnonzero(check[:k])
         if len(odd):  # ids of spaces and non-ASCII bytes: blank when all are spaces
-            numbers = first + np.flatnonzero(accepted)
+            numbers = first + np.flatnonzero(accepted[:n])
             for i in odd.tolist():
                 if names[i].isspace():
                     names[i] = f"line-{numbers[i]}"
-        return Scan(starts, accepted.view(np.bool_), counts[:k], names)
+        return Scan(starts[:n + 1], accepted[:n].view(np.bool_), counts[:k].copy(), names)
 
 
 @functools.cache

@@ -221,3 +221,13 @@ def test_no_compiler_reads_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert _scan.scanner() is None
     finally:
         _scan.scanner.cache_clear()
+
+
+def test_scanner_counts_many_short_lines(scanner: _scan.Scanner) -> None:
+    """More lines than the first guess (a thirty-second of the bytes, at least 1,024): they
+    are counted and scanned again."""
+    data = b"\n" * 3000 + _CLEAN + b"\n{}\n" + _CLEAN
+    found = scanner.scan(data, 1)
+    assert found.n_lines == 3003 and found.starts.tolist()[-1] == len(data)
+    assert [i for i, a in enumerate(found.accepted) if a] == [3000, 3002]
+    assert found.ids == ["r", "r"] and found.counts.tolist() == [[2, 3, 2, 1, 1]] * 2
