@@ -47,3 +47,30 @@ def test_long_line_is_refused_at_its_number(tmp_path: Path,
         for first, data, _ in jsonl_blocks(path, 4096):
             seen.append((first, data))
     assert caught.value.line == 3 and seen == [(1, b"a\nb\n")]
+
+
+def test_views_hash_the_file_as_read(tmp_path: Path) -> None:
+    """sha256=True: the file's SHA-256 (its byte-order mark included) once read whole, and
+    only while the file is unchanged; InputFile (run records) takes it from there."""
+    import hashlib
+    import os
+
+    from ragmeter.io import read_sha256
+    from ragmeter.runs._types import InputFile
+
+    path = tmp_path / "rows.jsonl"
+    data = b"\xef\xbb\xbf" + b"\n".join(_lines(random.Random(1), 300)) + b"\nlast"
+    path.write_bytes(data)
+    first = next(iter(jsonl_views(path, 64, sha256=True)))
+    assert first[0] == 1 and read_sha256(path) is None  # not read whole
+    for _ in jsonl_views(path, 64):
+        pass
+    assert read_sha256(path) is None  # not asked to hash
+    for _ in jsonl_views(path, 64, sha256=True):
+        pass
+    assert read_sha256(path) == hashlib.sha256(data).hexdigest()
+    assert InputFile.of(path).sha256 == hashlib.sha256(data).hexdigest()
+    path.write_bytes(data + b"\nmore")
+    os.utime(path, ns=(1, 1))
+    assert read_sha256(path) is None  # changed since
+    assert InputFile.of(path).sha256 == hashlib.sha256(data + b"\nmore").hexdigest()

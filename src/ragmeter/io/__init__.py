@@ -12,6 +12,7 @@ from ragmeter.io._formats import (
     jsonl_row,
     jsonl_views,
     max_line_bytes,
+    read_sha256,
 )
 from ragmeter.io._read import (
     FieldMap,
@@ -64,6 +65,7 @@ __all__ = [
     "jsonl_views",
     "jsonl_row",
     "max_line_bytes",
+    "read_sha256",
     "os_error_message",
     "parse_field_options",
     "read_rows",

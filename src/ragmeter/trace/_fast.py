@@ -195,7 +195,7 @@ def _scanned_file(scan: Any, decode: Any, path: Path) -> Iterator[LabelBlock | R
         after += found.n_lines
         return int(found.n_lines)
 
-    for first, view, _ in jsonl_views(path, _BLOCK, count):
+    for first, view, _ in jsonl_views(path, _BLOCK, count, sha256=True):
         yield from _scanned(found, decode, view, path, first)
 
 
