@@ -348,11 +348,14 @@ def aggregate(rows: ScoredRows | list[ScoredRow], config: ScoreConfig
             [float(getattr(r, metric)) for r in scored if getattr(r, metric) is not None])
             for metric in config.metrics}
     for metric in config.metrics:
-        mean, std, n = stats.mean_std_chunks(sources[metric])
+        # each distinct value's count, taken once for the mean and the CI (spilled rows)
+        counts = stats.distinct_counts(sources[metric]) if isinstance(rows, ScoredRows) \
+            else None
+        mean, std, n = stats.mean_std_chunks(sources[metric], counts)
         entry: dict[str, Any] = {"mean": mean, "std": std, "n": n,
                                  "not_labelled": n_scored - n}
         if config.ci:
-            ci = _interval(sources[metric], n, config)
+            ci = _interval(sources[metric], n, config, counts)
             entry["ci95"] = list(ci) if ci else None
         summary[metric] = entry
     return summary
@@ -366,7 +369,13 @@ CI_NOTE = (f"ci95: over {CI_ROWS:,} values, the bootstrap resamples value counts
            "(multinomial draws: the same estimator, in memory independent of the rows).")
 
 
-def _interval(chunks: Any, n: int, config: ScoreConfig) -> tuple[float, float] | None:
+def _interval(chunks: Any, n: int, config: ScoreConfig,
+              counted: dict[float, int] | None = None) -> tuple[float, float] | None:
+    """The bootstrap CI of the values of ``chunks`` (``counted``: their
+    :func:`~ragmeter.stats.distinct_counts`, when taken)."""
+    if n > CI_ROWS and counted is not None:  # finite values, at most 4,096 distinct
+        return stats.bootstrap_ci_counts(counted, n_resamples=config.n_resamples,
+                                         seed=config.seed)
     if n > CI_ROWS:
         import numpy as np
 

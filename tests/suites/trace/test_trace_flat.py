@@ -83,16 +83,19 @@ def test_bootstrap_ci_counts_matches_the_row_bootstrap_in_distribution() -> None
     assert stats.bootstrap_ci_counts({}) is None
 
 
-def test_counts_bootstrap_counts_as_a_counter(tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """The value counts (numpy, chunk by chunk) are a Counter's of the present values: the
-    same intervals, and over 65,536 distinct values the row bootstrap as before."""
+@pytest.mark.parametrize("spill_at", [256, None])
+def test_counts_bootstrap_counts_as_a_counter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              spill_at: int | None) -> None:
+    """The value counts (numpy, chunk by chunk; or those the mean took, stats.distinct_counts,
+    when the first chunk holds 2,048 values or more) are a Counter's of the present values:
+    the same intervals, and over 65,536 distinct values the row bootstrap as before."""
     from collections import Counter
 
     path = tmp_path / "labels.jsonl"
     _write(path, 3000, seed=2)
     monkeypatch.setattr(_scorer, "CI_ROWS", 100)
-    monkeypatch.setattr(_spill, "SPILL_AT", 256)  # several chunks
+    if spill_at:
+        monkeypatch.setattr(_spill, "SPILL_AT", spill_at)  # several chunks of 256 values
     result = score_file(path, ScoreConfig(n_resamples=300))
     rows = [r for r in result.rows if r.ok]
     for metric, entry in result.summary.items():
