@@ -79,7 +79,7 @@ static inline ptr string(ptr p, ptr e, int *escaped) {
             int mask = _mm_movemask_epi8(odd);
             if (mask) {
                 p += __builtin_ctz((unsigned)mask);
-                break;
+                goto special;
             }
             p += 16;
         }
@@ -97,6 +97,9 @@ static inline ptr string(ptr p, ptr e, int *escaped) {
             if (high | low | quote | slash) break;
             p += 8;
         }
+#ifdef __SSE2__
+    special:
+#endif
         if (p >= e) return NULL;
         unsigned char c = *p;
         if (c == '"') return p + 1;
@@ -232,7 +235,7 @@ static int field(ptr s, ptr e) {
 }
 
 /* One line [p, e): 1 when accepted (counts[0..4]: sentences, relevant, utilized, relevant
- * and utilized (distinct), unsupported; *id0/*id1 the id's bytes, both NULL for none or
+ * and utilized (distinct), unsupported; *id0 and *id1 the id's bytes, both NULL for none or
  * null), 0 to defer. */
 static int line(ptr p, ptr e, int64_t *counts, ptr *id0, ptr *id1) {
     ptr rs[MAX_KEYS], re[MAX_KEYS], us[MAX_KEYS], ue[MAX_KEYS];
