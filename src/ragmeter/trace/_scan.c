@@ -131,18 +131,39 @@ static inline ptr string(ptr p, ptr e, int *escaped) {
     }
 }
 
+/* At a list's '[' (*pp): 0 when the list is empty (*pp past its ']'), else 1 (*pp at its
+ * first item). */
+static inline int open_list(ptr *pp, ptr e) {
+    ptr p = skip_ws(*pp + 1, e);
+    if (p < e && *p == ']') {
+        *pp = p + 1;
+        return 0;
+    }
+    *pp = p;
+    return 1;
+}
+
+/* After a list's item (*pp): 1 at a ',' (*pp at the next item), 0 at the list's ']' (*pp past
+ * it), -1 to defer. */
+static inline int next_item(ptr *pp, ptr e) {
+    ptr p = skip_ws(*pp, e);
+    if (p >= e) return -1;
+    if (*p == ']') {
+        *pp = p + 1;
+        return 0;
+    }
+    if (*p != ',') return -1;
+    *pp = skip_ws(p + 1, e);
+    return 1;
+}
+
 /* A list of strings at p (p[0] == '['): returns the byte after ']', NULL to defer; *count
  * the number of strings; their spans in starts/ends when starts is not NULL (then an escape
  * or more than MAX_KEYS strings defers). */
 static ptr string_list(ptr p, ptr e, int64_t *count, ptr *starts, ptr *ends) {
     int64_t n = 0;
-    int escaped;
-    p = skip_ws(p + 1, e);
-    if (p < e && *p == ']') {
-        *count = 0;
-        return p + 1;
-    }
-    for (;;) {
+    int escaped, more = open_list(&p, e);
+    while (more > 0) {
         if (p >= e || *p != '"') return NULL;
         ptr s = p;
         p = string(p, e, &escaped);
@@ -153,65 +174,43 @@ static ptr string_list(ptr p, ptr e, int64_t *count, ptr *starts, ptr *ends) {
             ends[n] = p - 1;
         }
         n++;
-        p = skip_ws(p, e);
-        if (p >= e) return NULL;
-        if (*p == ']') break;
-        if (*p != ',') return NULL;
-        p = skip_ws(p + 1, e);
+        more = next_item(&p, e);
     }
     *count = n;
-    return p + 1;
+    return more < 0 ? NULL : p;
 }
 
 /* documents_sentences at p (p[0] == '['): returns the byte after it, NULL to defer; *count
  * the number of [key, text] pairs. */
 static ptr documents(ptr p, ptr e, int64_t *count) {
     int64_t n = 0;
-    int escaped;
-    p = skip_ws(p + 1, e);
-    if (p < e && *p == ']') {
-        *count = 0;
-        return p + 1;
-    }
-    for (;;) { /* a document */
+    int escaped, more = open_list(&p, e);
+    while (more > 0) { /* a document */
         if (p >= e || *p != '[') return NULL;
-        p = skip_ws(p + 1, e);
-        if (p < e && *p == ']') {
+        int pairs = open_list(&p, e);
+        while (pairs > 0) { /* a [key, text] pair */
+            if (p >= e || *p != '[') return NULL;
+            p = skip_ws(p + 1, e);
+            if (p >= e || *p != '"') return NULL;
+            p = string(p, e, &escaped);
+            if (!p) return NULL;
+            p = skip_ws(p, e);
+            if (p >= e || *p != ',') return NULL;
+            p = skip_ws(p + 1, e);
+            if (p >= e || *p != '"') return NULL;
+            p = string(p, e, &escaped);
+            if (!p) return NULL;
+            p = skip_ws(p, e);
+            if (p >= e || *p != ']') return NULL;
+            n++;
             p++;
-        } else {
-            for (;;) { /* a [key, text] pair */
-                if (p >= e || *p != '[') return NULL;
-                p = skip_ws(p + 1, e);
-                if (p >= e || *p != '"') return NULL;
-                p = string(p, e, &escaped);
-                if (!p) return NULL;
-                p = skip_ws(p, e);
-                if (p >= e || *p != ',') return NULL;
-                p = skip_ws(p + 1, e);
-                if (p >= e || *p != '"') return NULL;
-                p = string(p, e, &escaped);
-                if (!p) return NULL;
-                p = skip_ws(p, e);
-                if (p >= e || *p != ']') return NULL;
-                n++;
-                p = skip_ws(p + 1, e);
-                if (p >= e) return NULL;
-                if (*p == ']') {
-                    p++;
-                    break;
-                }
-                if (*p != ',') return NULL;
-                p = skip_ws(p + 1, e);
-            }
+            pairs = next_item(&p, e);
         }
-        p = skip_ws(p, e);
-        if (p >= e) return NULL;
-        if (*p == ']') break;
-        if (*p != ',') return NULL;
-        p = skip_ws(p + 1, e);
+        if (pairs < 0) return NULL;
+        more = next_item(&p, e);
     }
     *count = n;
-    return p + 1;
+    return more < 0 ? NULL : p;
 }
 
 static inline int same(ptr a0, ptr a1, ptr b0, ptr b1) {
