@@ -357,7 +357,7 @@ def trace_stages(rows: int, rounds: int) -> None:
             ("read the file by blocks of lines", read, None),
             ("decode (msgspec, typed), read included", decoded, None),
             ("msgspec blocks: counts, key lists, decode included", typed_columns, None),
-            ("C scanner blocks: counts, read included", block_columns, None),
+            ("C scanner blocks: counts, read and sha256 included", block_columns, None),
             ("per-row metrics (numpy)", metrics, None),
             ("metrics + spilled columns", spill, None),
             ("aggregate: mean, std, CI of 4 metrics",
