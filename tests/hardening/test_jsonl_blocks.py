@@ -74,3 +74,16 @@ def test_views_hash_the_file_as_read(tmp_path: Path) -> None:
     os.utime(path, ns=(1, 1))
     assert read_sha256(path) is None  # changed since
     assert InputFile.of(path).sha256 == hashlib.sha256(data + b"\nmore").hexdigest()
+
+
+def test_views_keep_the_last_64_digests(tmp_path: Path) -> None:
+    from ragmeter.io import read_sha256
+
+    paths = []
+    for i in range(70):
+        path = tmp_path / f"rows{i}.jsonl"
+        path.write_bytes(b"{}\n" * (i + 1))
+        for _ in jsonl_views(path, sha256=True):
+            pass
+        paths.append(path)
+    assert read_sha256(paths[0]) is None and read_sha256(paths[-1]) is not None

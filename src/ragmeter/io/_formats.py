@@ -341,6 +341,8 @@ def jsonl_views(path: Path, size: int = 1 << 20,
                 if not got:
                     after = os.fstat(fh.fileno())
                     if _file_key(path, after) == _file_key(path, before):
+                        if len(_DIGESTS) >= 64:  # a long-lived process (the web app)
+                            del _DIGESTS[next(iter(_DIGESTS))]
                         _DIGESTS[_file_key(path, after)] = digest.hexdigest()
             if first == 1 and not held and buf.startswith(b"\xef\xbb\xbf", 0, got):
                 buf[:got - 3] = buf[3:got]
