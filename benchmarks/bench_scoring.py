@@ -321,6 +321,16 @@ def trace_stages(rows: int, rounds: int) -> None:
             for _ in _fast.iter_label_blocks(path):
                 pass
 
+        def typed_columns() -> None:  # without the C scanner: msgspec for every line
+            from ragmeter.trace import _scan
+
+            built = _scan.scanner
+            _scan.scanner = lambda: None  # type: ignore[assignment]
+            try:
+                block_columns()
+            finally:
+                _scan.scanner = built  # type: ignore[assignment]
+
         def metrics() -> None:
             for b in blocks or _fast.iter_label_blocks(path):
                 _scorer._block_values(b)
@@ -346,7 +356,8 @@ def trace_stages(rows: int, rounds: int) -> None:
         stages = [
             ("read the file by blocks of lines", read, None),
             ("decode (msgspec, typed), read included", decoded, None),
-            ("block columns (counts, key lists), decode included", block_columns, None),
+            ("msgspec blocks: counts, key lists, decode included", typed_columns, None),
+            ("C scanner blocks: counts, read and sha256 included", block_columns, None),
             ("per-row metrics (numpy)", metrics, None),
             ("metrics + spilled columns", spill, None),
             ("aggregate: mean, std, CI of 4 metrics",

@@ -10,7 +10,9 @@ from ragmeter.io._formats import (
     iter_text_lines,
     jsonl_blocks,
     jsonl_row,
+    jsonl_views,
     max_line_bytes,
+    read_sha256,
 )
 from ragmeter.io._read import (
     FieldMap,
@@ -60,8 +62,10 @@ __all__ = [
     "iter_rows",
     "iter_text_lines",
     "jsonl_blocks",
+    "jsonl_views",
     "jsonl_row",
     "max_line_bytes",
+    "read_sha256",
     "os_error_message",
     "parse_field_options",
     "read_rows",

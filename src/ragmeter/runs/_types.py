@@ -26,9 +26,11 @@ class InputFile:
     @classmethod
     def of(cls, path: str | Path, rows: int | None = None) -> InputFile:
         """Hash ``path`` (streamed); a missing file gets ``sha256=None``."""
+        from ragmeter.io import read_sha256
+
         p = Path(path)
-        digest: str | None = None
-        if p.is_file():
+        digest: str | None = read_sha256(p)  # hashed as it was read, the file unchanged since
+        if digest is None and p.is_file():
             import hashlib
 
             h = hashlib.sha256()

@@ -20,6 +20,7 @@ __all__ = [
     "sample_std",
     "mean_std",
     "mean_std_chunks",
+    "distinct_counts",
     "bootstrap_ci",
     "bootstrap_ci_counts",
     "percentile_interval",
@@ -114,14 +115,16 @@ def mean_std(values: Sequence[float] | np.ndarray) -> tuple[float | None, float 
 
 
 def mean_std_chunks(chunks: Callable[[], Iterable[Sequence[float] | np.ndarray]],
+                    counts: dict[float, int] | None = None,
                     ) -> tuple[float | None, float | None, int]:
     """``(mean, sample_std, n)`` of values that come in chunks, ``chunks()`` giving them again
     for the second pass: the very same floats as :func:`mean_std` of the whole list (its
     exact sums, ``math.fsum``, read the chunks one after the other; tested), in memory of one
-    chunk."""
+    chunk.  ``counts``: :func:`distinct_counts` of the same chunks when the caller took them
+    already (None: taken here)."""
     from itertools import chain
 
-    counted = _distinct_counts(chunks)
+    counted = counts if counts is not None else distinct_counts(chunks)
     if counted is not None:
         found = _mean_std_counted(counted)
         if found is not None:
@@ -158,8 +161,8 @@ DISTINCT = 4096
 RLC of short answers, token counts); past it, value by value."""
 
 
-def _distinct_counts(chunks: Callable[[], Iterable[Sequence[float] | np.ndarray]],
-                     ) -> dict[float, int] | None:
+def distinct_counts(chunks: Callable[[], Iterable[Sequence[float] | np.ndarray]],
+                    ) -> dict[float, int] | None:
     """Each distinct value of the chunks and how often it comes, when the first chunk is big
     (numpy is then in use), every value is finite and there are at most :data:`DISTINCT`;
     else None."""

@@ -13,6 +13,10 @@ outside that shape (``status``, ``judge``, ``sentence_support_information``, any
 value of another type (a number id, a sentence given as an object), blank lines, invalid JSON
 or UTF-8, a byte-order mark or a ``\\uD8xx`` escape.  So every problem is reported as before,
 with its file, line and field, and the numbers are the same (tests compare both paths).
+
+Before msgspec, the C scanner of :mod:`ragmeter.trace._scan` reads each block when a compiler
+built it: a line of exactly the clean shape is counted there without making any text, every
+other line goes the way above (tests compare the three readers).
 """
 
 from __future__ import annotations
@@ -23,7 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import InputError
-from ragmeter.io import LongLine, Row, detect_format, iter_rows, jsonl_blocks, jsonl_row
+from ragmeter.io import (
+    LongLine,
+    Row,
+    detect_format,
+    iter_rows,
+    jsonl_blocks,
+    jsonl_row,
+    jsonl_views,
+)
 from ragmeter.trace._data import COMPONENT
 
 __all__ = ["LabelBlock", "fast_jsonl", "iter_label_blocks"]
@@ -52,15 +64,14 @@ def fast_jsonl(path: Any) -> bool:
 
 @dataclass(frozen=True)
 class LabelBlock:
-    """Consecutive clean rows: ids (None: the row has none), line numbers, the number of
-    document sentences (never 0), and the three key lists (never null)."""
+    """Consecutive clean rows: their ids (a blank or missing one as ``line-<number>``, as
+    :func:`~ragmeter.trace._data.row_id` names it), line numbers, and ``counts``: ``(rows,
+    5)`` int64, per row the number of document sentences (never 0), relevant keys, utilized
+    keys, distinct relevant keys that are also utilized, and unsupported keys."""
 
-    ids: list[str | None]
+    ids: list[str]
     numbers: range
-    n_sentences: list[int]
-    relevant: list[list[str]]
-    utilized: list[list[str]]
-    unsupported: list[list[str]]
+    counts: Any
 
 
 def _decoder() -> Any:
@@ -113,8 +124,7 @@ def _block(decode: Any, data: bytes, path: str, first: int, n_lines: int
     util = [lb.all_utilized_sentence_keys for lb in labels]
     unsup = [lb.unsupported_response_sentence_keys for lb in labels]
     if 0 not in n and None not in rel and None not in util and None not in unsup:
-        return [LabelBlock([lb.id for lb in labels], range(first, first + n_lines), n, rel,
-                           util, unsup)]
+        return [_label_block(labels, range(first, first + n_lines), n, rel, util, unsup)]
     out: list[LabelBlock | Row] = []
     run = 0  # start of the current run of clean rows
     for i in range(n_lines + 1):
@@ -122,9 +132,8 @@ def _block(decode: Any, data: bytes, path: str, first: int, n_lines: int
                 and unsup[i] is not None:
             continue
         if i > run:
-            out.append(LabelBlock([lb.id for lb in labels[run:i]],
-                                  range(first + run, first + i), n[run:i], rel[run:i],
-                                  util[run:i], unsup[run:i]))
+            out.append(_label_block(labels[run:i], range(first + run, first + i), n[run:i],
+                                    rel[run:i], util[run:i], unsup[run:i]))
         if i < n_lines:  # the row as the row reader gives it (the same fields and values)
             lb = labels[i]
             fields = {"documents_sentences": None if docs[i] is None else
@@ -138,16 +147,80 @@ def _block(decode: Any, data: bytes, path: str, first: int, n_lines: int
     return out
 
 
+def _label_block(labels: list[Any], numbers: range, n: list[int], rel: list[list[str]],
+                 util: list[list[str]], unsup: list[list[str]]) -> LabelBlock:
+    """The block of decoded clean rows ``labels``: their ids and counts."""
+    import numpy as np
+
+    ids = [lb.id if lb.id and not lb.id.isspace() else f"line-{number}"  # row_id's blank ids
+           for lb, number in zip(labels, numbers, strict=True)]
+    counts = np.empty((len(n), 5), dtype=np.int64)
+    counts[:, 0] = n
+    counts[:, 1] = np.fromiter(map(len, rel), dtype=np.int64, count=len(rel))
+    counts[:, 2] = np.fromiter(map(len, util), dtype=np.int64, count=len(util))
+    counts[:, 3] = np.fromiter((len(set(r).intersection(u)) if r else 0
+                                for r, u in zip(rel, util, strict=True)), dtype=np.int64,
+                               count=len(rel))
+    counts[:, 4] = np.fromiter(map(len, unsup), dtype=np.int64, count=len(unsup))
+    return LabelBlock(ids, numbers, counts)
+
+
 def iter_label_blocks(path: str | Path) -> Iterator[LabelBlock | Row]:
     """The file's rows in order: :class:`LabelBlock` for blocks of clean lines, :class:`Row`
-    (the row reader's) for the others."""
+    (the row reader's) for the others.  Lines the C scanner (:mod:`ragmeter.trace._scan`)
+    accepts are counted there; the others (or all, without it) are decoded by msgspec."""
+    from ragmeter.trace._scan import scanner
+
     p = Path(path)
     decode = _decoder().decode_lines
+    scan = scanner()
     try:
-        for first, data, n_lines in jsonl_blocks(p, _BLOCK):
-            yield from _read(decode, data, p, first, n_lines)
+        if scan is None:
+            for first, data, n_lines in jsonl_blocks(p, _BLOCK):
+                yield from _read(decode, data, p, first, n_lines)
+        else:
+            yield from _scanned_file(scan, decode, p)
     except LongLine as long:  # the row reader refuses it with its place
         yield from _from_line(p, long.line)
+
+
+def _scanned_file(scan: Any, decode: Any, path: Path) -> Iterator[LabelBlock | Row]:
+    """The file's rows, each block scanned as it is counted (the scan gives its lines)."""
+    found: Any = None
+    after = 1  # the first line of the next block
+
+    def count(view: memoryview) -> int:
+        nonlocal found, after
+        found = scan.scan(view, after)
+        after += found.n_lines
+        return int(found.n_lines)
+
+    for first, view, _ in jsonl_views(path, _BLOCK, count, sha256=True):
+        yield from _scanned(found, decode, view, path, first)
+
+
+def _scanned(found: Any, decode: Any, data: memoryview, path: Path, first: int
+             ) -> Iterator[LabelBlock | Row]:
+    """The rows of ``data`` as the scanner ``found`` them: runs of lines it accepts as
+    :class:`LabelBlock`, the runs between them read by :func:`_read` (from a copy: ``data``
+    is reused)."""
+    import numpy as np
+
+    n_lines = found.n_lines
+    accepted = found.accepted
+    if len(found.ids) == n_lines:
+        yield LabelBlock(found.ids, range(first, first + n_lines), found.counts)
+        return
+    edges = [0, *(np.flatnonzero(accepted[1:] != accepted[:-1]) + 1).tolist(), n_lines]
+    k = 0  # accepted lines so far
+    for i, j in zip(edges, edges[1:], strict=False):
+        if accepted[i]:
+            yield LabelBlock(found.ids[k:k + j - i], range(first + i, first + j),
+                             found.counts[k:k + j - i])
+            k += j - i
+        else:
+            yield from _read(decode, data[found.starts[i]:found.starts[j]].tobytes(), path,
+                             first + i, j - i)
 
 
 def _read(decode: Any, data: bytes, path: Path, first: int, n_lines: int

@@ -348,11 +348,14 @@ def aggregate(rows: ScoredRows | list[ScoredRow], config: ScoreConfig
             [float(getattr(r, metric)) for r in scored if getattr(r, metric) is not None])
             for metric in config.metrics}
     for metric in config.metrics:
-        mean, std, n = stats.mean_std_chunks(sources[metric])
+        # each distinct value's count, taken once for the mean and the CI (spilled rows)
+        counts = stats.distinct_counts(sources[metric]) if isinstance(rows, ScoredRows) \
+            else None
+        mean, std, n = stats.mean_std_chunks(sources[metric], counts)
         entry: dict[str, Any] = {"mean": mean, "std": std, "n": n,
                                  "not_labelled": n_scored - n}
         if config.ci:
-            ci = _interval(sources[metric], n, config)
+            ci = _interval(sources[metric], n, config, counts)
             entry["ci95"] = list(ci) if ci else None
         summary[metric] = entry
     return summary
@@ -366,17 +369,26 @@ CI_NOTE = (f"ci95: over {CI_ROWS:,} values, the bootstrap resamples value counts
            "(multinomial draws: the same estimator, in memory independent of the rows).")
 
 
-def _interval(chunks: Any, n: int, config: ScoreConfig) -> tuple[float, float] | None:
+def _interval(chunks: Any, n: int, config: ScoreConfig,
+              counted: dict[float, int] | None = None) -> tuple[float, float] | None:
+    """The bootstrap CI of the values of ``chunks`` (``counted``: their
+    :func:`~ragmeter.stats.distinct_counts`, when taken)."""
+    if n > CI_ROWS and counted is not None:  # finite values, at most 4,096 distinct
+        return stats.bootstrap_ci_counts(counted, n_resamples=config.n_resamples,
+                                         seed=config.seed)
     if n > CI_ROWS:
-        from collections import Counter
+        import numpy as np
 
-        counts: Counter[float] = Counter()
+        counts: dict[float, int] = {}  # each distinct value's count, chunk by chunk in numpy
         for chunk in chunks():
-            counts.update(chunk)
+            distinct, times = np.unique(np.asarray(chunk, dtype=np.float64),
+                                        return_counts=True)
+            for v, k in zip(distinct.tolist(), times.tolist(), strict=True):
+                counts[v] = counts.get(v, 0) + k
             if len(counts) > 1 << 16:
                 break
         else:
-            return stats.bootstrap_ci_counts(dict(counts), n_resamples=config.n_resamples,
+            return stats.bootstrap_ci_counts(counts, n_resamples=config.n_resamples,
                                              seed=config.seed)
     values = [v for chunk in chunks() for v in chunk]
     return stats.bootstrap_ci(values, n_resamples=config.n_resamples, seed=config.seed)
@@ -401,19 +413,12 @@ def _block_values(block: LabelBlock) -> tuple[list[str], dict[str, Any]]:
     :func:`score_label_row` (the same divisions, in numpy)."""
     import numpy as np
 
-    ids = [i if i and not i.isspace() else f"line-{number}"  # row_id's blank ids
-           for i, number in zip(block.ids, block.numbers, strict=True)]
-    rel, util = block.relevant, block.utilized
-    n = np.array(block.n_sentences, dtype=np.float64)
-    n_rel = np.fromiter(map(len, rel), dtype=np.float64, count=len(rel))
-    n_util = np.fromiter(map(len, util), dtype=np.float64, count=len(util))
-    both = np.fromiter((len(set(r).intersection(u)) if r else 0
-                        for r, u in zip(rel, util, strict=True)), dtype=np.float64,
-                       count=len(rel))
+    ids = block.ids
+    counts = block.counts.astype(np.float64)
+    n, n_rel, n_util, both = counts[:, 0], counts[:, 1], counts[:, 2], counts[:, 3]
     with np.errstate(divide="ignore", invalid="ignore"):
         comp = np.where(n_rel > 0, both / n_rel, 1.0)
-    adh = np.fromiter(map(len, block.unsupported), dtype=np.float64,
-                      count=len(rel)) == 0
+    adh = counts[:, 4] == 0
     nan = np.full(len(ids), np.nan)
     columns = {"relevance": n_rel / n, "utilization": n_util / n, "completeness": comp,
                "adherence": adh.astype(np.float64), "adherence_probability": nan,

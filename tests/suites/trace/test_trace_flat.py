@@ -81,3 +81,34 @@ def test_bootstrap_ci_counts_matches_the_row_bootstrap_in_distribution() -> None
         stats.bootstrap_ci_counts(counts, n_resamples=50, seed=1)
     assert stats.bootstrap_ci_counts({0.5: 9}) == (0.5, 0.5)
     assert stats.bootstrap_ci_counts({}) is None
+
+
+@pytest.mark.parametrize("spill_at", [256, None])
+def test_counts_bootstrap_counts_as_a_counter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              spill_at: int | None) -> None:
+    """The value counts (numpy, chunk by chunk; or those the mean took, stats.distinct_counts,
+    when the first chunk holds 2,048 values or more) are a Counter's of the present values:
+    the same intervals, and over 65,536 distinct values the row bootstrap as before."""
+    from collections import Counter
+
+    path = tmp_path / "labels.jsonl"
+    _write(path, 3000, seed=2)
+    monkeypatch.setattr(_scorer, "CI_ROWS", 100)
+    if spill_at:
+        monkeypatch.setattr(_spill, "SPILL_AT", spill_at)  # several chunks of 256 values
+    result = score_file(path, ScoreConfig(n_resamples=300))
+    rows = [r for r in result.rows if r.ok]
+    for metric, entry in result.summary.items():
+        values = [getattr(r, metric) for r in rows if getattr(r, metric) is not None]
+        counts = dict(Counter(float(v) for v in values))
+        assert entry["ci95"] == list(stats.bootstrap_ci_counts(  # type: ignore[arg-type]
+            counts, n_resamples=300, seed=ScoreConfig().seed)), metric
+    scored = _scorer.ScoredRows()
+    many = [i / 7 for i in range(70_000)]
+    scored.extend_scored([f"r{i}" for i in range(len(many))], range(len(many)), {
+        name: [*many] if name in ("relevance",) else [float("nan")] * len(many)
+        for name in ("relevance", "utilization", "completeness", "adherence",
+                     "adherence_probability", "average")})
+    config = ScoreConfig(n_resamples=50)
+    assert _scorer._interval(scored.metric_chunks("relevance"), len(many), config) == \
+        stats.bootstrap_ci(many, n_resamples=50, seed=config.seed)
