@@ -149,7 +149,8 @@ def start_new_wal(db: sqlite3.Connection, path: Path) -> None:
     empty log holds no older frames: with the header lost in a power failure the log is
     ignored, the case in which synchronous=NORMAL loses the last commits anyway (commits are
     not synced in that mode; before a checkpoint copies frames into the database, SQLite syncs
-    the whole log, header included).  Each response is still committed (visible to every
+    the whole log, header included, and with that first sync of a new log its folder, which
+    the header's sync used to do).  Each response is still committed (visible to every
     process, kept if the process dies) before it is scored, as before.  The frame written is
     ``PRAGMA user_version`` set to its own value: no content changes."""
     wal = f"{path}-wal"
