@@ -319,3 +319,31 @@ def test_a_run_stopped_by_its_progress_callback_sends_no_further_call():
         run_requests(reqs(6), backend, None,
                      RunnerConfig(concurrency=1, on_progress=on_progress, **FAST))
     assert sum(backend.calls.values()) == 2
+
+
+class _CountingBackend(FakeBackend):
+    """Records how many asyncio tasks exist when each call starts, and the call order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tasks_at_call: list[int] = []
+        self.order: list[str] = []
+
+    async def complete(self, request: Request) -> Response:
+        self.tasks_at_call.append(len(asyncio.all_tasks()))
+        self.order.append(request.id)
+        return await super().complete(request)
+
+
+@pytest.mark.parametrize("with_store", [True, False])
+def test_the_first_call_starts_before_the_other_tasks_are_made(tmp_path, with_store):
+    # issue 26.5: the runner makes one task per request; the first call goes out before
+    # the other 199 are made (on main it waited for all of them), and calls still start in
+    # input order
+    backend = _CountingBackend()
+    store = Store(tmp_path / "s.sqlite") if with_store else None
+    out = run_requests(reqs(200), backend, store, RunnerConfig(concurrency=1, **FAST))
+    assert all(o.ok for o in out)
+    assert backend.tasks_at_call[0] < 10  # the run's own, a claims renewer, the first call
+    assert max(backend.tasks_at_call) > 100  # ...and the others were made after it
+    assert backend.order == [f"q{i}" for i in range(200)]

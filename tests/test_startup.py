@@ -46,9 +46,12 @@ NOT_BEFORE_FIRST_CALL = [
     "difflib",  # did-you-mean hints, on error paths only
     "h11",  # parses the replies: imported once the first request is written
 ]
-# ...and for ``generate``: what only a retry's jitter needs (random), and the text normalizer
-# (reading a file imports ragmeter.text._unicode, not its package's normalize_text)
-GENERATE_NOT_BEFORE_FIRST_CALL = [*NOT_BEFORE_FIRST_CALL, "random", "ragmeter.text._normalize"]
+# ...and for ``generate``: what only a retry's jitter needs (random), the text normalizer
+# (reading a file imports ragmeter.text._unicode, not its package's normalize_text), and
+# hashlib (the request keys hash with _hashlib's SHA-256; rgb and criteria hash their prompt
+# files with hashlib for their signatures)
+GENERATE_NOT_BEFORE_FIRST_CALL = [*NOT_BEFORE_FIRST_CALL, "random", "ragmeter.text._normalize",
+                                  "hashlib", "_blake2"]
 
 
 def test_the_first_call_comes_before_any_heavy_import(scripted_server, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 import pytest
@@ -163,3 +164,46 @@ def test_a_new_store_is_built_aside_and_linked_into_place(tmp_path, monkeypatch)
     again = Store(path)
     assert again.get(key) is not None
     again.close()
+
+
+def _wal_bytes(path):
+    wal = f"{path}-wal"
+    return os.stat(wal).st_size if os.path.exists(wal) else 0
+
+
+def test_a_new_stores_log_starts_at_open_without_a_header_sync(tmp_path):
+    # issue 26.5: a store made by this process starts its write-ahead log when it is opened
+    # (one frame, user_version set to its own value, with synchronous=OFF for that commit
+    # only), so the first real write does not sync the log's header; on main the log stayed
+    # empty until the first write
+    path = tmp_path / "store.sqlite"
+    store = Store(path)
+    page = store._db.execute("PRAGMA page_size").fetchone()[0]
+    assert _wal_bytes(path) == 32 + 24 + page  # the log's header and one frame
+    assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL again
+    assert store._db.execute("PRAGMA user_version").fetchone()[0] == 0
+    key = put_one(store)
+    store.close()
+    assert sorted(os.listdir(tmp_path)) == ["store.sqlite"]  # checkpointed, log removed
+    # a store that exists already: opening it writes nothing (its first write syncs as before)
+    again = Store(path)
+    assert _wal_bytes(path) == 0
+    assert again.get(key) is not None
+    again.close()
+
+
+def test_a_log_with_frames_is_left_to_sqlite(tmp_path):
+    from ragmeter.runner import _schema
+
+    path = tmp_path / "store.sqlite"
+    first = Store(path)
+    put_one(first)  # another connection's frames sit in the log
+    before = _wal_bytes(path)
+    second = sqlite3.connect(str(path), isolation_level=None)
+    second.execute("PRAGMA synchronous=NORMAL")
+    _schema.start_new_wal(second, path)
+    assert _wal_bytes(path) == before  # nothing written: the log was not empty
+    assert second.execute("PRAGMA synchronous").fetchone()[0] == 1
+    assert not second.in_transaction
+    second.close()
+    first.close()

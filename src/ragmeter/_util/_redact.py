@@ -14,9 +14,10 @@ recorded command line).  The backend keeps the full URL privately, for its reque
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ragmeter._util._digest import sha256
 
 __all__ = ["redact_url", "redact_text", "SECRET_PARAM"]
 
@@ -78,7 +79,7 @@ def _secret_segment(segment: str, previous: str) -> bool:
 def _redacted_segment(segment: str) -> str:
     """``***`` and 8 hex digits of the segment's SHA-256: not the secret, but still one
     endpoint per secret."""
-    return "***" + hashlib.sha256(segment.encode("utf-8")).hexdigest()[:8]
+    return "***" + sha256(segment.encode("utf-8")).hexdigest()[:8]
 
 
 def redact_text(text: str) -> str:

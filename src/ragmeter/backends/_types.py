@@ -12,12 +12,13 @@ choices.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+from ragmeter._util._digest import sha256
 
 __all__ = ["Message", "Request", "Response", "Usage", "Backend", "BaseBackend", "Capabilities",
            "Readiness", "CACHE_KEY_VERSION", "canonical_json", "TokenCounter",
@@ -30,9 +31,14 @@ OUTPUT_PARAMS = ("temperature", "top_p", "max_tokens", "stop", "seed", "frequenc
                  "presence_penalty", "top_k", "repetition_penalty")
 
 
+# json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False) builds this
+# encoder anew on every call; one is kept instead (the same text: dumps is encoder.encode)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(obj: Any) -> str:
     """Canonical JSON: sorted keys, no spaces, UTF-8 kept (the form that is hashed)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(obj)
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,7 @@ class Request:
 
     def cache_key(self, backend_identity: Mapping[str, Any]) -> str:
         """``v1:<sha256 hex>`` of canonical JSON of what determines the output."""
-        digest = hashlib.sha256(
+        digest = sha256(
             canonical_json(self.key_material(backend_identity)).encode("utf-8")).hexdigest()
         return f"{CACHE_KEY_VERSION}:{digest}"
 

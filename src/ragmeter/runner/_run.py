@@ -340,8 +340,13 @@ class _Run:
                 probe = next((k for k, r in todo.items() if r.choices is not None), None)
                 if probe is not None:
                     await one(probe, todo[probe])
-            tasks = [asyncio.ensure_future(one(k, r)) for k, r in todo.items()
-                     if k not in results]
+            for k, r in todo.items():
+                if k not in results:
+                    tasks.append(asyncio.ensure_future(one(k, r)))
+                    if len(tasks) == 1:
+                        # the first call goes out before the other tasks are made, which
+                        # then overlaps its wait (issue 26.5); they still start in order
+                        await asyncio.sleep(0)
             await asyncio.gather(*tasks)
         except BaseException:
             for task in tasks:

@@ -58,7 +58,13 @@ from ragmeter._util._home import data_home
 from ragmeter._version import __version__
 from ragmeter.backends._types import Request, Response, canonical_json
 from ragmeter.errors import UserError
-from ragmeter.runner._schema import MIGRATIONS, apply_migrations, build_new, set_wal
+from ragmeter.runner._schema import (
+    MIGRATIONS,
+    apply_migrations,
+    build_new,
+    set_wal,
+    start_new_wal,
+)
 from ragmeter.runner._schema import now as _now
 
 __all__ = ["Store", "StoreStats", "default_store_path", "data_home", "MIGRATIONS",
@@ -197,8 +203,7 @@ class Store:
             # Prompts and replies sit in the store: its folder 0700, its files 0600 (SQLite
             # gives the -wal and -shm files the database file's permissions).
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            if not self.path.exists():
-                build_new(self.path)
+            built = not self.path.exists() and build_new(self.path)
             if not self.path.exists():
                 os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             self._db = sqlite3.connect(str(self.path), isolation_level=None,
@@ -214,6 +219,9 @@ class Store:
                             f"Fix: choose another file with --store PATH.") from None
         self._lock = _Access(self.path)
         self._migrate()
+        if built:
+            with self._lock:
+                start_new_wal(self._db, self.path)
 
     # -------------------------------------------------------------- schema
 
