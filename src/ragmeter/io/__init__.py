@@ -3,16 +3,13 @@
 
 from __future__ import annotations
 
+from ragmeter.io._blocks import LongLine, jsonl_blocks, jsonl_views, read_sha256
 from ragmeter.io._formats import (
-    LongLine,
     has_pyarrow,
     import_parquet,
     iter_text_lines,
-    jsonl_blocks,
     jsonl_row,
-    jsonl_views,
     max_line_bytes,
-    read_sha256,
 )
 from ragmeter.io._read import (
     FieldMap,
