@@ -65,6 +65,13 @@ _KERNEL_HOOKS = (
     ("#undef RO\n", "#undef RO\n#if defined(__AVX512F__) && defined(__AVX512BW__) && "
      "defined(__AVX512VNNI__)\n#include \"rm_q4.c\"\n#else\n#error \"ragmeter's product "
      "needs AVX-512 VNNI\"\n#endif\n"),
+    # e5.c's activation quantizer keeps its body under another name (ours is bit for bit
+    # the same, tests compare them)
+    ("static void quantize_acts(", "static void e5_quantize_acts("),
+    # attention: ours when heads are 32 wide, e5.c's loop otherwise
+    ("        /* scaled dot-product attention, restricted to each text's own tokens */\n",
+     "        if (!rm_attention(q, k, v, ctx, sstart, send, T, H, NH, hd, scale)) {\n"),
+    ("            free(prob);\n        }\n", "            free(prob);\n        }\n        }\n"),
     # a model's packed matrices go with it
     ("void e5_free(e5_model *m) {\n    if (!m) return;\n",
      "void e5_free(e5_model *m) {\n    if (!m) return;\n"

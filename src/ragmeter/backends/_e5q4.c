@@ -217,3 +217,129 @@ void rm_q4q8_matmul(const void *W, const float *bias, const int8_t *aq, const fl
     matmul_q4q8((const block_q4_0 *)W, bias, aq, ad, as, Y, L, nout, nin);
     rm_q4_forget(W, 1);
 }
+
+/* ---- activations to 8 bits, 32 at a time --------------------------------------------
+ * e5.c's quantize_acts in vectors, bit for bit: the same block maximum, scale (amax / 127)
+ * and reciprocal, x * id rounded to nearest even (cvtps_epi32 under the default rounding,
+ * as lrintf), clamped to [-128, 127]. */
+static void quantize_acts(const float *X, int L, int nin, int8_t *q, float *d, int32_t *s) {
+    int nb = nin / QK;
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+    for (int t = 0; t < L; t++) {
+        for (int b = 0; b < nb; b++) {
+            const float *x = X + (size_t)t * nin + b * QK;
+            __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+            float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0),
+                                                            _mm512_abs_ps(x1)));
+            float dd = amax / 127.f, id = dd > 0.f ? 1.f / dd : 0.f;
+            const __m512i lo = _mm512_set1_epi32(-128), hi = _mm512_set1_epi32(127);
+            __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, _mm512_set1_ps(id)));
+            __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, _mm512_set1_ps(id)));
+            i0 = _mm512_min_epi32(_mm512_max_epi32(i0, lo), hi);
+            i1 = _mm512_min_epi32(_mm512_max_epi32(i1, lo), hi);
+            int8_t *qq = q + ((size_t)t * nb + b) * QK;
+            _mm_storeu_si128((__m128i *)qq, _mm512_cvtepi32_epi8(i0));
+            _mm_storeu_si128((__m128i *)(qq + 16), _mm512_cvtepi32_epi8(i1));
+            d[(size_t)t * nb + b] = dd;
+            s[(size_t)t * nb + b] = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+        }
+    }
+}
+
+/* Test hook: how many of e5.c's and this file's quantized values, scales and sums differ
+ * for X [L, nin] (ragmeter's tests expect none). */
+int rm_quantize_differences(const float *X, int L, int nin) {
+    int nb = nin / QK, bad = 0;
+    int8_t *q0 = (int8_t *)malloc((size_t)L * nin), *q1 = (int8_t *)malloc((size_t)L * nin);
+    float *d0 = (float *)malloc(sizeof(float) * L * nb), *d1 = (float *)malloc(sizeof(float) * L * nb);
+    int32_t *s0 = (int32_t *)malloc(sizeof(int32_t) * L * nb);
+    int32_t *s1 = (int32_t *)malloc(sizeof(int32_t) * L * nb);
+    if (!q0 || !q1 || !d0 || !d1 || !s0 || !s1) bad = -1;
+    else {
+        e5_quantize_acts(X, L, nin, q0, d0, s0);
+        quantize_acts(X, L, nin, q1, d1, s1);
+        for (size_t i = 0; i < (size_t)L * nin; i++) bad += q0[i] != q1[i];
+        for (size_t i = 0; i < (size_t)L * nb; i++)
+            bad += (memcmp(d0 + i, d1 + i, 4) != 0) + (s0[i] != s1[i]);
+    }
+    free(q0); free(q1); free(d0); free(d1); free(s0); free(s1);
+    return bad;
+}
+
+/* ---- attention of 32-wide heads, 16 keys at a time ----------------------------------
+ * For each text (a run of tokens with the same sstart) and head, its keys are laid out
+ * transposed once ([32][keys], padded to 16), so each query's scores are 32 multiply-adds of
+ * 16 keys; the softmax and the weighted sum of values follow e5.c's (max subtracted, expf,
+ * the sum's reciprocal), the sum of values kept in two 16-float vectors.  Returns 0 (nothing
+ * done, e5.c's loop runs) unless heads are 32 wide. */
+static int rm_attention(const float *q, const float *k, const float *v, float *ctx,
+                        const int *sstart, const int *send, int T, int H, int NH, int hd,
+                        float scale) {
+    if (hd != 32 || T <= 0) return 0;
+    int nseg = 0;
+    for (int t = 0; t < T; t = send[t]) nseg++;
+    int *seg = (int *)malloc(sizeof(int) * (nseg + 1));
+    if (!seg) return 0;
+    nseg = 0;
+    int maxlen = 0;
+    for (int t = 0; t < T; t = send[t]) {
+        seg[nseg++] = t;
+        if (send[t] - t > maxlen) maxlen = send[t] - t;
+    }
+    seg[nseg] = T;
+    long nwork = (long)nseg * NH;
+    int padded = (maxlen + 15) / 16 * 16;
+#pragma omp parallel if (!omp_in_parallel() && nwork > 1)
+    {
+        float *kt = (float *)aligned_alloc(64, sizeof(float) * 32 * (size_t)padded);
+        float *p = (float *)aligned_alloc(64, sizeof(float) * (size_t)padded);
+#pragma omp for schedule(dynamic, 4)
+        for (long w = 0; w < nwork; w++) {
+            int sg = (int)(w / NH), h = (int)(w % NH);
+            int s0 = seg[sg], len = seg[sg + 1] - s0, lp = (len + 15) / 16 * 16;
+            for (int e = 0; e < 32; e++) {
+                float *row = kt + (size_t)e * lp;
+                for (int j = 0; j < len; j++) row[j] = k[(size_t)(s0 + j) * H + h * 32 + e];
+                for (int j = len; j < lp; j++) row[j] = 0.f;
+            }
+            for (int t = s0; t < s0 + len; t++) {
+                const float *qh = q + (size_t)t * H + h * 32;
+                for (int j = 0; j < lp; j += 16) {
+                    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+                    const float *kj = kt + j;
+#pragma GCC unroll 8
+                    for (int e = 0; e < 32; e += 4) {  /* four chains of multiply-adds */
+                        a0 = _mm512_fmadd_ps(_mm512_set1_ps(qh[e]),
+                                             _mm512_load_ps(kj + (size_t)e * lp), a0);
+                        a1 = _mm512_fmadd_ps(_mm512_set1_ps(qh[e + 1]),
+                                             _mm512_load_ps(kj + (size_t)(e + 1) * lp), a1);
+                        a2 = _mm512_fmadd_ps(_mm512_set1_ps(qh[e + 2]),
+                                             _mm512_load_ps(kj + (size_t)(e + 2) * lp), a2);
+                        a3 = _mm512_fmadd_ps(_mm512_set1_ps(qh[e + 3]),
+                                             _mm512_load_ps(kj + (size_t)(e + 3) * lp), a3);
+                    }
+                    __m512 acc = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+                    _mm512_store_ps(p + j, _mm512_mul_ps(acc, _mm512_set1_ps(scale)));
+                }
+                float mx = -1e30f;
+                for (int j = 0; j < len; j++) mx = p[j] > mx ? p[j] : mx;
+                float sum = 0.f;
+                for (int j = 0; j < len; j++) { p[j] = expf(p[j] - mx); sum += p[j]; }
+                __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
+                for (int j = 0; j < len; j++) {
+                    const float *vh = v + (size_t)(s0 + j) * H + h * 32;
+                    __m512 pj = _mm512_set1_ps(p[j]);
+                    c0 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vh), c0);
+                    c1 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vh + 16), c1);
+                }
+                __m512 inv = _mm512_set1_ps(1.f / sum);
+                float *ch = ctx + (size_t)t * H + h * 32;
+                _mm512_storeu_ps(ch, _mm512_mul_ps(c0, inv));
+                _mm512_storeu_ps(ch + 16, _mm512_mul_ps(c1, inv));
+            }
+        }
+        free(kt); free(p);
+    }
+    free(seg);
+    return 1;
+}

@@ -300,3 +300,21 @@ def test_another_e5c_is_built_as_it_is(native, tmp_path):
 def test_a_hook_that_does_not_match_once_is_refused():
     with pytest.raises(ValueError, match="0 copies"):
         _e5native._hook(b"int main(void) { return 0; }\n")
+
+
+def test_the_vector_quantizer_is_e5cs_bit_for_bit(kernel_library):
+    """ragmeter's activation quantizer against e5.c's own (both in the build): the same
+    8-bit values, scales and sums, for ordinary values, ties at .5 (rounded to even), zeros,
+    huge and tiny blocks."""
+    import ctypes
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(scale=3.0, size=(13, 384)).astype(np.float32)
+    x[1] = 0.0
+    x[2, :32] = np.arange(32, dtype=np.float32) - 15.5  # amax 15.5: many x * 127 / 15.5 ties
+    x[3] *= 1e30
+    x[4] *= 1e-30
+    x[5, :32] = np.linspace(-127, 127, 32, dtype=np.float32)
+    lib = ctypes.CDLL(str(kernel_library))
+    lib.rm_quantize_differences.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    assert lib.rm_quantize_differences(x.ctypes.data, 13, 384) == 0
