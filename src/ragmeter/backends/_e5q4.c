@@ -325,13 +325,23 @@ static int rm_attention(const float *q, const float *k, const float *v, float *c
                 for (int j = 0; j < len; j++) mx = p[j] > mx ? p[j] : mx;
                 float sum = 0.f;
                 for (int j = 0; j < len; j++) { p[j] = expf(p[j] - mx); sum += p[j]; }
-                __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
-                for (int j = 0; j < len; j++) {
-                    const float *vh = v + (size_t)(s0 + j) * H + h * 32;
+                __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+                const float *vh = v + (size_t)s0 * H + h * 32;
+                int j = 0;
+                for (; j + 2 <= len; j += 2, vh += 2 * (size_t)H) {  /* four chains */
+                    __m512 pj = _mm512_set1_ps(p[j]), pk = _mm512_set1_ps(p[j + 1]);
+                    c0 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vh), c0);
+                    c1 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vh + 16), c1);
+                    c2 = _mm512_fmadd_ps(pk, _mm512_loadu_ps(vh + H), c2);
+                    c3 = _mm512_fmadd_ps(pk, _mm512_loadu_ps(vh + H + 16), c3);
+                }
+                if (j < len) {
                     __m512 pj = _mm512_set1_ps(p[j]);
                     c0 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vh), c0);
                     c1 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vh + 16), c1);
                 }
+                c0 = _mm512_add_ps(c0, c2);
+                c1 = _mm512_add_ps(c1, c3);
                 __m512 inv = _mm512_set1_ps(1.f / sum);
                 float *ch = ctx + (size_t)t * H + h * 32;
                 _mm512_storeu_ps(ch, _mm512_mul_ps(c0, inv));
