@@ -239,12 +239,12 @@ def kernel_library(native):
     return native.library
 
 
-@pytest.mark.parametrize(("tokens", "nout", "nin"), [(7, 48, 96), (37, 64, 384), (1, 16, 32),
-                                                     (5, 8, 64)])
+@pytest.mark.parametrize(("tokens", "nout", "nin"), [(7, 48, 96), (37, 64, 384), (9, 80, 64),
+                                                     (1, 16, 32), (5, 8, 64)])
 def test_the_product_is_exact_on_integers(kernel_library, tokens, nout, nin):
     """Unit scales: every output is an integer sum (|sum| < 2**24), so the product must equal
-    numpy's integer reference exactly: tiles of 4 tokens and 2 row groups, the edge tokens, an
-    odd row group, more tokens than one piece (32), and a shape it hands to e5.c's own loop
+    numpy's integer reference exactly: tiles of 4 tokens and 3 row groups, the edge tokens, one
+    or two row groups left over, more tokens than one piece (32), and a shape it hands to e5.c's own loop
     (8 rows)."""
     rng = np.random.default_rng(tokens * 1000 + nout)
     blocks, nib = _blocks(rng, nout, nin, np.ones((nout, nin // 32)))
