@@ -26,7 +26,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["SPILL_AT", "SpillDir", "NumberColumn", "TextColumn", "KeyedRecords", "Scatter"]
+__all__ = ["SPILL_AT", "SpillDir", "NumberColumn", "TextColumn", "KeyedRecords", "RawKeys",
+           "Scatter"]
 
 SPILL_AT = 1 << 14
 """Values a column holds in memory before it writes them to its file."""
@@ -377,6 +378,12 @@ class KeyedRecords:
 
     def groups(self) -> Iterator[tuple[list[str], list[array]]]:
         """``(keys, fields)`` of each group (fields: ``width`` arrays of ``'d'``)."""
+        for keys, fields in self.raw_groups():
+            yield (keys.decode() if isinstance(keys, RawKeys) else keys), fields
+
+    def raw_groups(self) -> Iterator[tuple[list[str] | RawKeys, list[array]]]:
+        """:meth:`groups`, the keys of a group read from disk left as :class:`RawKeys` (no
+        string made until asked for)."""
         if self._file is None:
             if self._keys:
                 yield self._keys, self._fields
@@ -386,16 +393,39 @@ class KeyedRecords:
         fh = self._file
         fh.flush()
         for parts in self._parts:
-            keys: list[str] = []
+            keys = RawKeys()
             fields = [array("d") for _ in range(self.width)]
             for offset, n, size, escaped in parts:
                 fh.seek(offset)
                 data = fh.read(8 * n * self.width + size)
                 for i, f in enumerate(fields):
                     f.frombytes(data[8 * n * i:8 * n * (i + 1)])
-                keys.extend(_decode_lines(data[8 * n * self.width:], escaped))
-            if keys:
+                keys.pieces.append((data[8 * n * self.width:], escaped))
+                keys.n += n
+            if keys.n:
                 yield keys, fields
+
+
+class RawKeys:
+    """The keys of one :class:`KeyedRecords` group as read from disk: pieces of UTF-8 text,
+    each its keys joined by ``\n`` (escaped when one holds ``\n`` or ``\\``)."""
+
+    def __init__(self) -> None:
+        self.pieces: list[tuple[bytes, bool]] = []
+        self.n = 0
+        self._decoded: list[str] | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def decode(self) -> list[str]:
+        if self._decoded is None:
+            self._decoded = [key for data, escaped in self.pieces
+                             for key in _decode_lines(data, escaped)]
+        return self._decoded
+
+    def __getitem__(self, i: int) -> str:
+        return self.decode()[i]
 
 
 class Scatter:
