@@ -204,35 +204,24 @@ def test_odd_rows_give_what_the_row_path_gives(tmp_path: Path, monkeypatch, k: i
 def test_arrow_batches_of_whole_lines_equal_the_row_path(tmp_path: Path, monkeypatch,
                                                          block: int) -> None:
     """Arrow parses the file in batches of whole lines (``_ARROW_BLOCK`` bytes at a time,
-    issue 26.3): a byte-order mark, blank lines (some of CRLF), a line longer than a block
-    and no final newline give the row path's items, on the columnar path."""
+    issue 26.3): a byte-order mark, blank lines (some of CRLF) and no final newline give the
+    row path's items, on the columnar path; a line longer than a block (the 700-byte one)
+    sends the file to the row path."""
     from ragmeter.multilingual import _fast
+    from ragmeter.multilingual._rows import FastPathUnsupported
 
     monkeypatch.setattr(_fast, "_ARROW_BLOCK", block)
     path = _generated(tmp_path, 7)
     lines = path.read_text("utf-8").splitlines()
-    lines[3] = lines[3].replace('"question": "', '"question": "' + "q" * 900)  # > one block
+    lines[3] = lines[3].replace('"question": "', '"question": "' + "q" * 900)
     lines[10:10] = ["", "\r", "   "]
     path.write_text("\ufeff" + "\n".join(lines), "utf-8")
     config = MultilingualConfig(keep_text=True)
-    assert accumulate_columnar(path, config, _Accumulator) is not None  # Arrow's path
+    if block < 1000:
+        with pytest.raises(FastPathUnsupported):
+            accumulate_columnar(path, config, _Accumulator)
+    else:
+        assert accumulate_columnar(path, config, _Accumulator) is not None  # Arrow's path
     fast, slow = _both(path, config)
     assert fast.metrics == slow.metrics
     assert list(fast.iter_items()) == list(slow.iter_items())
-
-
-def test_arrow_path_hands_a_too_long_line_to_the_row_path(tmp_path: Path, monkeypatch) -> None:
-    """A line over the line limit: the row path's error, with its line."""
-    from ragmeter.errors import InputError
-    from ragmeter.multilingual._rows import FastPathUnsupported
-
-    path = _generated(tmp_path, 8)
-    text = path.read_text("utf-8")
-    monkeypatch.setenv("RAGMETER_MAX_LINE_MB", "0.001")  # 1,048 bytes
-    lines = text.splitlines()
-    lines[5] = lines[5].replace('"question": "', '"question": "' + "q" * 2000)
-    path.write_text("\n".join(lines) + "\n", "utf-8")
-    with pytest.raises(FastPathUnsupported):
-        accumulate_columnar(path, MultilingualConfig(), _Accumulator)
-    with pytest.raises(InputError, match="line 6"):
-        score_file(path, MultilingualConfig())
