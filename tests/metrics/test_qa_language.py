@@ -116,6 +116,33 @@ def test_identical_strings_score_one(text: str, lang: str) -> None:
     assert token_f1(text, text, lang) == 1.0
 
 
+_F1_TEXT = st.one_of(
+    st.lists(st.sampled_from(["a", "b", "ab", "東", "京", "é", "\x00", "a\x00", " ", "\t", "\x1c",
+                              "\xa0", "\ud800"]), max_size=8).map("".join),
+    st.text(max_size=12))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(_F1_TEXT, _F1_TEXT, st.booleans(), st.booleans()), max_size=12))
+def test_f1_many_equals_the_per_row_f1(rows: list[tuple[str, str, bool, bool]]) -> None:
+    """The numpy token F1 gives the per-row functions' value at every chosen row (repeated
+    tokens, characters, odd whitespace, NUL tokens, lone surrogates) and 0.0 elsewhere."""
+    import numpy as np
+
+    from ragmeter.text._overlap import f1_from_tokens, f1_many
+
+    preds, golds = [r[0] for r in rows], [r[1] for r in rows]
+    char = np.array([r[2] for r in rows], dtype=bool)
+    chosen = np.array([r[3] for r in rows], dtype=bool)
+
+    def tokens(text: str, chars: bool) -> list[str]:
+        return list(text.replace(" ", "")) if chars else text.split()
+
+    want = [f1_from_tokens(tokens(p, c), tokens(g, c))
+            if k and tokens(p, c) and tokens(g, c) else 0.0 for p, g, c, k in rows]
+    assert f1_many(preds, golds, char, chosen).tolist() == want
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from("abcde"), max_size=30), st.lists(st.sampled_from("abcdef"), max_size=30))
 def test_multiset_overlap_equals_counter(a: list[str], b: list[str]) -> None:

@@ -3,6 +3,7 @@ row path give identical results, item for item."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import sys
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ragmeter.io import iter_rows
+from ragmeter.errors import InputError
+from ragmeter.io import iter_rows, read_sha256
 from ragmeter.io._samples import sample_path
 from ragmeter.multilingual._fast import accumulate_columnar
 from ragmeter.multilingual._score import score_file, score_rows
@@ -198,3 +200,35 @@ def test_odd_rows_give_what_the_row_path_gives(tmp_path: Path, monkeypatch, k: i
     fast = score_file(path, config)
     assert fast.metrics == slow.metrics
     assert list(fast.iter_items()) == list(slow.iter_items())
+
+
+@pytest.mark.parametrize("block", [700, 4096, 1 << 21])
+def test_arrow_batches_of_whole_lines_equal_the_row_path(tmp_path: Path, monkeypatch,
+                                                         block: int) -> None:
+    """Arrow parses the file in batches of whole lines (``_ARROW_BLOCK`` bytes at a time,
+    issue 26.3): a byte-order mark, blank lines (some of CRLF) and no final newline give the
+    row path's items, on the columnar path; a line longer than a block (the 700-byte one)
+    grows the buffer (``io.jsonl_views``) and stays on it."""
+    from ragmeter.multilingual import _fast
+    from ragmeter.multilingual._rows import FastPathUnsupported
+
+    monkeypatch.setattr(_fast, "_ARROW_BLOCK", block)
+    path = _generated(tmp_path, 7)
+    lines = path.read_text("utf-8").splitlines()
+    lines[3] = lines[3].replace('"question": "', '"question": "' + "q" * 900)
+    lines[10:10] = ["", "\r", "   "]
+    path.write_text("\ufeff" + "\n".join(lines), "utf-8")
+    config = MultilingualConfig(keep_text=True)
+    assert accumulate_columnar(path, config, _Accumulator) is not None  # Arrow's path
+    # the run record's hash of the input, taken as Arrow's blocks were read
+    assert read_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    fast, slow = _both(path, config)
+    assert fast.metrics == slow.metrics
+    assert list(fast.iter_items()) == list(slow.iter_items())
+    # a line over the line limit (RAGMETER_MAX_LINE_MB) leaves Arrow's path: the row path
+    # refuses it with its line number
+    monkeypatch.setenv("RAGMETER_MAX_LINE_MB", "0.0008")  # 838 bytes, under line 4's 900+
+    with pytest.raises(FastPathUnsupported):
+        accumulate_columnar(path, config, _Accumulator)
+    with pytest.raises(InputError, match="line 4"):
+        score_file(path, config)

@@ -264,7 +264,7 @@ def test_answer_batches_equal_their_functions(rows: list[tuple[str, str, str]]) 
     for m in ROWS:
         if m.row == "answer":
             assert m.batch is not None and m.fn is not None
-            assert m.batch(preds, golds, langs, same) == [m.fn(*r) for r in rows], m.name
+            assert list(m.batch(preds, golds, langs, same)) == [m.fn(*r) for r in rows], m.name
 
 
 @settings(max_examples=200, deadline=None)

@@ -49,6 +49,20 @@ def test_text_column_round_trip(tiny_spill: None) -> None:
         assert col.take(pos) == [values[i] for i in pos]
 
 
+@pytest.mark.parametrize("plain", [True, False])
+def test_text_column_sparse_take(tiny_spill: None, plain: bool) -> None:
+    """A few strings of many blocks (each decoded alone from its block's bytes when the block
+    has no escapes) and dense takes give the strings at those positions."""
+    pool = ["q1", "", "é\ud800", "東京", "x" * 40] + ([] if plain else ["a\nb", "\\"])
+    values = [pool[i % len(pool)] + str(i // 5) for i in range(200)]
+    col = TextColumn(SpillDir())
+    for start in range(0, 200, 9):
+        col.extend(values[start:start + 9])
+    for pos in ([0], [15], [16, 17], [1, 33, 70, 150, 199], range(0, 200, 20), range(3, 190, 7),
+                list(range(40, 64)), [191, 199]):
+        assert col.take(pos) == [values[i] for i in pos]
+
+
 def test_number_column_round_trip(tiny_spill: None) -> None:
     rng = random.Random(1)
     values = [rng.random() for _ in range(200)] + [math.nan, 0.0, -1e300]

@@ -15,6 +15,19 @@ from ragmeter.cli.options import (
 from ragmeter.cli.report import record_options, save_result
 
 
+def _idle_blas_threads() -> None:
+    """Before numpy is first imported: OpenBLAS's worker threads go to sleep as soon as they
+    are idle (``OPENBLAS_THREAD_TIMEOUT``) instead of spinning for a while first.  numpy's
+    import starts them, and their spin cost 0.05-0.1 s of CPU of every scoring process that
+    had a free core (perf, issue 26.3), where scoring makes next to no BLAS calls.  A value
+    the user set wins; no effect with another BLAS or once numpy is loaded."""
+    import os
+    import sys
+
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+
 @click.group(name="multilingual", cls=LazyGroup, lazy={
     "judge": ("ragmeter.cli.multilingual_judge:judge",
               "Add LBRAG's semantic score to each answer (fitted score or a judge model)."),
@@ -79,6 +92,7 @@ def score(path: str, baseline: str | None, json_out: str | None, items_out: str 
 
     Beyond one process: ragmeter multilingual score 'answers/*.parquet' --engine ray
     """
+    _idle_blas_threads()
     import ragmeter.multilingual
     from ragmeter._verb._options import EngineOptions, OutputOptions
     from ragmeter.multilingual._report import print_multilingual

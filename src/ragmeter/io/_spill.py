@@ -19,21 +19,22 @@ from __future__ import annotations
 
 import os
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["SPILL_AT", "SpillDir", "NumberColumn", "TextColumn", "KeyedRecords", "Scatter"]
+__all__ = ["SPILL_AT", "SpillDir", "NumberColumn", "TextColumn", "KeyedRecords", "RawKeys",
+           "Scatter"]
 
 SPILL_AT = 1 << 14
 """Values a column holds in memory before it writes them to its file."""
 
 KEY_BLOCKS = 8
 """:class:`KeyedRecords` holds ``SPILL_AT * KEY_BLOCKS`` rows (some 10 MiB) before it
-partitions them to its files: fewer, bigger writes (each partition writes to every bucket)."""
+partitions them to its file: fewer, bigger writes (one per partition, every bucket in it)."""
 
 BUCKETS = 256
 """Hash partitions of :class:`KeyedRecords` once on disk (each holds rows / 256: 40,000 rows
@@ -68,7 +69,7 @@ class SpillDir:
 
 def _more_files() -> None:
     """Raise this process's soft limit of open files to its hard limit: each spilled column
-    keeps its file open (a dozen per system, 256 key partitions)."""
+    keeps its file open (a dozen per system, one for the key partitions)."""
     try:
         import resource
 
@@ -158,7 +159,7 @@ class NumberColumn:
         return _take_chunked(self, positions)
 
 
-def _take_chunked(column: NumberColumn | TextColumn, positions: Sequence[int]) -> list[Any]:
+def _take_chunked(column: NumberColumn, positions: Sequence[int]) -> list[Any]:
     """The values at ``positions`` (ascending), reading only the chunks from the one that
     holds the first position on, and no further than the last."""
     out: list[Any] = []
@@ -248,13 +249,42 @@ class TextColumn:
         return [s for chunk in self.chunks() for s in chunk]
 
     def take(self, positions: Sequence[int]) -> list[str]:
-        """The strings at ``positions`` (ascending), in that order."""
+        """The strings at ``positions`` (ascending), in that order: from each block on disk,
+        only the picked strings are decoded when they are few (:meth:`_pick`)."""
         if not positions:
             return []
-        if positions[0] >= self._disk:
-            base = self._disk
-            return [self._mem[p - base] for p in positions]
-        return _take_chunked(self, positions)
+        out: list[str] = []
+        i, n = 0, len(positions)
+        while i < n and positions[i] < self._disk:
+            k = bisect_right(self._starts, positions[i]) - 1
+            start = self._starts[k]
+            stop = self._starts[k + 1] if k + 1 < len(self._starts) else self._disk
+            end = bisect_left(positions, stop, i)
+            out.extend(self._pick(k, [p - start for p in positions[i:end]], stop - start))
+            i = end
+        base = self._disk
+        out.extend([self._mem[p - base] for p in positions[i:]])
+        return out
+
+    def _pick(self, k: int, picks: list[int], size: int) -> list[str]:
+        """The strings at ``picks`` (ascending) of block ``k`` of ``size`` strings.  Few picks
+        of a block without escapes: its bytes are split at their newlines by numpy (a
+        newline byte is never part of another UTF-8 character) and only the picked strings
+        decoded; otherwise the whole block is decoded (:meth:`_block`)."""
+        _, offset, nbytes, escaped = self._blocks[k]
+        if escaped or len(picks) * 8 >= size or (self._last is not None and self._last[0] == k):
+            values = self._block(k)
+            return [values[j] for j in picks]
+        import numpy as np
+
+        assert self._file is not None
+        self._file.flush()
+        self._file.seek(offset)
+        data = self._file.read(nbytes)
+        ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10).tolist()
+        ends.append(nbytes)
+        return [data[(ends[j - 1] + 1 if j else 0):ends[j]].decode("utf-8", _ENC)
+                for j in picks]
 
 
 def _encode_lines(values: Sequence[str]) -> tuple[bytes, bool]:
@@ -299,7 +329,10 @@ class KeyedRecords:
         self._spill = spill
         self._keys: list[str] = []
         self._fields = [array("d") for _ in range(width)]
-        self._files: list[IO[bytes]] | None = None
+        self._file: IO[bytes] | None = None
+        self._end = 0  # bytes written to the file
+        # each bucket's pieces in the file: (offset, rows, bytes of keys, escaped)
+        self._parts: list[list[tuple[int, int, int, bool]]] = [[] for _ in range(BUCKETS)]
         self.n = 0
 
     def add(self, keys: Sequence[str], *fields: Sequence[float]) -> None:
@@ -313,8 +346,8 @@ class KeyedRecords:
     def _partition(self) -> None:
         import numpy as np
 
-        if self._files is None:
-            self._files = [self._spill.new_file() for _ in range(BUCKETS)]
+        if self._file is None:
+            self._file = self._spill.new_file()
         keys = self._keys
         n = len(keys)
         # 16-bit bucket numbers: numpy's stable sort is then a radix sort (some 10x faster)
@@ -326,42 +359,73 @@ class KeyedRecords:
         held[:] = keys
         sorted_keys = held[order].tolist()
         fields = np.stack([np.frombuffer(f, dtype=np.float64) for f in self._fields])[:, order]
+        # one write to the one file: bucket by bucket, each field's values in turn (a C-order
+        # slice of the fields' rows), then the keys
+        pieces: list[bytes] = []
         start = 0
         for b, end in enumerate(ends):
             if end > start:
                 data, escaped = _encode_lines(sorted_keys[start:end])
-                # one write: the head, each field's values in turn (a C-order slice of the
-                # fields' rows), the keys
-                self._files[b].write(b"".join((
-                    array("q", [end - start, len(data), int(escaped)]).tobytes(),
-                    fields[:, start:end].tobytes(), data)))
+                self._parts[b].append((self._end, end - start, len(data), escaped))
+                pieces.append(fields[:, start:end].tobytes())
+                pieces.append(data)
+                self._end += len(pieces[-2]) + len(data)
             start = end
+        self._file.seek(0, os.SEEK_END)
+        self._file.write(b"".join(pieces))
         self._keys = []
         self._fields = [array("d") for _ in range(self.width)]
 
     def groups(self) -> Iterator[tuple[list[str], list[array]]]:
         """``(keys, fields)`` of each group (fields: ``width`` arrays of ``'d'``)."""
-        if self._files is None:
+        for keys, fields in self.raw_groups():
+            yield (keys.decode() if isinstance(keys, RawKeys) else keys), fields
+
+    def raw_groups(self) -> Iterator[tuple[list[str] | RawKeys, list[array]]]:
+        """:meth:`groups`, the keys of a group read from disk left as :class:`RawKeys` (no
+        string made until asked for)."""
+        if self._file is None:
             if self._keys:
                 yield self._keys, self._fields
             return
         if self._keys:
             self._partition()
-        for fh in self._files:
-            fh.flush()
-            fh.seek(0)
-            keys: list[str] = []
+        fh = self._file
+        fh.flush()
+        for parts in self._parts:
+            keys = RawKeys()
             fields = [array("d") for _ in range(self.width)]
-            while True:
-                head = fh.read(24)
-                if not head:
-                    break
-                n, size, escaped = array("q", head)
-                for f in fields:
-                    f.frombytes(fh.read(8 * n))
-                keys.extend(_decode_lines(fh.read(size), bool(escaped)))
-            if keys:
+            for offset, n, size, escaped in parts:
+                fh.seek(offset)
+                data = fh.read(8 * n * self.width + size)
+                for i, f in enumerate(fields):
+                    f.frombytes(data[8 * n * i:8 * n * (i + 1)])
+                keys.pieces.append((data[8 * n * self.width:], escaped))
+                keys.n += n
+            if keys.n:
                 yield keys, fields
+
+
+class RawKeys:
+    """The keys of one :class:`KeyedRecords` group as read from disk: pieces of UTF-8 text,
+    each its keys joined by ``\n`` (escaped when one holds ``\n`` or ``\\``)."""
+
+    def __init__(self) -> None:
+        self.pieces: list[tuple[bytes, bool]] = []
+        self.n = 0
+        self._decoded: list[str] | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def decode(self) -> list[str]:
+        if self._decoded is None:
+            self._decoded = [key for data, escaped in self.pieces
+                             for key in _decode_lines(data, escaped)]
+        return self._decoded
+
+    def __getitem__(self, i: int) -> str:
+        return self.decode()[i]
 
 
 class Scatter:

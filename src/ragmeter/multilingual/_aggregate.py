@@ -14,7 +14,7 @@ from typing import Any
 
 from ragmeter import stats
 from ragmeter.errors import InputError, UnknownNameError
-from ragmeter.io._spill import NumberColumn, Scatter, SpillDir
+from ragmeter.io._spill import NumberColumn, RawKeys, Scatter, SpillDir
 from ragmeter.multilingual._cost import cnbe, cnbe_many
 from ragmeter.multilingual._metrics import PAIRED_METRICS, ROWS
 from ragmeter.multilingual._rows import FastPathUnsupported
@@ -77,7 +77,15 @@ def _pair(acc: _Accumulator, baseline: str | None, exact_places: bool) -> _Pairi
     scatters = {s: Scatter(len(acc.columns[s]), 2, acc.spill)
                 for s in acc.columns if s != baseline} if baseline is not None else {}
     dup: tuple[int, int, str, int] | None = None
-    for keys, fields in acc.keys.groups():
+    for raw, fields in acc.keys.raw_groups():
+        if isinstance(raw, RawKeys):
+            coded = _key_codes(raw) if baseline is not None and dup is None else None
+            if coded is not None:  # a group read from disk: its keys as integers
+                if not _pair_many(raw, fields, b, names, out, scatters, coded):
+                    dup = _first_duplicate(raw.decode(), fields[0].tolist(),
+                                           fields[2].tolist())
+                continue
+        keys = raw.decode() if isinstance(raw, RawKeys) else raw
         big = len(keys) >= SMALL_BATCH
         if big and baseline is not None and dup is None:
             if not _pair_many(keys, fields, b, names, out, scatters):  # a duplicate: where?
@@ -134,21 +142,59 @@ def _pair(acc: _Accumulator, baseline: str | None, exact_places: bool) -> _Pairi
     return out
 
 
-def _pair_many(keys: list[str], fields: list[array], b: int, names: dict[int, str],
-                out: _Pairing, scatters: dict[str, Scatter]) -> bool:
+def _key_codes(keys: RawKeys) -> Any:
+    """Each key of a group read from disk as an integer (equal keys, equal integers; numpy
+    int64), by Arrow's dictionary encoding of its bytes: no string made (issue 26.3).  None
+    without pyarrow or when a piece is escaped (a key holds ``\n`` or ``\\``)."""
+    try:
+        import pyarrow as pa
+        from pyarrow._compute import call_function
+    except ImportError:  # pragma: no cover - the spilled columnar path has pyarrow
+        return None
+    import numpy as np
+
+    if any(escaped for _, escaped in keys.pieces):
+        return None
+    data = b"".join(piece + b"\n" for piece, _ in keys.pieces)  # each key then ends in \n
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    if ends.size != keys.n or len(data) >= 1 << 31:  # pragma: no cover - as written
+        return None
+    offsets = np.zeros(keys.n + 1, dtype=np.int32)
+    offsets[1:] = ends + 1
+    binary = pa.BinaryArray.from_buffers(pa.binary(), keys.n, [
+        None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    indices = call_function("dictionary_encode", [binary]).indices
+    return np.frombuffer(indices.buffers()[1], dtype=np.int32)[
+        indices.offset:indices.offset + keys.n].astype(np.int64)
+
+
+def _pair_many(keys: list[str] | RawKeys, fields: list[array], b: int, names: dict[int, str],
+               out: _Pairing, scatters: dict[str, Scatter], coded: Any = None) -> bool:
     """The pairing of :func:`_pair` for one big group, in numpy (the same results), and
     whether no (system, sample id) comes twice in it (:func:`_unique_many`'s answer, read
     from the pairing: the baseline's ids are the keys of one dict, and the other rows of a
-    system that find the same baseline row have the same id)."""
+    system that find the same baseline row have the same id).  ``coded``: each key as an
+    integer (:func:`_key_codes`): the lookups and the check are then on integers."""
     import numpy as np
 
     codes, pos, _, f1 = (np.frombuffer(f, dtype=np.float64) for f in fields)
-    base_rows = np.flatnonzero(codes == b).tolist()
-    index = dict(zip(_pick(keys, base_rows), base_rows, strict=True))
     rest = np.flatnonzero(codes != b)
-    j_rest = np.fromiter(map(index.get, _pick(keys, rest.tolist()), repeat(-1)),
-                         dtype=np.int64, count=rest.size)
-    unique = len(index) == len(base_rows) and _unique_pairs(keys, codes[rest], rest, j_rest)
+    if coded is not None:
+        base = np.flatnonzero(codes == b)
+        width = int(coded.max()) + 1
+        lookup = np.full(width, -1, dtype=np.int64)
+        lookup[coded[base]] = base
+        j_rest = lookup[coded[rest]]
+        pairs = np.sort(codes.astype(np.int64) * width + coded)
+        unique = not bool((pairs[1:] == pairs[:-1]).any())
+    else:
+        assert isinstance(keys, list)
+        base_rows = np.flatnonzero(codes == b).tolist()
+        index = dict(zip(_pick(keys, base_rows), base_rows, strict=True))
+        j_rest = np.fromiter(map(index.get, _pick(keys, rest.tolist()), repeat(-1)),
+                             dtype=np.int64, count=rest.size)
+        unique = (len(index) == len(base_rows)
+                  and _unique_pairs(keys, codes[rest], rest, j_rest))
     scored = pos[rest] >= 0
     other, j = rest[scored], j_rest[scored]
     found = j >= 0

@@ -31,7 +31,7 @@ from typing import Any
 from ragmeter.multilingual._cost import cnbe
 from ragmeter.stats._metric import ALL_GROUP, Headline, Metric, MetricTable
 from ragmeter.text._languages import CHAR_TOKEN_LANGUAGES
-from ragmeter.text._overlap import f1_from_normalized, f1_from_tokens
+from ragmeter.text._overlap import f1_from_normalized, f1_from_tokens, f1_many
 from ragmeter.text._rlc import RLC_OK_THRESHOLD, rlc, rlc_batch, rlc_ok, rlc_ok_many
 
 __all__ = ["METRIC_VERSION", "METRICS", "AGREEMENT_METRICS", "METRIC_KEYS", "PAIRED_METRICS", "RowMetric",
@@ -111,6 +111,21 @@ def _identical_first(fn: Callable[[str, str, str], float]) -> Callable[..., list
     return batch
 
 
+def _f1_batch(preds: Sequence[str], golds: Sequence[str], langs: Sequence[str],
+              same: Sequence[bool]) -> Any:
+    """:func:`f1_normalized` over whole columns, as a float64 numpy array: 1.0 where the
+    answers are identical, :func:`~ragmeter.text._overlap.f1_many` (the same token F1, in
+    numpy) elsewhere."""
+    import numpy as np
+
+    n = len(preds)
+    differ = ~np.fromiter(same, dtype=bool, count=n)
+    char = np.fromiter(map(CHAR_TOKEN_LANGUAGES.__contains__, langs), dtype=bool, count=n)
+    out = f1_many(preds, golds, char, differ)
+    out[~differ] = 1.0
+    return out
+
+
 def _em_batch(preds: Sequence[str], golds: Sequence[str], langs: Sequence[str],
               same: Sequence[bool]) -> list[float]:
     """:func:`exact_match_normalized` over whole columns."""
@@ -148,7 +163,7 @@ METRICS = MetricTable("multilingual", METRIC_VERSION, [
               "token F1 of the normalized prediction and gold (characters are the tokens for "
               "ja and zh); the max over several golds",
               f"{_LBRAG} f1_score; several golds: SQuAD v1.1", fn=f1_normalized,
-              batch=_identical_first(f1_normalized),
+              batch=_f1_batch,
               constants={"char_token_languages": tuple(sorted(CHAR_TOKEN_LANGUAGES))}),
     RowMetric("contains", "contains",
               "1.0 when the normalized gold answer occurs in the normalized prediction (whole "

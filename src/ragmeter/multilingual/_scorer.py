@@ -309,6 +309,26 @@ class Coded:
         return self.take(self.values)
 
 
+def _normalize_preds(preds: list[str], raw_golds: list[str], norm_golds: list[str]
+                     ) -> list[str]:
+    """``normalize_many(preds)`` given each row's gold answer and its normalized form: a
+    prediction identical to its gold answer has the gold's normalized form (normalization is
+    a function), so only the others are normalized."""
+    import numpy as np
+
+    n = len(preds)
+    differ = np.flatnonzero(~np.fromiter(map(eq, preds, raw_golds), dtype=bool, count=n))
+    if differ.size == n:
+        return normalize_many(preds)
+    held = np.empty(n, dtype=object)
+    held[:] = norm_golds
+    if differ.size:
+        picked = np.empty(n, dtype=object)
+        picked[:] = preds
+        held[differ] = normalize_many(picked[differ].tolist())
+    return held.tolist()  # type: ignore[no-any-return]
+
+
 def _plain(seq: Any) -> Any:
     return seq.tolist() if isinstance(seq, Coded) else seq
 
@@ -400,6 +420,8 @@ class _Accumulator:
         """The ``answer`` and ``response`` metrics of each row, by name: the per-row text work
         (what a Ray worker runs); ``arrays``: numpy forms may stay numpy arrays."""
         out = self._answers(preds, golds, langs, golds_are_text)
+        if not arrays:  # a batch form may give a numpy array
+            out = {k: v.tolist() if hasattr(v, "tolist") else v for k, v in out.items()}
         for m in RESPONSE:
             if len(preds) < SMALL_BATCH or m.batch is None:  # the reference function
                 assert m.fn is not None
@@ -504,14 +526,16 @@ class _Accumulator:
                 norm_p = [normalize_text(p) for p in preds]
                 norm_g = [normalize_text(g) for g in golds]  # type: ignore[arg-type]
             else:
-                norm_p = normalize_many(preds)
                 # each system repeats the golds of the others: normalize each distinct once
                 if isinstance(golds, Coded):
+                    raw_g = golds.tolist()
                     norm_g = golds.take(normalize_many(golds.values))
                 else:
+                    raw_g = golds  # type: ignore[assignment]
                     distinct = list(dict.fromkeys(golds))
                     norm_of = dict(zip(distinct, normalize_many(distinct), strict=True))  # type: ignore[arg-type]
                     norm_g = list(map(norm_of.__getitem__, golds))
+                norm_p = _normalize_preds(preds, raw_g, norm_g)
                 same = list(map(eq, norm_p, norm_g))
                 return {m.name: (m.batch(norm_p, norm_g, langs, same) if m.batch is not None
                                  else list(map(m.fn, norm_p, norm_g, langs)))  # type: ignore[arg-type]
