@@ -145,8 +145,8 @@ def demo_backend() -> Any:
 def _new_home() -> bool:
     """No kernel built and no model converted here yet (what the first load builds); a
     guess that only decides when the load starts, never what it does."""
+    from ragmeter._util._cbuild import kernels_dir
     from ragmeter.backends._local._cache import models_dir
-    from ragmeter.backends._local._kernel import kernels_dir
 
     return (not any(kernels_dir().glob("*.so"))
             or not any(p.is_dir() for p in models_dir().glob("*")))

@@ -136,14 +136,13 @@ def _kernel_source(package: Path) -> bytes | None:
     checked file or the CPU lacks the flags."""
     import hashlib
 
+    from ragmeter._util._cbuild import cpu_flags
+
     try:
         text = (package / "e5.c").read_bytes()
-        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    have = {word for line in flags.splitlines() if line.startswith("flags")
-            for word in line.split(":", 1)[-1].split()}
-    if hashlib.sha256(text).hexdigest() != KERNEL_FOR or not set(KERNEL_FLAGS) <= have:
+    if hashlib.sha256(text).hexdigest() != KERNEL_FOR or not set(KERNEL_FLAGS) <= cpu_flags():
         return None
     return _hook(text)
 
@@ -161,7 +160,7 @@ def _build(package: Path, header: str = _VNNI, kernel: bool = True) -> Path:
     """Build ``package``'s ``e5.c`` with ``header`` included first (:data:`_VNNI`; tests
     build without it to show it changes no bit) and, when ``kernel`` and
     :func:`_kernel_source` allows it, ragmeter's matrix product (``_e5q4.c``)."""
-    from ragmeter.backends._local._kernel import build_library
+    from ragmeter._util._cbuild import build_library
 
     source = package / "e5.c"
     if not source.is_file():

@@ -4,7 +4,7 @@ It reads a block of JSON Lines and, for each line of exactly the clean shape the
 (:mod:`ragmeter.trace._fast`) takes, gives the counts scoring needs and the id, without making
 any text; any other line is marked deferred and read as without it (see the C file for what
 it defers).  Built once per machine with the C compiler at hand, like the local model's
-kernels (:func:`ragmeter.backends._local._kernel.build_library`), about 0.2 s once;
+kernels (:func:`ragmeter._util._cbuild.build_library`), about 0.2 s once;
 no compiler, a failed build or ``RAGMETER_TRACE_SCAN=0``: :func:`scanner` is None and every
 line goes through the typed reader, with the same results.
 """
@@ -98,7 +98,7 @@ def scanner() -> Scanner | None:
     if os.environ.get(SCAN_ENV, "").strip() == "0":
         return None
     try:
-        from ragmeter.backends._local._kernel import build_library
+        from ragmeter._util._cbuild import build_library
 
         built = build_library("ragmeter-trace-scan", [SOURCE.read_bytes()],
                               lambda cc, out: [[cc, *FLAGS, "-o", out, str(SOURCE)]], FLAGS)

@@ -20,21 +20,19 @@ from __future__ import annotations
 import copy
 import ctypes
 import functools
-import hashlib
 import os
-import platform
 import shutil
 import subprocess
-import tempfile
 import threading
 import warnings
 import weakref
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ragmeter._util._cbuild import build_library, compiler, kernels_dir
+
 __all__ = ["Kernel", "DecodeStep", "kernel", "describe", "mode", "kernels_dir", "Q4_1", "Q8_0",
-           "BLOCK_BYTES", "KERNEL_ENV", "DEFAULT_MODE", "build_library", "compiler"]
+           "BLOCK_BYTES", "KERNEL_ENV", "DEFAULT_MODE", "compiler"]
 
 Q4_1, Q8_0 = 3, 8  # GGML type ids
 BLOCK_BYTES = {Q4_1: 20, Q8_0: 34}  # bytes per block of 32 weights
@@ -266,37 +264,6 @@ def _kernel(wanted: str) -> Kernel | None:
             return None
 
 
-def compiler() -> str | None:
-    """The C compiler to build with: ``$CC``, else the first of cc, gcc, clang on PATH."""
-    named = os.environ.get("CC", "").strip()
-    if named:
-        return named.split()[0]
-    for name in ("cc", "gcc", "clang"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-def _cpu_signature() -> str:
-    """What ``-march=native`` depends on: the CPU's model and flags."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return platform.processor() or platform.machine()
-    wanted = ("model name", "flags", "Features", "CPU part", "CPU implementer")
-    lines = sorted({line.strip() for line in text.splitlines()
-                    if line.split(":")[0].strip() in wanted})
-    return "\n".join(lines) or platform.machine()
-
-
-def kernels_dir() -> Path:
-    """``$RAGMETER_HOME/kernels``: the built libraries (or the per-user data folder's)."""
-    from ragmeter._util._home import data_home
-
-    return data_home() / "kernels"
-
-
 def _built() -> Path:
     """The compiled library for this source, compiler and CPU, compiled when missing."""
     return build_library("ragmeter-kernels", [SOURCE.read_bytes()],
@@ -304,40 +271,3 @@ def _built() -> Path:
                          FLAGS + LIBS)
 
 
-def build_library(prefix: str, key_parts: list[bytes],
-                  commands: Callable[[str, str], list[list[str]]],
-                  flags: tuple[str, ...],
-                  check: Callable[[Path], None] | None = None) -> Path:
-    """A shared library built once per source, compiler, flags and CPU, in
-    :func:`kernels_dir` as ``{prefix}-{digest}.so``: ``key_parts`` (the sources' bytes) and
-    ``flags`` go into the digest; ``commands(cc, out)`` are the compiler calls that write
-    ``out`` (run in a scratch folder beside it); ``check(out)``, when given, may raise
-    OSError to refuse the result (nothing is kept).  Raises OSError when there is no
-    compiler or a step fails."""
-    cc = compiler()
-    if cc is None:
-        raise OSError("no C compiler found (cc, gcc, clang, or $CC)")
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30,
-                             check=False).stdout
-    digest = hashlib.sha256()
-    for part in (*key_parts, version.encode(), " ".join(flags).encode(),
-                 _cpu_signature().encode(), platform.platform().encode()):
-        digest.update(part)
-        digest.update(b"\0")
-    folder = kernels_dir()
-    target = folder / f"{prefix}-{digest.hexdigest()[:16]}.so"
-    if target.is_file():
-        return target
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".build-", dir=folder) as scratch:
-        tmp = str(Path(scratch) / target.name)
-        for command in commands(cc, tmp):
-            done = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                                  check=False, cwd=scratch)
-            if done.returncode != 0:
-                raise OSError(f"{Path(cc).name} failed: {done.stderr.strip()[-400:]}")
-        os.chmod(tmp, 0o755)
-        if check is not None:
-            check(Path(tmp))
-        os.replace(tmp, target)
-    return target
