@@ -25,7 +25,12 @@ def exact_match(prediction: str, gold: str) -> float:
 
 def tokens_for_f1(normalized: str, lang: str) -> list[str]:
     """Characters (spaces removed) for ja/zh/zh_cn/zh_tw, else whitespace tokens."""
-    if lang in CHAR_TOKEN_LANGUAGES:
+    return _tokens(normalized, lang in CHAR_TOKEN_LANGUAGES)
+
+
+def _tokens(normalized: str, char_tokens: bool) -> list[str]:
+    """:func:`tokens_for_f1` given whether the language's tokens are characters."""
+    if char_tokens:
         return list(normalized.replace(" ", ""))
     return normalized.split()
 
@@ -106,8 +111,7 @@ def f1_many(preds: Sequence[str], golds: Sequence[str], char_tokens: np.ndarray,
         sep = tok == ids["\x00"]
         if int(sep.sum()) != 2 * m - 1:  # a text holds a lone NUL token: row by row
             for i in np.flatnonzero(rows).tolist():
-                pt, gt = ((list(preds[i].replace(" ", "")), list(golds[i].replace(" ", "")))
-                          if char_tokens[i] else (preds[i].split(), golds[i].split()))
+                pt, gt = _tokens(preds[i], bool(char_tokens[i])), _tokens(golds[i], bool(char_tokens[i]))
                 out[i] = f1_from_tokens(pt, gt) if pt and gt else 0.0
             return out
         text = np.cumsum(sep)[~sep]
