@@ -21,6 +21,7 @@ other line goes the way above (tests compare the three readers).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,11 +56,9 @@ def fast_jsonl(path: Any) -> bool:
             return False
     except (InputError, OSError):
         return False
-    try:
-        import msgspec  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    from importlib.util import find_spec
+
+    return find_spec("msgspec") is not None  # imported when a line needs it (not by the scan)
 
 
 @dataclass(frozen=True)
@@ -74,9 +73,10 @@ class LabelBlock:
     counts: Any
 
 
+@functools.cache
 def _decoder() -> Any:
-    """msgspec's decoder of a clean label line (made at run time: msgspec is imported only
-    here)."""
+    """msgspec's decoder of a clean label line (made at first use: msgspec is imported only
+    here, and not at all when the C scanner takes every line)."""
     import msgspec
 
     sentence = msgspec.defstruct("Sentence", [("key", str), ("text", str)], array_like=True,
@@ -88,6 +88,11 @@ def _decoder() -> Any:
         ("unsupported_response_sentence_keys", keys), ("id", str | None, None),
     ], forbid_unknown_fields=True)
     return msgspec.json.Decoder(label)
+
+
+def _decode(data: bytes) -> Any:
+    """The clean label lines of ``data`` (msgspec's typed decode: raises on any other)."""
+    return _decoder().decode_lines(data)
 
 
 def _lines(data: bytes, path: Path, first: int) -> Iterator[Row]:
@@ -172,14 +177,13 @@ def iter_label_blocks(path: str | Path) -> Iterator[LabelBlock | Row]:
     from ragmeter.trace._scan import scanner
 
     p = Path(path)
-    decode = _decoder().decode_lines
     scan = scanner()
     try:
         if scan is None:
             for first, data, n_lines in jsonl_blocks(p, _BLOCK):
-                yield from _read(decode, data, p, first, n_lines)
+                yield from _read(_decode, data, p, first, n_lines)
         else:
-            yield from _scanned_file(scan, decode, p)
+            yield from _scanned_file(scan, _decode, p)
     except LongLine as long:  # the row reader refuses it with its place
         yield from _from_line(p, long.line)
 
