@@ -26,7 +26,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["SPILL_AT", "SpillDir", "NumberColumn", "TextColumn", "KeyedRecords", "RawKeys",
+__all__ = ["SPILL_AT", "SpillDir", "NumberColumn", "TextColumn", "EncodedLines", "KeyedRecords",
+           "RawKeys",
            "Scatter"]
 
 SPILL_AT = 1 << 14
@@ -176,13 +177,33 @@ def _take_chunked(column: NumberColumn, positions: Sequence[int]) -> list[Any]:
     return out
 
 
+class EncodedLines:
+    """``n`` strings as UTF-8 bytes, each followed by ``\\n``, none holding ``\\n`` or
+    ``\\`` (as :class:`TextColumn` writes them unescaped): what :meth:`TextColumn.extend`
+    takes without decoding them (``trace score``'s ids from its C scanner, issue 26.3)."""
+
+    def __init__(self, data: bytes, n: int) -> None:
+        self.data = data
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def decode(self) -> list[str]:
+        return _decode_lines(self.data[:-1], False) if self.n else []
+
+
 class TextColumn:
     """Strings in order, the first in memory, whole blocks on disk (each block one UTF-8 text
-    of ``\\n``-joined strings, escaped when a string holds ``\\n`` or ``\\``)."""
+    of ``\\n``-joined strings, escaped when a string holds ``\\n`` or ``\\``).  Strings
+    given encoded (:class:`EncodedLines`) go to disk as they are, decoded only if read from
+    memory."""
 
     def __init__(self, spill: SpillDir) -> None:
         self._spill = spill
         self._mem: list[str] = []
+        self._encoded: list[bytes] = []  # after _mem: EncodedLines not yet written
+        self._n_encoded = 0
         self._file: IO[bytes] | None = None
         self._blocks: list[tuple[int, int, int, bool]] = []  # first row, offset, bytes, escaped
         self._disk = 0
@@ -190,23 +211,45 @@ class TextColumn:
         self._last: tuple[int, list[str]] | None = None
 
     def __len__(self) -> int:
-        return self._disk + len(self._mem)
+        return self._disk + len(self._mem) + self._n_encoded
 
-    def extend(self, values: Sequence[str]) -> None:
+    def extend(self, values: Sequence[str] | EncodedLines) -> None:
+        if isinstance(values, EncodedLines):
+            if self._mem:  # after strings in memory: as strings
+                values = values.decode()
+            else:
+                self._encoded.append(values.data)
+                self._n_encoded += values.n
+                if self._n_encoded >= SPILL_AT:
+                    data = b"".join(self._encoded)[:-1]
+                    self._write(data, False, self._n_encoded)
+                    self._encoded, self._n_encoded = [], 0
+                return
+        self._settle()
         self._mem.extend(values)
         if len(self._mem) >= SPILL_AT:
             self._write_block()
 
+    def _settle(self) -> None:
+        """The encoded strings not yet written, decoded into memory."""
+        if self._encoded:
+            self._mem.extend(EncodedLines(b"".join(self._encoded), self._n_encoded).decode())
+            self._encoded, self._n_encoded = [], 0
+
     def _write_block(self) -> None:
+        data, escaped = _encode_lines(self._mem)
+        self._write(data, escaped, len(self._mem))
+        self._mem = []
+
+    def _write(self, data: bytes, escaped: bool, n: int) -> None:
+        """One block of ``n`` strings, ``data`` as :func:`_encode_lines` makes it."""
         if self._file is None:
             self._file = self._spill.new_file()
-        data, escaped = _encode_lines(self._mem)
         offset = self._file.seek(0, os.SEEK_END)
         self._file.write(data)
         self._blocks.append((self._disk, offset, len(data), escaped))
         self._starts.append(self._disk)
-        self._disk += len(self._mem)
-        self._mem = []
+        self._disk += n
 
     def _block(self, k: int) -> list[str]:
         """Block ``k``'s strings (the last one read is kept: reading a column in spans
@@ -222,6 +265,7 @@ class TextColumn:
         return values
 
     def chunks(self) -> Iterator[list[str]]:
+        self._settle()
         for k in range(len(self._blocks)):
             yield self._block(k)
         if self._mem:
@@ -229,6 +273,7 @@ class TextColumn:
 
     def chunks_from(self, first: int) -> Iterator[tuple[int, list[str]]]:
         """``(start, strings)`` block by block from the one that holds position ``first``."""
+        self._settle()
         if first < self._disk:
             for k in range(bisect_right(self._starts, first) - 1, len(self._blocks)):
                 yield self._starts[k], self._block(k)
@@ -240,6 +285,7 @@ class TextColumn:
             yield from chunk
 
     def __getitem__(self, i: int) -> str:
+        self._settle()
         if i >= self._disk:
             return self._mem[i - self._disk]
         k = bisect_right(self._starts, i) - 1
@@ -253,6 +299,7 @@ class TextColumn:
         only the picked strings are decoded when they are few (:meth:`_pick`)."""
         if not positions:
             return []
+        self._settle()
         out: list[str] = []
         i, n = 0, len(positions)
         while i < n and positions[i] < self._disk:

@@ -37,6 +37,7 @@ from ragmeter.io import (
     jsonl_row,
     jsonl_views,
 )
+from ragmeter.io._spill import EncodedLines
 from ragmeter.trace._data import COMPONENT
 
 __all__ = ["LabelBlock", "fast_jsonl", "iter_label_blocks"]
@@ -68,7 +69,7 @@ class LabelBlock:
     5)`` int64, per row the number of document sentences (never 0), relevant keys, utilized
     keys, distinct relevant keys that are also utilized, and unsupported keys."""
 
-    ids: list[str]
+    ids: list[str] | EncodedLines  # encoded: as the C scanner wrote them
     numbers: range
     counts: Any
 
@@ -212,8 +213,9 @@ def _scanned(found: Any, decode: Any, data: memoryview, path: Path, first: int
 
     n_lines = found.n_lines
     accepted = found.accepted
-    if len(found.ids) == n_lines:
-        yield LabelBlock(found.ids, range(first, first + n_lines), found.counts)
+    if len(found.counts) == n_lines:
+        yield LabelBlock(found.encoded_ids() or found.ids, range(first, first + n_lines),
+                         found.counts)
         return
     edges = [0, *(np.flatnonzero(accepted[1:] != accepted[:-1]) + 1).tolist(), n_lines]
     k = 0  # accepted lines so far

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragmeter.io._spill import EncodedLines
+
 __all__ = ["Scan", "Scanner", "scanner", "SCAN_ENV"]
 
 SOURCE = Path(__file__).with_name("_scan.c")
@@ -33,16 +35,37 @@ class Scan:
     byte offsets, where each line begins, then the block's size), ``accepted`` (``n`` bools),
     and for the ``k`` accepted lines in order their ``counts`` (``(k, 5)`` int64: document
     sentences, relevant keys, utilized keys, distinct relevant keys also utilized,
-    unsupported keys) and ``ids`` (blank ones as ``line-<number>``)."""
+    unsupported keys) and :attr:`ids` (blank ones as ``line-<number>``), given as the
+    scanner wrote them: ``id_bytes``, each id followed by ``\\n``, and ``odd``, the accepted
+    lines (0 to k - 1) whose id is made of spaces or non-ASCII bytes (blank when all are
+    spaces); ``first``: the number of the block's first line."""
 
     starts: Any
     accepted: Any
     counts: Any
-    ids: list[str]
+    id_bytes: bytes
+    odd: list[int]
+    first: int
 
     @property
     def n_lines(self) -> int:
         return len(self.accepted)
+
+    @functools.cached_property
+    def ids(self) -> list[str]:
+        names = self.id_bytes.decode("utf-8").split("\n")[:len(self.counts)]
+        if self.odd:
+            import numpy as np
+
+            numbers = self.first + np.flatnonzero(self.accepted)
+            for i in self.odd:
+                if names[i].isspace():
+                    names[i] = f"line-{numbers[i]}"
+        return names
+
+    def encoded_ids(self) -> EncodedLines | None:
+        """:attr:`ids` still encoded (nothing decoded), when none is odd."""
+        return None if self.odd else EncodedLines(self.id_bytes, len(self.counts))
 
 
 class Scanner:
@@ -81,14 +104,8 @@ class Scanner:
             capacity = int(self._lines(address, size))
         del view  # the buffer is free again
         n = n_lines.value
-        names = ids[:written.value].tobytes().decode("utf-8").split("\n")[:k]
-        odd = np.flatnonzero(check[:k])
-        if len(odd):  # ids of spaces and non-ASCII bytes: blank when all are spaces
-            numbers = first + np.flatnonzero(accepted[:n])
-            for i in odd.tolist():
-                if names[i].isspace():
-                    names[i] = f"line-{numbers[i]}"
-        return Scan(starts[:n + 1], accepted[:n].view(np.bool_), counts[:k].copy(), names)
+        return Scan(starts[:n + 1], accepted[:n].view(np.bool_), counts[:k].copy(),
+                    ids[:written.value].tobytes(), np.flatnonzero(check[:k]).tolist(), first)
 
 
 @functools.cache

@@ -17,7 +17,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter import stats
 from ragmeter.io import FieldMap, Row
@@ -45,6 +45,9 @@ from ragmeter.trace._metrics import (
     writeup_denominator,
     writeup_scores,
 )
+
+if TYPE_CHECKING:
+    from ragmeter.io._spill import EncodedLines
 
 __all__ = ["ScoreConfig", "ScoreResult", "ScoredRow", "score_rows", "score_file",
            "score_label_rows"]
@@ -200,12 +203,17 @@ class ScoredRows:
         if len(self._pending) >= 4096:
             self._flush()
 
-    def extend_scored(self, ids: list[str], numbers: Iterable[int],
+    def extend_scored(self, ids: list[str] | EncodedLines, numbers: Iterable[int],
                       values: dict[str, Any]) -> None:
         """Append scored rows given as columns (every name of ``_VALUES``: floats, NaN for
         none), after the pending rows."""
         self._flush()
         self.ids.extend(ids)
+        if isinstance(numbers, range) and numbers.step == 1 and len(numbers) > 64:
+            import numpy as np  # the numbers as one copy, not one int at a time
+
+            numbers = array("q", np.arange(numbers.start, numbers.stop,
+                                           dtype=np.int64).tobytes())
         self.numbers.extend(numbers)
         for name, column in self.values.items():
             column.extend(values[name])
@@ -408,7 +416,7 @@ def coverage_of(rows: ScoredRows | list[ScoredRow]) -> dict[str, Any]:
             "reasons": dict(sorted(reasons.items()))}
 
 
-def _block_values(block: LabelBlock) -> tuple[list[str], dict[str, Any]]:
+def _block_values(block: LabelBlock) -> tuple[list[str] | EncodedLines, dict[str, Any]]:
     """The ids and metric columns of a block of clean rows: the numbers of
     :func:`score_label_row` (the same divisions, in numpy)."""
     import numpy as np

@@ -112,3 +112,32 @@ def test_counts_bootstrap_counts_as_a_counter(tmp_path: Path, monkeypatch: pytes
     config = ScoreConfig(n_resamples=50)
     assert _scorer._interval(scored.metric_chunks("relevance"), len(many), config) == \
         stats.bootstrap_ci(many, n_resamples=50, seed=config.seed)
+
+
+@pytest.mark.parametrize("spill_at", [7, 64, 1 << 14])
+def test_text_column_takes_encoded_lines_among_strings(monkeypatch, spill_at):
+    """:class:`_spill.EncodedLines` (the C scanner's ids, written to disk undecoded) mixed
+    with strings, across block boundaries: every read gives the strings in order."""
+    monkeypatch.setattr(_spill, "SPILL_AT", spill_at)
+    rng = random.Random(spill_at)
+    column = _spill.TextColumn(_spill.SpillDir())
+    expected: list[str] = []
+    for step in range(60):
+        n = rng.choice((0, 1, 3, 20, 90))
+        values = [f"id{step}-{i}" + ("é" if i % 5 == 1 else "") for i in range(n)]
+        if step % 3 == 2:
+            values = [v + "\\n" if i == 0 else v for i, v in enumerate(values)]  # escaped
+            column.extend(values)
+        else:
+            column.extend(_spill.EncodedLines("".join(v + "\n" for v in values)
+                                              .encode("utf-8"), n))
+        expected.extend(values)
+        assert len(column) == len(expected)
+        if step % 17 == 5:  # reads between writes settle what is still encoded
+            if expected:
+                assert column[len(expected) - 1] == expected[-1]
+    assert column.tolist() == expected
+    assert [s for chunk in column.chunks() for s in chunk] == expected
+    picks = sorted(rng.sample(range(len(expected)), 40))
+    assert column.take(picks) == [expected[p] for p in picks]
+    assert [column[p] for p in picks[::7]] == [expected[p] for p in picks[::7]]
