@@ -18,7 +18,7 @@ JSON Lines and Parquet), the built-in sample, and a small file of every kind of 
 scanner defers or names itself (ids blank, of spaces, non-ASCII, escaped or missing; nulls;
 another field; no document sentence; invalid JSON is not among them: it stops the command);
 flags: the defaults, ``--definitions writeup``, ``--resamples 200 --seed 7``, ``--by id``
-on the small files.  The run record's items are also compared as bytes (decompressed).
+on the small files (60,000 rows: the record samples its items).  The run record's items are also compared as bytes (decompressed).
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def _trace_cases(tmp: Path, rows: int) -> dict[str, Path]:
     odd_ids: list[Any] = ["r1", "", "   ", "\u3000", "caf\u00e9", "tab\there", "a\\b",
                           "line-3", None, 7, "\u00a0", "x y"]
     lines = []
-    for i in range(3000):  # runs of clean lines between deferred ones, over several blocks
+    for i in range(60_000):  # runs of clean lines between deferred ones, over many blocks
         row: dict[str, Any] = dict(clean, all_utilized_sentence_keys=["0a", "0b"][:i % 3])
         kind = i % 97
         if kind < len(odd_ids):
@@ -154,7 +154,7 @@ def _trace_cases(tmp: Path, rows: int) -> dict[str, Path]:
             row["unsupported_response_sentence_keys"] = ["r0"]
         lines.append(json.dumps(row, ensure_ascii=kind % 2 == 0))
     (tmp / "odd.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
-    files["3,000 rows, odd ids and deferred lines"] = tmp / "odd.jsonl"
+    files["60,000 rows, odd ids and deferred lines"] = tmp / "odd.jsonl"
     return files
 
 

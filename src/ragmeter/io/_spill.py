@@ -128,6 +128,34 @@ class NumberColumn:
             out.extend(self._mem[start - self._disk:stop - self._disk])
         return out
 
+    def gather(self, positions: Any) -> Any:
+        """The values at ``positions`` (a numpy array of ascending positions) as a numpy
+        array: the span they cover read a window of ``64 * SPILL_AT`` values at a time
+        (8 MiB), each window indexed in numpy."""
+        import numpy as np
+
+        out = np.empty(len(positions), dtype=self.code)
+        window = 64 * SPILL_AT
+        i = 0
+        while i < len(positions):
+            start = int(positions[i])
+            j = int(np.searchsorted(positions, start + window, side="left"))
+            stop = int(positions[j - 1]) + 1
+            span = np.empty(stop - start, dtype=self.code)
+            on_disk = max(0, min(stop, self._disk) - start)
+            if on_disk:  # read straight into the array (one copy)
+                assert self._file is not None
+                self._file.flush()
+                self._file.seek(start * self._size)
+                into = span[:on_disk].view(np.uint8)
+                if self._file.readinto(into) != on_disk * self._size:  # type: ignore[attr-defined]
+                    raise OSError("a spilled column's file is shorter than written")
+            if on_disk < len(span):
+                span[on_disk:] = self._mem[start + on_disk - self._disk:stop - self._disk]
+            out[i:j] = span[positions[i:j] - start]
+            i = j
+        return out
+
     def chunks(self, size: int | None = None) -> Iterator[array]:
         size = size or SPILL_AT
         for start in range(0, len(self), size):
@@ -328,10 +356,15 @@ class TextColumn:
         self._file.flush()
         self._file.seek(offset)
         data = self._file.read(nbytes)
-        ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10).tolist()
-        ends.append(nbytes)
-        return [data[(ends[j - 1] + 1 if j else 0):ends[j]].decode("utf-8", _ENC)
-                for j in picks]
+        raw = np.frombuffer(data + b"\n", dtype=np.uint8)
+        ends = np.flatnonzero(raw == 10)  # each string's newline (the last one's added)
+        chosen = np.asarray(picks, dtype=np.int64)
+        starts = np.where(chosen > 0, ends[chosen - 1] + 1, 0)
+        sizes = ends[chosen] - starts + 1  # with the newline
+        # the picked strings' bytes, each with its newline, gathered and decoded at once
+        shift = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
+        gathered = raw[np.arange(int(sizes.sum()), dtype=np.int64) + shift]
+        return gathered.tobytes().decode("utf-8", _ENC).split("\n")[:-1]
 
 
 def _encode_lines(values: Sequence[str]) -> tuple[bytes, bool]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -284,18 +285,20 @@ class ScoredRows:
         """The item tuples of scored rows at positions from ``offset`` (as :meth:`__iter__`
         and :meth:`ScoredRow.to_item` make them: NaN is None, adherence a bool)."""
 
-        def value(name: str, v: float) -> Any:
-            if v != v:
-                return None
-            return v == 1.0 if name == "adherence" else v
-
         def rows(positions: Sequence[int]) -> list[tuple[Any, ...]]:
-            at = [offset + p for p in positions]
-            columns = [self.ids.take(at), self.numbers.take(at),
-                       *[[value(m, v) for v in self.values[m].take(at)]
-                         for m in SCORE_METRICS]]
-            return [(rid, number, "ok", *vals)
-                    for rid, number, *vals in zip(*columns, strict=True)]
+            import numpy as np  # the columns gathered in numpy, not a value at a time
+
+            at = np.asarray(positions, dtype=np.int64) + offset
+            columns: list[list[Any]] = [self.ids.take(at.tolist()),
+                                        self.numbers.gather(at).tolist()]
+            for m in SCORE_METRICS:
+                values = self.values[m].gather(at)
+                column = (values == 1.0).tolist() if m == "adherence" else values.tolist()
+                for i in np.flatnonzero(np.isnan(values)).tolist():
+                    column[i] = None
+                columns.append(column)
+            ids, numbers, *vals = columns
+            return list(zip(ids, numbers, repeat("ok", len(ids)), *vals, strict=True))
         return rows
 
     def metric_chunks(self, name: str) -> Any:

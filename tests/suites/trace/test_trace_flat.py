@@ -141,3 +141,26 @@ def test_text_column_takes_encoded_lines_among_strings(monkeypatch, spill_at):
     picks = sorted(rng.sample(range(len(expected)), 40))
     assert column.take(picks) == [expected[p] for p in picks]
     assert [column[p] for p in picks[::7]] == [expected[p] for p in picks[::7]]
+
+
+@pytest.mark.parametrize("spill_at", [7, 100, 1 << 14])
+def test_number_column_gathers_what_take_gives(monkeypatch, spill_at):
+    """:meth:`_spill.NumberColumn.gather` (the run record's sample of items, in numpy) reads
+    the positions that :meth:`take` reads, on disk, in memory and across both."""
+    import numpy as np
+
+    monkeypatch.setattr(_spill, "SPILL_AT", spill_at)
+    rng = random.Random(spill_at)
+    floats, ints = _spill.NumberColumn("d", _spill.SpillDir()), \
+        _spill.NumberColumn("q", _spill.SpillDir())
+    values = [rng.random() for _ in range(30_000)]
+    for k in range(0, len(values), 777):
+        floats.extend(values[k:k + 777])
+        ints.extend(range(k, min(k + 777, len(values))))
+    for size in (0, 1, 5, 700, 9000):
+        picks = sorted(rng.sample(range(len(values)), size))
+        assert floats.gather(np.asarray(picks, dtype=np.int64)).tolist() == \
+            floats.take(picks) == [values[p] for p in picks]
+        assert ints.gather(np.asarray(picks, dtype=np.int64)).tolist() == picks
+    tail = list(range(len(values) - 30, len(values)))  # the part still in memory
+    assert floats.gather(np.asarray(tail)).tolist() == values[-30:]
