@@ -242,6 +242,8 @@ class TextColumn:
         return self._disk + len(self._mem) + self._n_encoded
 
     def extend(self, values: Sequence[str] | EncodedLines) -> None:
+        if not len(values):  # (nothing to settle: what is still encoded stays so)
+            return
         if isinstance(values, EncodedLines):
             if self._mem:  # after strings in memory: as strings
                 values = values.decode()

@@ -221,6 +221,8 @@ class ScoredRows:
         self._n_scored += len(ids)
 
     def _flush(self) -> None:
+        if not self._pending:
+            return
         rows, self._pending = self._pending, []
         start = len(self.ids)
         self.ids.extend([r.id for r in rows])

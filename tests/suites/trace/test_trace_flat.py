@@ -164,3 +164,26 @@ def test_number_column_gathers_what_take_gives(monkeypatch, spill_at):
         assert ints.gather(np.asarray(picks, dtype=np.int64)).tolist() == picks
     tail = list(range(len(values) - 30, len(values)))  # the part still in memory
     assert floats.gather(np.asarray(tail)).tolist() == values[-30:]
+
+
+def test_scanned_ids_stay_encoded_until_read():
+    """The C scanner's ids go to the spilled id column without being decoded: an empty
+    extend between blocks (the pending rows' flush) does not decode them."""
+    scored = _scorer.ScoredRows()
+    decoded = []
+    original = _spill.EncodedLines.decode
+
+    def spy(self):
+        decoded.append(self.n)
+        return original(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_spill.EncodedLines, "decode", spy)
+        scored.extend_scored(_spill.EncodedLines(b"a\nb\n", 2), range(2), {
+            name: [0.5, 0.5] for name in _scorer._VALUES})
+        scored.extend_scored([], range(2, 2), {name: [] for name in _scorer._VALUES})
+        scored.extend_scored(_spill.EncodedLines(b"c\n", 1), range(2, 3), {
+            name: [0.5] for name in _scorer._VALUES})
+        assert decoded == []
+        assert scored.ids.tolist() == ["a", "b", "c"]  # read: decoded once
+        assert decoded == [3]
