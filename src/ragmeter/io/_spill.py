@@ -102,7 +102,15 @@ class NumberColumn:
         return self._disk + len(self._mem)
 
     def extend(self, values: Any) -> None:
-        self._mem.extend(values)
+        """Append ``values``: numbers, an array of this type, or a contiguous numpy array of
+        this type (its bytes copied once)."""
+        dtype = getattr(values, "dtype", None)
+        if dtype is not None and values.flags.c_contiguous \
+                and dtype.kind == ("f" if self.code in "fd" else "i") \
+                and dtype.itemsize == self._mem.itemsize and dtype.isnative:
+            self._mem.frombytes(memoryview(values).cast("B"))
+        else:
+            self._mem.extend(values)
         if len(self._mem) >= SPILL_AT:
             if self._file is None:
                 self._file = self._spill.new_file()

@@ -13,7 +13,6 @@ coverage of the file (rows scored, rows unscored by reason).
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -213,8 +212,7 @@ class ScoredRows:
         if isinstance(numbers, range) and numbers.step == 1 and len(numbers) > 64:
             import numpy as np  # the numbers as one copy, not one int at a time
 
-            numbers = array("q", np.arange(numbers.start, numbers.stop,
-                                           dtype=np.int64).tobytes())
+            numbers = np.arange(numbers.start, numbers.stop, dtype=np.int64)
         self.numbers.extend(numbers)
         for name, column in self.values.items():
             column.extend(values[name])
@@ -436,8 +434,7 @@ def _block_values(block: LabelBlock) -> tuple[list[str] | EncodedLines, dict[str
     columns = {"relevance": n_rel / n, "utilization": n_util / n, "completeness": comp,
                "adherence": adh.astype(np.float64), "adherence_probability": nan,
                "average": nan}
-    # as array("d") from the bytes: a column's extend then copies, not one number at a time
-    return ids, {name: array("d", values.tobytes()) for name, values in columns.items()}
+    return ids, columns  # float64 arrays: a column's extend copies their bytes once
 
 
 def _score_into(scored: ScoredRows, rows: Iterable[Row | LabelBlock], config: ScoreConfig,
