@@ -193,10 +193,11 @@ def _scanned_file(scan: Any, decode: Any, path: Path) -> Iterator[LabelBlock | R
     """The file's rows, each block scanned as it is counted (the scan gives its lines)."""
     found: Any = None
     after = 1  # the first line of the next block
+    work: dict[str, Any] = {}  # the scanner's buffers, reused block after block
 
     def count(view: memoryview) -> int:
         nonlocal found, after
-        found = scan.scan(view, after)
+        found = scan.scan(view, after, work)
         after += found.n_lines
         return int(found.n_lines)
 

@@ -81,20 +81,28 @@ class Scanner:
         self._scan = library.rt_scan
         self._lines = library.rt_lines
 
-    def scan(self, data: Any, first: int) -> Scan:
+    def scan(self, data: Any, first: int, work: dict[str, Any] | None = None) -> Scan:
         """Scan ``data`` (bytes, or a buffer such as a bytearray's memoryview): whole lines
-        (the last may lack its newline), the first of them line ``first``."""
+        (the last may lack its newline), the first of them line ``first``.  ``work``: a dict
+        the caller keeps between the blocks of one file (one thread), where the scanner's
+        output buffers are kept and reused (fresh ones a block cost page faults); the
+        :class:`Scan` never refers to them."""
         import numpy as np
 
         view = np.frombuffer(data, dtype=np.uint8)
         address, size = view.ctypes.data, len(view)
         capacity = max(1024, size // 32)  # lines: counted first only when more come
+        work = {} if work is None else work
         while True:
-            starts = np.empty(capacity + 1, dtype=np.int64)
-            accepted = np.empty(capacity, dtype=np.uint8)
-            counts = np.empty((capacity, 5), dtype=np.int64)
-            ids = np.empty(size + 27 * capacity, dtype=np.uint8)
-            check = np.empty(capacity, dtype=np.uint8)
+            if work.get("capacity", -1) < capacity or work["size"] < size:
+                work.update(capacity=capacity, size=size,
+                            starts=np.empty(capacity + 1, dtype=np.int64),
+                            accepted=np.empty(capacity, dtype=np.uint8),
+                            counts=np.empty((capacity, 5), dtype=np.int64),
+                            ids=np.empty(size + 27 * capacity, dtype=np.uint8),
+                            check=np.empty(capacity, dtype=np.uint8))
+            starts, accepted, counts = work["starts"], work["accepted"], work["counts"]
+            ids, check = work["ids"], work["check"]
             n_lines, written = ctypes.c_int64(), ctypes.c_int64()
             k = self._scan(address, size, capacity, first, ctypes.addressof(n_lines),
                            starts.ctypes.data, accepted.ctypes.data, counts.ctypes.data,
@@ -104,8 +112,9 @@ class Scanner:
             capacity = int(self._lines(address, size))
         del view  # the buffer is free again
         n = n_lines.value
-        return Scan(starts[:n + 1], accepted[:n].view(np.bool_), counts[:k].copy(),
-                    ids[:written.value].tobytes(), np.flatnonzero(check[:k]).tolist(), first)
+        return Scan(starts[:n + 1].copy(), accepted[:n].view(np.bool_).copy(),
+                    counts[:k].copy(), ids[:written.value].tobytes(),
+                    np.flatnonzero(check[:k]).tolist(), first)
 
 
 @functools.cache
