@@ -71,11 +71,49 @@ def _run(src: Path, data: Path, flags: list[str], out: Path, family: str = "mult
         (record,) = [p for p in (out / folder).glob("*.json")]
         rec = json.loads(record.read_text("utf-8"))
         doc[folder] = {"result": rec["result"], "items": _items(out / folder / rec["items_file"]),
-                       "items_bytes": gzip.decompress((out / folder / rec["items_file"])
-                                                      .read_bytes()),
                        **{k: rec[k] for k in ("items_total", "items_unscored",
                                              "items_truncated", "signature")}}
+        if family == "trace":  # the items file's bytes too (decompressed)
+            doc[folder]["items_bytes"] = gzip.decompress(
+                (out / folder / rec["items_file"]).read_bytes())
     return doc
+
+
+def _parquet_case(files: dict[str, Path], jsonl: Path, out: Path, name: str) -> None:
+    """``jsonl`` written as Parquet to ``out``, added to ``files`` as ``name`` (no pyarrow:
+    no such case)."""
+    try:
+        import pyarrow.json as pj
+        import pyarrow.parquet as pq
+
+        pq.write_table(pj.read_json(jsonl), out)
+        files[name] = out
+    except ImportError:
+        print("pyarrow missing: no Parquet case")
+
+
+def _compare(args: argparse.Namespace, family: str, files: dict[str, Path], sample: str,
+             flag_sets: Any, tmp: Path) -> int:
+    """Run every case with both versions; print one line each and the verdict; 1 on any
+    difference.  ``flag_sets(name)``: the flag lists of the case ``name``."""
+    failures = 0
+    env = {**os.environ, "PYTHONPATH": str(args.new_src), "RAGMETER_HOME": str(tmp / "h")}
+    files["built-in sample"] = Path(subprocess.run(
+        [sys.executable, "-c", "from ragmeter.io._samples import sample_path; "
+         f"print(sample_path({sample!r}))"],
+        check=True, env=env, capture_output=True, text=True).stdout.strip())
+    for name, data in files.items():
+        for k, flags in enumerate(flag_sets(name)):
+            old = _run(args.old_src, data, flags, tmp / "old" / f"{len(name)}{name[:3]}{k}",
+                       family)
+            new = _run(args.new_src, data, flags, tmp / "new" / f"{len(name)}{name[:3]}{k}",
+                       family)
+            diff = [key for key in old if old[key] != new.get(key)]
+            failures += bool(diff)
+            print(f"{'SAME' if not diff else 'DIFFERENT: ' + ', '.join(diff):<12} {name}"
+                  f" {' '.join(flags) or '(defaults)'}", flush=True)
+    print("all outputs identical" if not failures else f"{failures} case(s) differ")
+    return 1 if failures else 0
 
 
 def _write_cases(tmp: Path, rows: int) -> dict[str, Path]:
@@ -88,14 +126,7 @@ def _write_cases(tmp: Path, rows: int) -> dict[str, Path]:
     big = tmp / f"gen{rows}.jsonl"
     generate(big, rows)
     files[f"generated {rows:,}"] = big
-    try:
-        import pyarrow.json as pj
-        import pyarrow.parquet as pq
-
-        pq.write_table(pj.read_json(big), tmp / "gen.parquet")
-        files[f"generated {rows:,} parquet"] = tmp / "gen.parquet"
-    except ImportError:
-        print("pyarrow missing: no Parquet case")
+    _parquet_case(files, big, tmp / "gen.parquet", f"generated {rows:,} parquet")
     ten = tmp / "ten.jsonl"
     generate(ten, 12)
     files["12 rows"] = ten
@@ -122,14 +153,7 @@ def _trace_cases(tmp: Path, rows: int) -> dict[str, Path]:
     big = tmp / f"trace{rows}.jsonl"
     generate_trace(big, rows)
     files[f"generated {rows:,}"] = big
-    try:
-        import pyarrow.json as pj
-        import pyarrow.parquet as pq
-
-        pq.write_table(pj.read_json(big), tmp / "trace.parquet")
-        files[f"generated {rows:,} parquet"] = tmp / "trace.parquet"
-    except ImportError:
-        print("pyarrow missing: no Parquet case")
+    _parquet_case(files, big, tmp / "trace.parquet", f"generated {rows:,} parquet")
     docs = [[["0a", "One."], ["0b", "Two \u00e9."]], [["1a", "Three."]]]
     clean = {"documents_sentences": docs, "all_relevant_sentence_keys": ["0a", "1a"],
              "all_utilized_sentence_keys": ["0a"], "unsupported_response_sentence_keys": []}
@@ -158,31 +182,6 @@ def _trace_cases(tmp: Path, rows: int) -> dict[str, Path]:
     return files
 
 
-def _main_trace(args: argparse.Namespace) -> int:
-    failures = 0
-    with tempfile.TemporaryDirectory() as tmp_name:
-        tmp = Path(tmp_name)
-        files = _trace_cases(tmp, args.rows)
-        env = {**os.environ, "PYTHONPATH": str(args.new_src), "RAGMETER_HOME": str(tmp / "h")}
-        sample = subprocess.run(
-            [sys.executable, "-c", "from ragmeter.io._samples import sample_path; "
-             "print(sample_path('trace_labelled.jsonl'))"],
-            check=True, env=env, capture_output=True, text=True).stdout.strip()
-        files["built-in sample"] = Path(sample)
-        for name, data in files.items():
-            flag_sets = [*TRACE_FLAGS, *([["--by", "id"]] if "generated" not in name else [])]
-            for k, flags in enumerate(flag_sets):
-                where = f"{len(name)}{name[:3]}{k}"
-                old = _run(args.old_src, data, flags, tmp / "old" / where, "trace")
-                new = _run(args.new_src, data, flags, tmp / "new" / where, "trace")
-                diff = [key for key in old if old[key] != new.get(key)]
-                failures += bool(diff)
-                print(f"{'SAME' if not diff else 'DIFFERENT: ' + ', '.join(diff):<12} {name}"
-                      f" {' '.join(flags) or '(defaults)'}", flush=True)
-    print("all outputs identical" if not failures else f"{failures} case(s) differ")
-    return 1 if failures else 0
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("old_src", type=Path)
@@ -190,30 +189,20 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--family", choices=["multilingual", "trace"], default="multilingual")
     args = ap.parse_args()
-    if args.family == "trace":
-        return _main_trace(args)
-    failures = 0
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        files = _write_cases(tmp, args.rows)
-        env = {**os.environ, "PYTHONPATH": str(args.new_src), "RAGMETER_HOME": str(tmp / "h")}
-        sample = subprocess.run(
-            [sys.executable, "-c", "from ragmeter.io._samples import sample_path; "
-             "print(sample_path('multilingual_answers.jsonl'))"],
-            check=True, env=env, capture_output=True, text=True).stdout.strip()
-        files["built-in sample"] = Path(sample)
-        for name, data in files.items():
-            for k, flags in enumerate(FLAGS):
-                if flags[:1] == ["--baseline"] and name == "built-in sample":
-                    flags = ["--baseline", "retrieve"]
-                old = _run(args.old_src, data, flags, tmp / "old" / f"{len(name)}{name[:3]}{k}")
-                new = _run(args.new_src, data, flags, tmp / "new" / f"{len(name)}{name[:3]}{k}")
-                diff = [key for key in old if old[key] != new.get(key)]
-                failures += bool(diff)
-                print(f"{'SAME' if not diff else 'DIFFERENT: ' + ', '.join(diff):<12} {name}"
-                      f" {' '.join(flags) or '(defaults)'}", flush=True)
-    print("all outputs identical" if not failures else f"{failures} case(s) differ")
-    return 1 if failures else 0
+        if args.family == "trace":
+            return _compare(args, "trace", _trace_cases(tmp, args.rows), "trace_labelled.jsonl",
+                            lambda name: [*TRACE_FLAGS, *([["--by", "id"]]
+                                                          if "generated" not in name else [])],
+                            tmp)
+
+        def flag_sets(name: str) -> list[list[str]]:
+            return [["--baseline", "retrieve"] if flags[:1] == ["--baseline"]
+                    and name == "built-in sample" else flags for flags in FLAGS]
+
+        return _compare(args, "multilingual", _write_cases(tmp, args.rows),
+                        "multilingual_answers.jsonl", flag_sets, tmp)
 
 
 if __name__ == "__main__":
