@@ -12,6 +12,7 @@ import pytest
 
 from ragmeter import stats
 from ragmeter.io import _spill
+from ragmeter.stats import _core
 from ragmeter.trace import _scorer
 from ragmeter.trace._scorer import ScoreConfig, score_file
 
@@ -187,3 +188,73 @@ def test_scanned_ids_stay_encoded_until_read():
         assert decoded == []
         assert scored.ids.tolist() == ["a", "b", "c"]  # read: decoded once
         assert decoded == [3]
+
+
+def _unique_counts_by_sort(chunks):
+    """distinct_counts as it was: np.unique (a sort) of every chunk."""
+    import numpy as np
+
+    counts: dict[float, int] = {}
+    for i, chunk in enumerate(chunks()):
+        if i == 0 and len(chunk) < _core.SMALL:
+            return None
+        values, times = np.unique(np.asarray(chunk, dtype=np.float64), return_counts=True)
+        if values.size > _core.DISTINCT or not np.isfinite(values).all():
+            return None
+        for v, k in zip(values.tolist(), times.tolist(), strict=True):
+            counts[v] = counts.get(v, 0) + k
+        if len(counts) > _core.DISTINCT:
+            return None
+    return counts or None
+
+
+@pytest.mark.parametrize("kind", ["binary", "ratios", "many", "signed zeros", "nan", "inf",
+                                  "too many"])
+def test_distinct_counts_by_hash_are_those_of_the_sort(kind, monkeypatch):
+    """Chunks after the first are counted by a 16-bit hash of the values' bits when there are
+    more than 4 distinct values so far (stats._core._hashed_unique), falling back to the sort
+    on a collision or on 0.0 beside -0.0: the same counts, keys (signs of zero included) and
+    key order as sorting every chunk, or None alike."""
+    import math
+
+    import numpy as np
+
+    rng = np.random.default_rng(len(kind))
+    chunks = []
+    for c in range(8):
+        n = 16_384 if c < 7 else 999
+        if kind == "binary":
+            a = rng.integers(0, 2, n).astype(float)
+        elif kind == "ratios":  # a few hundred distinct, as trace's metrics
+            a = rng.integers(0, 20, n) / rng.integers(1, 20, n)
+        elif kind == "many":  # thousands of distinct: collisions, the sort takes over
+            a = rng.integers(0, 4000, n) / 7.0
+        elif kind == "signed zeros":
+            a = rng.integers(0, 9, n) / 4.0 * np.where(rng.random(n) < 0.5, -1.0, 1.0)
+        else:
+            a = rng.integers(0, 30, n) / rng.integers(1, 9, n)
+            if c == 3 and kind != "too many":
+                a[7] = np.nan if kind == "nan" else np.inf
+            if kind == "too many":
+                a = a + c * 1000.0 + rng.integers(0, 300, n)
+        chunks.append(a if c % 2 else array_like(a))
+    hashed = []
+    real = _core._hashed_unique
+    monkeypatch.setattr(_core, "_hashed_unique",
+                        lambda values, table: hashed.append(real(values, table)) or hashed[-1])
+    expected = _unique_counts_by_sort(lambda: iter(chunks))
+    got = stats.distinct_counts(lambda: iter(chunks))
+    if kind == "ratios":  # the hash answered (the test is not of the sort alone)
+        assert any(h is not None for h in hashed)
+    assert (got is None) == (expected is None)
+    if kind in ("nan", "inf", "too many"):
+        assert got is None
+    else:
+        assert list(got.items()) == list(expected.items())
+        assert [math.copysign(1, k) for k in got] == [math.copysign(1, k) for k in expected]
+
+
+def array_like(values):
+    from array import array
+
+    return array("d", values.tobytes())
