@@ -246,10 +246,12 @@ static int field(ptr s, ptr e) {
     return 0;
 }
 
-/* One line [p, e): 1 when accepted (counts[0..4]: sentences, relevant, utilized, relevant
- * and utilized (distinct), unsupported; *id0 and *id1 the id's bytes, both NULL for none or
- * null), 0 to defer. */
-static int line(ptr p, ptr e, int64_t *counts, ptr *id0, ptr *id1) {
+/* The line at p, in a block that ends at e: 1 when accepted (counts[0..4]: sentences,
+ * relevant, utilized, relevant and utilized (distinct), unsupported; *id0 and *id1 the id's
+ * bytes, both NULL for none or null; *stop at the line's '\n', or e), 0 to defer.  The parse
+ * never passes a '\n' (no token, whitespace or string holds one), so the line's end needs
+ * no search first. */
+static int line(ptr p, ptr e, int64_t *counts, ptr *id0, ptr *id1, ptr *stop) {
     ptr rs[MAX_KEYS], re[MAX_KEYS], us[MAX_KEYS], ue[MAX_KEYS];
     uint64_t rf[MAX_KEYS], uf[MAX_KEYS];
     int64_t n_rel = 0, n_util = 0;
@@ -299,7 +301,9 @@ static int line(ptr p, ptr e, int64_t *counts, ptr *id0, ptr *id1) {
         if (*p != ',') return 0;
         p = skip_ws(p + 1, e);
     }
-    if (skip_ws(p + 1, e) != e) return 0;
+    ptr q = skip_ws(p + 1, e);
+    if (q < e && *q != '\n') return 0;
+    *stop = q;
     if ((seen & F_REQUIRED) != F_REQUIRED || counts[0] == 0) return 0;
     int64_t both = 0;
     for (int64_t i = 0; i < n_rel; i++) {
@@ -350,13 +354,15 @@ int64_t rt_scan(const unsigned char *data, int64_t size, int64_t capacity, int64
     int64_t i = 0;
     for (; p < end; i++) {
         if (i == capacity) return -1;
-        ptr nl = memchr(p, '\n', (size_t)(end - p));
-        ptr e = nl ? nl : end;
         starts[i] = p - data;
-        ptr id0, id1;
+        ptr id0, id1, e;
         int64_t *c = counts + 5 * k;
         c[0] = c[4] = 0;
-        accepted[i] = (uint8_t)line(p, e, c, &id0, &id1);
+        accepted[i] = (uint8_t)line(p, end, c, &id0, &id1, &e);
+        if (!accepted[i]) {
+            ptr nl = memchr(p, '\n', (size_t)(end - p));
+            e = nl ? nl : end;
+        }
         if (accepted[i]) {
             int odd = id0 != NULL && id1 > id0;
             for (ptr q = id0; odd && q < id1; q++)
@@ -380,7 +386,7 @@ int64_t rt_scan(const unsigned char *data, int64_t size, int64_t capacity, int64
             *out++ = '\n';
             k++;
         }
-        p = nl ? nl + 1 : end;
+        p = e < end ? e + 1 : end;
     }
     *n_lines = i;
     starts[i] = size;
