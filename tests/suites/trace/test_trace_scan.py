@@ -298,3 +298,33 @@ def test_scanner_tells_keys_apart_past_their_first_seven_bytes(scanner: _scan.Sc
     found = scanner.scan(("\n".join(lines) + "\n").encode(), 1)
     assert found.accepted.all()
     assert found.counts.tolist() == expected
+
+
+def test_a_built_library_is_found_again_without_running_a_process(tmp_path, monkeypatch):
+    """The compiler's version and the platform (in the library's digest) are kept beside the
+    built libraries while the compiler's file, Python's and the kernel are the same: finding
+    the scanner again starts no process (it cost some 25 ms a run), with the same digest."""
+    import subprocess
+
+    from ragmeter._util import _cbuild
+
+    if _cbuild.compiler() is None:
+        pytest.skip("no C compiler")
+    monkeypatch.setenv("RAGMETER_HOME", str(tmp_path / "home"))
+    commands = lambda cc, out: [[cc, *_scan.FLAGS, "-o", out, str(_scan.SOURCE)]]  # noqa: E731
+    first = _cbuild.build_library("t-scan", [_scan.SOURCE.read_bytes()], commands, _scan.FLAGS)
+    kept = list((tmp_path / "home" / "compilers").glob("*.json"))
+    assert len(kept) == 1
+
+    def no_process(*args, **kwargs):
+        raise AssertionError(f"a process was started: {args}")
+
+    monkeypatch.setattr(subprocess, "run", no_process)
+    assert _cbuild.build_library("t-scan", [_scan.SOURCE.read_bytes()], commands,
+                                 _scan.FLAGS) == first
+    # a compiler file that changed (here: the record of it) is asked again
+    record = json.loads(kept[0].read_text(encoding="utf-8"))
+    record["stamp"][0][2] += 1
+    kept[0].write_text(json.dumps(record), encoding="utf-8")
+    with pytest.raises(AssertionError, match="a process was started"):
+        _cbuild.build_library("t-scan", [_scan.SOURCE.read_bytes()], commands, _scan.FLAGS)
