@@ -3,10 +3,10 @@
 It reads a block of JSON Lines and, for each line of exactly the clean shape the typed reader
 (:mod:`ragmeter.trace._fast`) takes, gives the counts scoring needs and the id, without making
 any text; any other line is marked deferred and read as without it (see the C file for what
-it defers).  Built once per machine with the C compiler at hand, like the local model's
-kernels (:func:`ragmeter._util._cbuild.build_library`), about 0.2 s once;
-no compiler, a failed build or ``RAGMETER_TRACE_SCAN=0``: :func:`scanner` is None and every
-line goes through the typed reader, with the same results.
+it defers).  Built once per machine and CPU (``-O3 -march=native``) with the C compiler at
+hand, like the local model's kernels (:func:`ragmeter._util._cbuild.build_library`), about
+0.3 s once; no compiler, a failed build or ``RAGMETER_TRACE_SCAN=0``: :func:`scanner` is None
+and every line goes through the typed reader, with the same results.
 """
 
 from __future__ import annotations
