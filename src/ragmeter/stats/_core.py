@@ -200,6 +200,8 @@ def _hashed_unique(values: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, n
     import numpy as np
 
     bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+    if not bits.size:
+        return None
     buckets = ((bits * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(48)).astype(np.uint16)
     table[buckets] = bits
     if not np.array_equal(table[buckets], bits):
