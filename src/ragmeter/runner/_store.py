@@ -267,6 +267,12 @@ class Store:
         return {key: bytes(blob) for key, blob in
                 self._select_in("SELECT key, vector FROM vectors", keys)}
 
+    def has_vectors(self, model: str) -> bool:
+        """Whether any vector of ``model`` is stored (one index seek)."""
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM vectors WHERE model = ? LIMIT 1",
+                                    (model,)).fetchone() is not None
+
     def put_vectors(self, rows: Iterable[tuple[str, str, int, bytes]]) -> None:
         """Store ``(key, model, dim, float32 bytes)`` embeddings in one transaction."""
         now = _now()
