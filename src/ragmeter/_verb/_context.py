@@ -52,9 +52,9 @@ def model_context(backend: Any, store: Any, *, replay: bool = False,
 
     config = config_for(choice, replay=replay, progress=progress, description=description)
     if on_progress is not None:
-        import dataclasses
+        from ragmeter._util._record import replace
 
-        config = dataclasses.replace(config, on_progress=on_progress)
+        config = replace(config, on_progress=on_progress)
     return choice.instance(), the_store, config
 
 
