@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from ragmeter._util._record import as_dict, replace
+from ragmeter.backends._registry import BackendRecipe, BackendSpec
 from ragmeter.backends._types import (
     Capabilities,
     Message,
@@ -24,7 +25,10 @@ from ragmeter.backends._types import (
     TokenCounter,
     Usage,
 )
+from ragmeter.backends._values import ModelBackend
 from ragmeter.errors import ConfigError
+from ragmeter.runner._estimate import DryRunEstimate
+from ragmeter.runner._store import StoreStats
 from ragmeter.runner._types import Outcome, RunnerConfig, RunStats
 
 
@@ -132,6 +136,48 @@ class RunStats_:
     reasons: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class BackendSpec_:
+    name: str
+    target: str
+    description: str
+    mirror: Any = None
+    plugin: str | None = None
+
+
+@dataclass(frozen=True)
+class BackendRecipe_:
+    name: str
+    target: str
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    remote: bool = False
+
+
+@dataclass(frozen=True)
+class StoreStats_:
+    path: str
+    calls: int
+    runs: int
+    item_results: int
+    prompt_tokens: int
+    completion_tokens: int
+    size_bytes: int
+    by_model: dict[str, int]
+    schema_version: int
+    runs_by_status: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DryRunEstimate_:
+    requests: int
+    cached: int
+    calls: int
+    prompt_tokens: int
+    completion_tokens_max: int
+    token_method: str = "chars/4"
+    cost_usd_max: float | None = None
+
+
 MSG = Message("user", "hi")
 REQ = Request("q1", (MSG,), {"temperature": 0}, ("A", "B"), 2)
 # (record, the same fields as main's dataclass, another record that differs in one field)
@@ -154,6 +200,15 @@ CASES: list[tuple[Any, Any, Any]] = [
      Outcome_(REQ, "unscored", reason="timeout", attempts=2, key="v1:x"), Outcome(REQ, "ok")),
     (RunStats(total=2, reasons={"timeout": 1}), RunStats_(total=2, reasons={"timeout": 1}),
      RunStats(total=3)),
+    (BackendSpec("x", "m:C", "d", Capabilities(remote=True)),
+     BackendSpec_("x", "m:C", "d", Capabilities(remote=True)), BackendSpec("x", "m:C", "e")),
+    (BackendRecipe("x", "m:C", (("model", "y"),), True),
+     BackendRecipe_("x", "m:C", (("model", "y"),), True), BackendRecipe("x", "m:C")),
+    (StoreStats("s.db", 1, 2, 3, 4, 5, 6, {"m": 1}, 7),
+     StoreStats_("s.db", 1, 2, 3, 4, 5, 6, {"m": 1}, 7),
+     StoreStats("s.db", 1, 2, 3, 4, 5, 6, {"m": 1}, 7, {"finished": 1})),
+    (DryRunEstimate(3, 1, 2, 40, 50, cost_usd_max=0.5),
+     DryRunEstimate_(3, 1, 2, 40, 50, cost_usd_max=0.5), DryRunEstimate(3, 1, 2, 40, 51)),
 ]
 IDS = [type(case[0]).__name__ for case in CASES]
 
@@ -229,3 +284,42 @@ def test_replace_and_as_dict() -> None:
     assert stats.reasons == {"timeout": 1}
     with pytest.raises(ConfigError, match="--concurrency"):  # RunnerConfig's checks run again
         replace(RunnerConfig(), concurrency=0)
+
+
+def test_model_backend_is_compared_by_identity_and_hides_its_key() -> None:
+    @dataclass(frozen=True, eq=False)
+    class ModelBackend_:
+        name: str = "local"
+        model: str | None = None
+        base_url: str | None = None
+        api_key: str | None = field(default=None, repr=False)
+        concurrency: int = 8
+        rpm: float | None = None
+        tpm: float | None = None
+        timeout: float = 120.0
+        max_retries: int = 5
+        price_prompt: float | None = None
+        price_completion: float | None = None
+        batch_size: int = 1
+        engine: str = "local"
+        ray_address: str | None = None
+        ray_workers: int = 2
+        ray_cpus_per_worker: int = 1
+        ray_num_gpus: float = 0.0
+        ray_batch_size: int = 16
+        _lock: Any = field(default=None, repr=False, compare=False)
+        _instance: Any = field(default=None, repr=False, compare=False)
+
+    opts = {"name": "openai", "model": "m", "api_key": "sk-secret", "concurrency": 4,
+            "rpm": 60.0}
+    a, b = ModelBackend(**opts), ModelBackend(**opts)  # type: ignore[arg-type]
+    old = repr(ModelBackend_(**opts))  # type: ignore[arg-type]
+    assert repr(a) == "ModelBackend(" + old.split("(", 1)[1]
+    assert "sk-secret" not in repr(a)
+    assert a != b and a == a and hash(a) == object.__hash__(a)  # identity, as eq=False
+    assert a._lock is not b._lock and a._instance == [] and a._instance is not b._instance
+    assert ModelBackend(concurrency=8.0).concurrency == 8  # type: ignore[arg-type]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.model = "other"  # type: ignore[misc]
+    again = replace(a, model="n")  # shares the instance cache, as dataclasses.replace did
+    assert again.model == "n" and again.api_key == "sk-secret" and again._instance is a._instance

@@ -35,12 +35,16 @@ def _frozen_error(name: str) -> AttributeError:
     return FrozenInstanceError(f"cannot assign to field {name!r}")
 
 
-def record(*, frozen: bool = True, compare_exclude: tuple[str, ...] = ()) -> Callable[[T], T]:
-    """Give the decorated ``__slots__`` class a dataclass's methods; see the module."""
+def record(*, frozen: bool = True, eq: bool = True, compare_exclude: tuple[str, ...] = (),
+           repr_exclude: tuple[str, ...] = ()) -> Callable[[T], T]:
+    """Give the decorated ``__slots__`` class a dataclass's methods; see the module.  The
+    arguments are those of ``@dataclass`` (``eq=False``: compared and hashed by identity) and
+    the fields' ``compare=False`` / ``repr=False``."""
 
     def build(cls: Any) -> Any:
         names: tuple[str, ...] = tuple(cls.__slots__)
         compared = tuple(n for n in names if n not in compare_exclude)
+        shown = tuple(n for n in names if n not in repr_exclude)
 
         def _key(self: Any) -> tuple[Any, ...]:
             return tuple(getattr(self, n) for n in compared)
@@ -51,13 +55,14 @@ def record(*, frozen: bool = True, compare_exclude: tuple[str, ...] = ()) -> Cal
             return NotImplemented
 
         def __repr__(self: Any) -> str:
-            inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in names)
+            inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in shown)
             return f"{self.__class__.__qualname__}({inner})"
 
         def __reduce__(self: Any) -> tuple[Any, tuple[Any, ...]]:
             return self.__class__, tuple(getattr(self, n) for n in names)
 
-        cls.__eq__ = __eq__
+        if eq:
+            cls.__eq__ = __eq__
         cls.__repr__ = __repr__
         cls.__reduce__ = __reduce__
         setattr(cls, "__match_args__", names)  # noqa: B010 (mypy: a class's own)
@@ -72,10 +77,11 @@ def record(*, frozen: bool = True, compare_exclude: tuple[str, ...] = ()) -> Cal
             def __delattr__(self: Any, name: str) -> None:
                 raise _frozen_error(name)
 
-            cls.__hash__ = __hash__
+            if eq:
+                cls.__hash__ = __hash__
             cls.__setattr__ = __setattr__
             cls.__delattr__ = __delattr__
-        else:
+        elif eq:
             cls.__hash__ = None  # mutable and compared by value: unhashable, as a dataclass
         return cls
 

@@ -69,11 +69,10 @@ def input_record(data: Any, rows: int | None = None) -> Any:
 
 def dry_run_result(family: str, verb: str, estimate: Any, **extra: Any) -> Any:
     """A :class:`Result` for ``dry_run=True``: the estimate, nothing called."""
-    from dataclasses import asdict
-
+    from ragmeter._util._record import as_dict
     from ragmeter.result import Result
 
-    summary = {"family": family, "dry_run": True, **asdict(estimate), **extra,
+    summary = {"family": family, "dry_run": True, **as_dict(estimate), **extra,
                "coverage": {"rows": estimate.requests, "scored": 0,
                             "unscored": estimate.requests, "reasons": {"dry_run": 1}}}
     result = Result(family, verb, summary, items=[])
