@@ -27,6 +27,8 @@ from ragmeter.backends._types import (
 )
 from ragmeter.backends._values import ModelBackend
 from ragmeter.errors import ConfigError
+from ragmeter.io._formats import Row
+from ragmeter.io._read import FieldMap
 from ragmeter.runner._estimate import DryRunEstimate
 from ragmeter.runner._store import StoreStats
 from ragmeter.runner._types import Outcome, RunnerConfig, RunStats
@@ -178,6 +180,20 @@ class DryRunEstimate_:
     cost_usd_max: float | None = None
 
 
+@dataclass(frozen=True)
+class Row_:
+    data: dict[str, Any]
+    number: int
+    unit: str
+    path: str
+
+
+@dataclass(frozen=True)
+class FieldMap_:
+    mapping: Mapping[str, str] = field(default_factory=dict)
+    aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
 MSG = Message("user", "hi")
 REQ = Request("q1", (MSG,), {"temperature": 0}, ("A", "B"), 2)
 # (record, the same fields as main's dataclass, another record that differs in one field)
@@ -207,6 +223,9 @@ CASES: list[tuple[Any, Any, Any]] = [
     (StoreStats("s.db", 1, 2, 3, 4, 5, 6, {"m": 1}, 7),
      StoreStats_("s.db", 1, 2, 3, 4, 5, 6, {"m": 1}, 7),
      StoreStats("s.db", 1, 2, 3, 4, 5, 6, {"m": 1}, 7, {"finished": 1})),
+    (Row({"id": "q1"}, 3, "line", "r.jsonl"), Row_({"id": "q1"}, 3, "line", "r.jsonl"),
+     Row({"id": "q1"}, 4, "line", "r.jsonl")),
+    (FieldMap({"a": "b"}), FieldMap_({"a": "b"}), FieldMap()),
     (DryRunEstimate(3, 1, 2, 40, 50, cost_usd_max=0.5),
      DryRunEstimate_(3, 1, 2, 40, 50, cost_usd_max=0.5), DryRunEstimate(3, 1, 2, 40, 51)),
 ]

@@ -49,9 +49,12 @@ NOT_BEFORE_FIRST_CALL = [
 # ...and for ``generate``: what only a retry's jitter needs (random), the text normalizer
 # (reading a file imports ragmeter.text._unicode, not its package's normalize_text), and
 # hashlib (the request keys hash with _hashlib's SHA-256; rgb and criteria hash their prompt
-# files with hashlib for their signatures)
+# files with hashlib for their signatures), and dataclasses (the types on generate's path are
+# ragmeter._util._record classes; the families' option groups are still dataclasses)
 GENERATE_NOT_BEFORE_FIRST_CALL = [*NOT_BEFORE_FIRST_CALL, "random", "ragmeter.text._normalize",
-                                  "hashlib", "_blake2"]
+                                  "hashlib", "_blake2",
+                                  # the records are plain classes (ragmeter._util._record)
+                                  "dataclasses", "copy"]
 
 
 def test_the_first_call_comes_before_any_heavy_import(scripted_server, tmp_path):
