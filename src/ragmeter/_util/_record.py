@@ -21,12 +21,9 @@ __all__ = ["record", "replace", "as_dict", "set_field"]
 
 T = TypeVar("T")
 
-_set = object.__setattr__
-
-
-def set_field(obj: object, name: str, value: Any) -> None:
-    """Set a field of a frozen record from its ``__init__`` (``object.__setattr__``)."""
-    _set(obj, name, value)
+# Sets a field of a frozen record from its ``__init__``: ``object.__setattr__`` itself (a C
+# call, as a frozen dataclass's generated ``__init__`` makes; no Python frame per field).
+set_field: Callable[[object, str, Any], None] = object.__setattr__
 
 
 def _frozen_error(name: str) -> AttributeError:
