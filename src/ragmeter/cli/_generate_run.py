@@ -6,17 +6,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragmeter._verb._generate import generate as run_generate
+from ragmeter.backends import from_options
 from ragmeter.cli._calls import echo, end_run, run_verb
+from ragmeter.io import write_jsonl
+from ragmeter.runner._run import run_requests  # noqa: F401 (see below)
+
+# The verb imports the runner (and asyncio) when it runs; importing them here lets the fast
+# path import them with the collector paused, as click's path imports them with the group's
+# options (18 collections of a generate's start-up otherwise).
 
 __all__ = ["run_generate_command"]
 
 
 def run_generate_command(requests_path: str, out_path: str, **kwargs: Any) -> None:
     """Run the requests, write the responses, print the summary line (see ``generate``)."""
-    from ragmeter._verb._generate import generate as run_generate
-    from ragmeter.backends import from_options
-    from ragmeter.io import write_jsonl
-
     result, failure = run_verb(run_generate, requests_path, backend=from_options(**kwargs),
                           store=kwargs.get("store"), replay=bool(kwargs.get("replay")),
                           dry_run=bool(kwargs.get("dry_run")))
