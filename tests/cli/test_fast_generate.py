@@ -139,34 +139,35 @@ def test_both_paths_print_the_same(run_cli: Any, monkeypatch: pytest.MonkeyPatch
     assert fast_run[2].count("\n") == 1
 
 
-def test_generate_through_main_imports_no_click(tmp_path: Path, files: tuple[str, str]) -> None:
+def _last_line_of(code: str, tmp_path: Path, files: tuple[str, str]) -> str:
+    """The last line ``code`` prints in a new process, run with a dry-run generate line as
+    its arguments."""
     import subprocess
     import sys
 
     from tests.conftest import REPO
 
     requests, out = files
-    code = ("import sys\nfrom ragmeter.cli import main\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-            "print('click' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", code, "generate", requests, "--out", out,
                            "--dry-run", "--backend", "openai", "--model", "m"],
                           env={"PYTHONPATH": str(REPO / "src"), "RAGMETER_HOME":
                                str(tmp_path / "home"), "PATH": "/usr/bin:/bin"},
                           capture_output=True, text=True, timeout=120)
-    assert done.stdout.strip().splitlines()[-1] == "False", done.stderr[-2000:]
+    assert done.stdout.strip(), done.stderr[-2000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_generate_through_main_imports_no_click(tmp_path: Path, files: tuple[str, str]) -> None:
+    code = ("import sys\nfrom ragmeter.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print('click' in sys.modules)\n")
+    assert _last_line_of(code, tmp_path, files) == "False"
 
 
 def test_the_entry_point_freezes_what_its_imports_left(tmp_path: Path,
                                                        files: tuple[str, str]) -> None:
     """Only the process's own command line (main() with no argv) calls gc.freeze: a caller
     of main([...]) (the tests, an embedding program) keeps its collector as it was."""
-    import subprocess
-    import sys
-
-    from tests.conftest import REPO
-
-    requests, out = files
     code = ("import gc, sys\nfrom ragmeter.cli import main\n"
             "line = sys.argv[1:]\n"
             "try:\n    main(line)\nexcept SystemExit:\n    pass\n"
@@ -174,9 +175,4 @@ def test_the_entry_point_freezes_what_its_imports_left(tmp_path: Path,
             "sys.argv[1:] = line\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print(first, gc.get_freeze_count() > 0)\n")
-    done = subprocess.run([sys.executable, "-c", code, "generate", requests, "--out", out,
-                           "--dry-run", "--backend", "openai", "--model", "m"],
-                          env={"PYTHONPATH": str(REPO / "src"), "RAGMETER_HOME":
-                               str(tmp_path / "home"), "PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True, timeout=120)
-    assert done.stdout.strip().splitlines()[-1] == "0 True", done.stderr[-2000:]
+    assert _last_line_of(code, tmp_path, files) == "0 True"
