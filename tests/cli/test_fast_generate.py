@@ -139,6 +139,22 @@ def test_both_paths_print_the_same(run_cli: Any, monkeypatch: pytest.MonkeyPatch
     assert fast_run[2].count("\n") == 1
 
 
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, EOFError])
+def test_an_interrupt_ends_both_paths_alike(run_cli: Any, monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path, files: tuple[str, str],
+                                            stop: type[BaseException]) -> None:
+    import ragmeter.cli._generate_run as body
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise stop
+
+    monkeypatch.setattr(body, "run_generate_command", interrupted)
+    requests, out = files
+    fast_run, click_run = _both(run_cli, monkeypatch, tmp_path, "generate", requests, "--out",
+                                out, "--dry-run")
+    assert fast_run == click_run == (130, "", "\nAborted.\n")
+
+
 def _last_line_of(code: str, tmp_path: Path, files: tuple[str, str]) -> str:
     """The last line ``code`` prints in a new process, run with a dry-run generate line as
     its arguments."""

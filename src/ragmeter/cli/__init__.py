@@ -49,7 +49,16 @@ def _run(argv: list[str] | None) -> None:
                 gc.freeze()
     if fast is not None:
         requests_path, out_path, options = fast
-        run_generate_command(requests_path, out_path, **options)
+        try:
+            run_generate_command(requests_path, out_path, **options)
+        except (EOFError, KeyboardInterrupt):
+            # as through click: its main prints a new line and raises Abort, which main()
+            # below turns into "Aborted." and exit 130
+            from ragmeter.cli._calls import echo
+
+            echo("", err=True)
+            echo("Aborted.", err=True)
+            sys.exit(130)
         return
     group = __getattr__("cli")
     group.main(args=argv, prog_name="ragmeter", standalone_mode=False)
