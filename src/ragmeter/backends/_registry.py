@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from ragmeter._util._record import record, set_field
 from ragmeter.backends._types import Backend, Capabilities
 from ragmeter.errors import ConfigError, UnknownNameError
 
@@ -40,7 +40,7 @@ DEFAULT_BACKEND = "local"
 ENTRY_POINT_GROUP = "ragmeter.backends"
 
 
-@dataclass(frozen=True)
+@record()  # a plain class, no dataclass (issue 26.5)
 class BackendSpec:
     """What the registry knows about a backend before importing it.
 
@@ -49,11 +49,20 @@ class BackendSpec:
     entry point registered it (None for the built-ins and for :func:`register_backend` calls).
     """
 
+    __slots__ = ("name", "target", "description", "mirror", "plugin")
     name: str
     target: str  # "module:attr" of a class called as target(model=..., **opts)
     description: str
-    mirror: Capabilities | None = None
-    plugin: str | None = None
+    mirror: Capabilities | None
+    plugin: str | None
+
+    def __init__(self, name: str, target: str, description: str,
+                 mirror: Capabilities | None = None, plugin: str | None = None) -> None:
+        set_field(self, "name", name)
+        set_field(self, "target", target)
+        set_field(self, "description", description)
+        set_field(self, "mirror", mirror)
+        set_field(self, "plugin", plugin)
 
     @property
     def capabilities(self) -> Capabilities:
@@ -177,17 +186,25 @@ def backend_class(name: str) -> Any:
     return cls
 
 
-@dataclass(frozen=True)
+@record()
 class BackendRecipe:
     """How to build a backend, as plain picklable data: the ``"module:attr"`` target and its
     keyword arguments.  :func:`create_backend` builds from one; the Ray engine ships one to each
     worker, which builds its own backend once (the registry of the driver is not needed there).
     """
 
+    __slots__ = ("name", "target", "kwargs", "remote")
     name: str
     target: str
-    kwargs: tuple[tuple[str, Any], ...] = ()
-    remote: bool = False
+    kwargs: tuple[tuple[str, Any], ...]
+    remote: bool
+
+    def __init__(self, name: str, target: str, kwargs: tuple[tuple[str, Any], ...] = (),
+                 remote: bool = False) -> None:
+        set_field(self, "name", name)
+        set_field(self, "target", target)
+        set_field(self, "kwargs", kwargs)
+        set_field(self, "remote", remote)
 
     def build(self, threads: int | None = None) -> Backend:
         """The backend.  ``threads``: CPU threads for a backend whose constructor takes a

@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ragmeter._util._digest import sha256
+from ragmeter._util._record import record, set_field
 
 __all__ = ["Message", "Request", "Response", "Usage", "Backend", "BaseBackend", "Capabilities",
            "Readiness", "CACHE_KEY_VERSION", "canonical_json", "TokenCounter",
@@ -41,26 +41,41 @@ def canonical_json(obj: Any) -> str:
     return _CANONICAL.encode(obj)
 
 
-@dataclass(frozen=True)
+# The records below are plain classes with __slots__ (ragmeter._util._record): frozen, with a
+# frozen dataclass's __eq__, __hash__ and __repr__, without its creation cost (issue 26.5).
+@record()
 class Message:
+    __slots__ = ("role", "content")
     role: str  # "system" | "user" | "assistant"
     content: str
+
+    def __init__(self, role: str, content: str) -> None:
+        set_field(self, "role", role)
+        set_field(self, "content", content)
 
     def to_dict(self) -> dict[str, str]:
         return {"role": self.role, "content": self.content}
 
 
-@dataclass(frozen=True)
+@record()
 class Request:
     """One model call.  ``id`` names the item for the caller and is not part of the key."""
 
+    __slots__ = ("id", "messages", "params", "choices", "repeat")
     id: str
     messages: tuple[Message, ...]
-    params: Mapping[str, Any] = field(default_factory=dict)
-    choices: tuple[str, ...] | None = None
-    repeat: int = 0
+    params: Mapping[str, Any]  # default: a new empty dict
+    choices: tuple[str, ...] | None
+    repeat: int
 
-    def __post_init__(self) -> None:
+    def __init__(self, id: str, messages: tuple[Message, ...],
+                 params: Mapping[str, Any] | None = None,
+                 choices: tuple[str, ...] | None = None, repeat: int = 0) -> None:
+        set_field(self, "id", id)
+        set_field(self, "messages", messages)
+        set_field(self, "params", {} if params is None else params)
+        set_field(self, "choices", choices)
+        set_field(self, "repeat", repeat)
         # A sampling parameter of nan or inf (temperature=float("nan")) would be sent with
         # every call and fail at the server, or worse, be accepted: refused before any call,
         # by the same finite-number check as every other option (issue 29.3).
@@ -98,10 +113,15 @@ class Request:
         return f"{CACHE_KEY_VERSION}:{digest}"
 
 
-@dataclass(frozen=True)
+@record()
 class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    __slots__ = ("prompt_tokens", "completion_tokens")
+    prompt_tokens: int
+    completion_tokens: int
+
+    def __init__(self, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+        set_field(self, "prompt_tokens", prompt_tokens)
+        set_field(self, "completion_tokens", completion_tokens)
 
     @property
     def total_tokens(self) -> int:
@@ -112,18 +132,30 @@ class Usage:
                 "completion_tokens": self.completion_tokens}
 
 
-@dataclass(frozen=True)
+@record()
 class Response:
     """A successful model response."""
 
+    __slots__ = ("text", "usage", "latency_ms", "choice_probs", "finish_reason",
+                 "choice_method")
     text: str
-    usage: Usage = field(default_factory=Usage)
-    latency_ms: float = 0.0
-    choice_probs: dict[str, float] | None = None
-    finish_reason: str | None = None
+    usage: Usage  # default: Usage()
+    latency_ms: float
+    choice_probs: dict[str, float] | None
+    finish_reason: str | None
     # "logits" | "logprobs" | "constrained_text" | "no_logprobs" (a paid reply that the
     # server gave without the logprobs choice scoring needs; choice_probs is then None)
-    choice_method: str | None = None
+    choice_method: str | None
+
+    def __init__(self, text: str, usage: Usage | None = None, latency_ms: float = 0.0,
+                 choice_probs: dict[str, float] | None = None,
+                 finish_reason: str | None = None, choice_method: str | None = None) -> None:
+        set_field(self, "text", text)
+        set_field(self, "usage", Usage() if usage is None else usage)
+        set_field(self, "latency_ms", latency_ms)
+        set_field(self, "choice_probs", choice_probs)
+        set_field(self, "finish_reason", finish_reason)
+        set_field(self, "choice_method", choice_method)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"text": self.text, "usage": self.usage.to_dict(),
@@ -144,7 +176,7 @@ class Response:
                    choice_method=d.get("choice_method"))
 
 
-@dataclass(frozen=True)
+@record()
 class Capabilities:
     """What a backend can do, declared once as the ``capabilities`` attribute of its class
     (and mirrored on its :class:`~ragmeter.backends._registry.BackendSpec` when a decision is
@@ -166,24 +198,39 @@ class Capabilities:
     ``api_key`` (``--base-url``, ``--timeout``, ``--concurrency``, the key).
     """
 
-    in_process: bool = False
-    choice_scoring: bool | None = False
-    batching: bool = False
-    remote: bool = False
+    __slots__ = ("in_process", "choice_scoring", "batching", "remote")
+    in_process: bool
+    choice_scoring: bool | None
+    batching: bool
+    remote: bool
+
+    def __init__(self, in_process: bool = False, choice_scoring: bool | None = False,
+                 batching: bool = False, remote: bool = False) -> None:
+        set_field(self, "in_process", in_process)
+        set_field(self, "choice_scoring", choice_scoring)
+        set_field(self, "batching", batching)
+        set_field(self, "remote", remote)
 
     def to_dict(self) -> dict[str, bool | None]:
         return {"in_process": self.in_process, "choice_scoring": self.choice_scoring,
                 "batching": self.batching, "remote": self.remote}
 
 
-@dataclass(frozen=True)
+@record()
 class Readiness:
     """Whether a backend can be used as installed (``ragmeter models``): ``ready``, a short
     ``note`` shown beside it, and ``details`` added to ``ragmeter models --json``."""
 
+    __slots__ = ("ready", "note", "details")
     ready: bool
-    note: str = ""
-    details: Mapping[str, Any] = field(default_factory=dict)
+    note: str
+    details: Mapping[str, Any]  # default: a new empty dict
+
+    def __init__(self, ready: bool, note: str = "",
+                 details: Mapping[str, Any] | None = None) -> None:
+        set_field(self, "ready", ready)
+        set_field(self, "note", note)
+        set_field(self, "details", {} if details is None else details)
 
 
 @runtime_checkable
@@ -286,7 +333,7 @@ def approximate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-@dataclass(frozen=True)
+@record()
 class TokenCounter:
     """Counts tokens of text and of chat messages with one named method.
 
@@ -294,10 +341,18 @@ class TokenCounter:
     ``"tiktoken:o200k_base (approximate: unknown model 'llama3')"`` or ``"chars/4"``.
     """
 
+    __slots__ = ("method", "exact", "_count", "_count_messages")
     method: str
     exact: bool
     _count: Callable[[str], int]
     _count_messages: Callable[[Sequence[Mapping[str, str]]], int]
+
+    def __init__(self, method: str, exact: bool, _count: Callable[[str], int],
+                 _count_messages: Callable[[Sequence[Mapping[str, str]]], int]) -> None:
+        set_field(self, "method", method)
+        set_field(self, "exact", exact)
+        set_field(self, "_count", _count)
+        set_field(self, "_count_messages", _count_messages)
 
     def count(self, text: str) -> int:
         return int(self._count(text))

@@ -17,8 +17,9 @@ same value (:func:`from_options`), so the two doors cannot differ.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from typing import Any
+
+from ragmeter._util._record import record, set_field
 
 __all__ = ["ModelBackend", "local", "openai", "endpoint", "resolve", "from_options",
            "capabilities_of", "scores_choices"]
@@ -42,33 +43,66 @@ _NUMBERS: dict[str, tuple[float, bool, bool, bool]] = {
 }
 
 
-@dataclass(frozen=True, eq=False)
+# a plain class, no dataclass (issue 26.5); compared by identity, as with eq=False before
+@record(eq=False, repr_exclude=("api_key", "_lock", "_instance"))
 class ModelBackend:
     """A backend and how the runner calls it (concurrency, limits, retries, prices)."""
 
-    name: str = "local"
-    model: str | None = None
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)  # never stored or printed
-    concurrency: int = 8
-    rpm: float | None = None
-    tpm: float | None = None
-    timeout: float = 120.0
-    max_retries: int = 5
-    price_prompt: float | None = None
-    price_completion: float | None = None
-    batch_size: int = 1  # local backend: concurrent requests that may share a forward pass
+    __slots__ = ("name", "model", "base_url", "api_key", "concurrency", "rpm", "tpm", "timeout",
+                 "max_retries", "price_prompt", "price_completion", "batch_size", "engine",
+                 "ray_address", "ray_workers", "ray_cpus_per_worker", "ray_num_gpus",
+                 "ray_batch_size", "_lock", "_instance")
+    name: str
+    model: str | None
+    base_url: str | None
+    api_key: str | None  # never stored or printed (not in the repr)
+    concurrency: int
+    rpm: float | None
+    tpm: float | None
+    timeout: float
+    max_retries: int
+    price_prompt: float | None
+    price_completion: float | None
+    batch_size: int  # local backend: concurrent requests that may share a forward pass
     # Where the calls not in the store run (docs/scale.md): "local" (this process) or "ray".
-    engine: str = "local"
-    ray_address: str | None = None
-    ray_workers: int = 2
-    ray_cpus_per_worker: int = 1  # CPUs reserved per actor = its intra-op threads
-    ray_num_gpus: float = 0.0
-    ray_batch_size: int = 16
-    _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
-    _instance: list[Any] = field(default_factory=list, repr=False, compare=False)
+    engine: str
+    ray_address: str | None
+    ray_workers: int
+    ray_cpus_per_worker: int  # CPUs reserved per actor = its intra-op threads
+    ray_num_gpus: float
+    ray_batch_size: int
+    _lock: Any  # default: a new threading.Lock (not in the repr)
+    _instance: list[Any]  # default: a new list (not in the repr)
 
-    def __post_init__(self) -> None:
+    def __init__(self, name: str = "local", model: str | None = None,
+                 base_url: str | None = None, api_key: str | None = None, concurrency: int = 8,
+                 rpm: float | None = None, tpm: float | None = None, timeout: float = 120.0,
+                 max_retries: int = 5, price_prompt: float | None = None,
+                 price_completion: float | None = None, batch_size: int = 1,
+                 engine: str = "local", ray_address: str | None = None, ray_workers: int = 2,
+                 ray_cpus_per_worker: int = 1, ray_num_gpus: float = 0.0,
+                 ray_batch_size: int = 16, _lock: Any = None,
+                 _instance: list[Any] | None = None) -> None:
+        set_field(self, "name", name)
+        set_field(self, "model", model)
+        set_field(self, "base_url", base_url)
+        set_field(self, "api_key", api_key)
+        set_field(self, "concurrency", concurrency)
+        set_field(self, "rpm", rpm)
+        set_field(self, "tpm", tpm)
+        set_field(self, "timeout", timeout)
+        set_field(self, "max_retries", max_retries)
+        set_field(self, "price_prompt", price_prompt)
+        set_field(self, "price_completion", price_completion)
+        set_field(self, "batch_size", batch_size)
+        set_field(self, "engine", engine)
+        set_field(self, "ray_address", ray_address)
+        set_field(self, "ray_workers", ray_workers)
+        set_field(self, "ray_cpus_per_worker", ray_cpus_per_worker)
+        set_field(self, "ray_num_gpus", ray_num_gpus)
+        set_field(self, "ray_batch_size", ray_batch_size)
+        set_field(self, "_lock", threading.Lock() if _lock is None else _lock)
+        set_field(self, "_instance", [] if _instance is None else _instance)
         from ragmeter._util import check_number
 
         for name, (lo, lo_open, whole, optional) in _NUMBERS.items():

@@ -139,7 +139,7 @@ def runner_context(**kwargs: Any) -> tuple[Backend, Store, RunnerConfig, bool]:
         progress=bool(kwargs.get("progress", sys.stderr.isatty())),
         description=str(kwargs.get("description") or "calls"))
     if kwargs.get("on_progress") is not None:
-        import dataclasses
+        from ragmeter._util._record import replace
 
-        config = dataclasses.replace(config, on_progress=kwargs["on_progress"])
+        config = replace(config, on_progress=kwargs["on_progress"])
     return choice.instance(), Store(kwargs.get("store")), config, bool(kwargs.get("dry_run"))

@@ -22,14 +22,14 @@ def group() -> None:
 def stats(store: str | None, as_json: bool) -> None:
     """How many calls, tokens and runs the store holds, by model."""
     import json
-    from dataclasses import asdict
 
+    from ragmeter._util._record import as_dict
     from ragmeter.runner._store import Store
 
     with Store(store) as db:
         st = db.stats()
     if as_json:
-        click.echo(json.dumps(asdict(st), indent=2))
+        click.echo(json.dumps(as_dict(st), indent=2))
         return
     click.echo(f"store: {st.path} (schema {st.schema_version}, {st.size_bytes / 1e6:.2f} MB)")
     click.echo(f"calls: {st.calls}  prompt tokens: {st.prompt_tokens}  completion tokens: "

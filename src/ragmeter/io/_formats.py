@@ -12,24 +12,31 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragmeter._util._record import record, set_field
 from ragmeter.errors import InputError, MissingDependencyError
 
 if TYPE_CHECKING:  # csv loads with the first CSV/TSV file, not before a run's first call
     import csv
 
 
-@dataclass(frozen=True)
+@record()  # a plain class, no dataclass (issue 26.5)
 class Row:
     """One input row with its place in the file."""
 
+    __slots__ = ("data", "number", "unit", "path")
     data: dict[str, Any]
     number: int  # 1-based for files; 0-based for in-memory data (unit "index")
     unit: str  # "line" (JSONL, CSV), "row" (JSON array, Parquet) or "index" (in memory)
     path: str  # the file, or a label such as "<DataFrame>" for in-memory data
+
+    def __init__(self, data: dict[str, Any], number: int, unit: str, path: str) -> None:
+        set_field(self, "data", data)
+        set_field(self, "number", number)
+        set_field(self, "unit", unit)
+        set_field(self, "path", path)
 
     def where(self) -> dict[str, Any]:
         """Keyword arguments for :class:`InputError` that point at this row."""

@@ -19,10 +19,10 @@ import json
 import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter._util._record import record, set_field
 from ragmeter.errors import InputError
 from ragmeter.io._formats import (
     Row,
@@ -61,7 +61,7 @@ __all__ = [
 FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
 
 
-@dataclass(frozen=True)
+@record()  # a plain class, no dataclass (issue 26.5)
 class FieldMap:
     """Maps ragmeter's canonical field names to the user's column names.
 
@@ -71,8 +71,14 @@ class FieldMap:
     the rows ``ragmeter app run`` writes are read as they are).  The first alias present wins.
     """
 
-    mapping: Mapping[str, str] = field(default_factory=dict)
-    aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    __slots__ = ("mapping", "aliases")
+    mapping: Mapping[str, str]  # default: a new empty dict
+    aliases: Mapping[str, tuple[str, ...]]  # default: a new empty dict
+
+    def __init__(self, mapping: Mapping[str, str] | None = None,
+                 aliases: Mapping[str, tuple[str, ...]] | None = None) -> None:
+        set_field(self, "mapping", {} if mapping is None else mapping)
+        set_field(self, "aliases", {} if aliases is None else aliases)
 
     def source(self, canonical: str) -> str:
         return self.mapping.get(canonical, canonical)

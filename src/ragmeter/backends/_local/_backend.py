@@ -40,7 +40,6 @@ over digit choices (:func:`expected_value`) is the graded score of G-Eval (Liu e
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import os
 import threading
@@ -50,6 +49,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ragmeter._util._record import replace
 from ragmeter.backends._local import _model
 from ragmeter.backends._local._batch import RequestBatcher
 from ragmeter.backends._local._choose import expected_value, normalize_logprobs
@@ -452,7 +452,7 @@ class LocalBackend(BaseBackend):
         done: list[Response | BaseException] = []
         for outcome in outcomes:
             if isinstance(outcome, Response):
-                outcome = dataclasses.replace(outcome, latency_ms=latency)
+                outcome = replace(outcome, latency_ms=latency)
             done.append(outcome if outcome is not None
                         else BackendError("local_error", "no outcome", retryable=False))
         return done

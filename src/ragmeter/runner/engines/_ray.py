@@ -23,9 +23,9 @@ import asyncio
 import json
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ragmeter._util._record import replace
 from ragmeter.backends._types import Request, canonical_json
 from ragmeter.errors import ConfigError, MissingDependencyError
 from ragmeter.runner.engines import (
