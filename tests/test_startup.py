@@ -187,3 +187,49 @@ def test_the_entry_points_imports_run_with_the_collector_paused():
     assert states == {"click": False, "ragmeter.cli.generate": False,
                       "ragmeter.runner._run": False}
     assert enabled_after is True
+
+
+# ``trace score`` needs no model: neither the runner (asyncio), nor the backends' options, nor
+# msgspec when the C scanner takes every line, nor a process to find the scanner once built
+# (issue 26.3: its fixed start-up cost).
+SCORE_PROBE = """
+import atexit, json, os, runpy, sys
+out = sys.argv.pop(1)
+def dump():
+    with open(out, "w") as fh:
+        json.dump({"modules": sorted(sys.modules),
+                   "blas": os.environ.get("OPENBLAS_THREAD_TIMEOUT")}, fh)
+atexit.register(dump)
+sys.argv[0] = "ragmeter"
+runpy.run_module("ragmeter", run_name="__main__", alter_sys=True)
+"""
+NOT_IN_TRACE_SCORE = ["asyncio", "ragmeter.runner", "ragmeter.cli.backend_options",
+                      "ragmeter.cli.trace_judge", "ragmeter.backends"]
+
+
+def test_trace_score_imports_no_runner_backend_or_unneeded_decoder(tmp_path):
+    from ragmeter.trace._scan import scanner
+
+    rows = tmp_path / "labels.jsonl"
+    rows.write_text("".join(json.dumps({
+        "id": f"r{i}", "documents_sentences": [[["0a", "A sentence."], ["0b", "Another."]]],
+        "all_relevant_sentence_keys": ["0a"], "all_utilized_sentence_keys": ["0a", "0b"][:i % 3],
+        "unsupported_response_sentence_keys": []}) + "\n" for i in range(5)), encoding="utf-8")
+    seen = tmp_path / "modules.json"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    env.update(RAGMETER_HOME=str(tmp_path / "home"),
+               PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(REPO)]))
+    for _ in range(2):  # the first run builds the scanner (a compiler process): the second not
+        done = subprocess.run([sys.executable, "-c", SCORE_PROBE, str(seen), "trace", "score",
+                               str(rows), "--no-record"],
+                              env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "TRACe (RAGBench metrics)" in done.stdout
+    probe = json.loads(seen.read_text(encoding="utf-8"))
+    modules = set(probe["modules"])
+    assert {"ragmeter.trace._scorer", "numpy"} <= modules  # the probe saw the scoring
+    unwanted = NOT_IN_TRACE_SCORE + (["msgspec", "subprocess", "tempfile", "shutil"]
+                                     if scanner() is not None else [])
+    assert sorted(m for m in unwanted if m in modules) == []
+    # numpy's import started OpenBLAS's threads idle-sleeping (they spun 0.05 s of CPU)
+    assert probe["blas"] == "4"

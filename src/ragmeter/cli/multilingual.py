@@ -12,20 +12,8 @@ from ragmeter.cli.options import (
     json_out_option,
     write_outputs,
 )
+from ragmeter.cli.options import idle_blas_threads as _idle_blas_threads
 from ragmeter.cli.report import record_options, save_result
-
-
-def _idle_blas_threads() -> None:
-    """Before numpy is first imported: OpenBLAS's worker threads go to sleep as soon as they
-    are idle (``OPENBLAS_THREAD_TIMEOUT``) instead of spinning for a while first.  numpy's
-    import starts them, and their spin cost 0.05-0.1 s of CPU of every scoring process that
-    had a free core (perf, issue 26.3), where scoring makes next to no BLAS calls.  A value
-    the user set wins; no effect with another BLAS or once numpy is loaded."""
-    import os
-    import sys
-
-    if "numpy" not in sys.modules:
-        os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 
 @click.group(name="multilingual", cls=LazyGroup, lazy={

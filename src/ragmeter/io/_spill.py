@@ -26,7 +26,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["SPILL_AT", "SpillDir", "NumberColumn", "TextColumn", "KeyedRecords", "RawKeys",
+__all__ = ["SPILL_AT", "SpillDir", "NumberColumn", "TextColumn", "EncodedLines", "KeyedRecords",
+           "RawKeys",
            "Scatter"]
 
 SPILL_AT = 1 << 14
@@ -101,7 +102,15 @@ class NumberColumn:
         return self._disk + len(self._mem)
 
     def extend(self, values: Any) -> None:
-        self._mem.extend(values)
+        """Append ``values``: numbers, an array of this type, or a contiguous numpy array of
+        this type (its bytes copied once)."""
+        dtype = getattr(values, "dtype", None)
+        if dtype is not None and values.flags.c_contiguous \
+                and dtype.kind == ("f" if self.code in "fd" else "i") \
+                and dtype.itemsize == self._mem.itemsize and dtype.isnative:
+            self._mem.frombytes(memoryview(values).cast("B"))
+        else:
+            self._mem.extend(values)
         if len(self._mem) >= SPILL_AT:
             if self._file is None:
                 self._file = self._spill.new_file()
@@ -125,6 +134,34 @@ class NumberColumn:
             start = end
         if start < stop:
             out.extend(self._mem[start - self._disk:stop - self._disk])
+        return out
+
+    def gather(self, positions: Any) -> Any:
+        """The values at ``positions`` (a numpy array of ascending positions) as a numpy
+        array: the span they cover read a window of ``64 * SPILL_AT`` values at a time
+        (8 MiB), each window indexed in numpy."""
+        import numpy as np
+
+        out = np.empty(len(positions), dtype=self.code)
+        window = 64 * SPILL_AT
+        i = 0
+        while i < len(positions):
+            start = int(positions[i])
+            j = int(np.searchsorted(positions, start + window, side="left"))
+            stop = int(positions[j - 1]) + 1
+            span = np.empty(stop - start, dtype=self.code)
+            on_disk = max(0, min(stop, self._disk) - start)
+            if on_disk:  # read straight into the array (one copy)
+                assert self._file is not None
+                self._file.flush()
+                self._file.seek(start * self._size)
+                into = span[:on_disk].view(np.uint8)
+                if self._file.readinto(into) != on_disk * self._size:  # type: ignore[attr-defined]
+                    raise OSError("a spilled column's file is shorter than written")
+            if on_disk < len(span):
+                span[on_disk:] = self._mem[start + on_disk - self._disk:stop - self._disk]
+            out[i:j] = span[positions[i:j] - start]
+            i = j
         return out
 
     def chunks(self, size: int | None = None) -> Iterator[array]:
@@ -176,13 +213,33 @@ def _take_chunked(column: NumberColumn, positions: Sequence[int]) -> list[Any]:
     return out
 
 
+class EncodedLines:
+    """``n`` strings as UTF-8 bytes, each followed by ``\\n``, none holding ``\\n`` or
+    ``\\`` (as :class:`TextColumn` writes them unescaped): what :meth:`TextColumn.extend`
+    takes without decoding them (``trace score``'s ids from its C scanner, issue 26.3)."""
+
+    def __init__(self, data: bytes, n: int) -> None:
+        self.data = data
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def decode(self) -> list[str]:
+        return _decode_lines(self.data[:-1], False) if self.n else []
+
+
 class TextColumn:
     """Strings in order, the first in memory, whole blocks on disk (each block one UTF-8 text
-    of ``\\n``-joined strings, escaped when a string holds ``\\n`` or ``\\``)."""
+    of ``\\n``-joined strings, escaped when a string holds ``\\n`` or ``\\``).  Strings
+    given encoded (:class:`EncodedLines`) go to disk as they are, decoded only if read from
+    memory."""
 
     def __init__(self, spill: SpillDir) -> None:
         self._spill = spill
         self._mem: list[str] = []
+        self._encoded: list[bytes] = []  # after _mem: EncodedLines not yet written
+        self._n_encoded = 0
         self._file: IO[bytes] | None = None
         self._blocks: list[tuple[int, int, int, bool]] = []  # first row, offset, bytes, escaped
         self._disk = 0
@@ -190,23 +247,47 @@ class TextColumn:
         self._last: tuple[int, list[str]] | None = None
 
     def __len__(self) -> int:
-        return self._disk + len(self._mem)
+        return self._disk + len(self._mem) + self._n_encoded
 
-    def extend(self, values: Sequence[str]) -> None:
+    def extend(self, values: Sequence[str] | EncodedLines) -> None:
+        if not len(values):  # (nothing to settle: what is still encoded stays so)
+            return
+        if isinstance(values, EncodedLines):
+            if self._mem:  # after strings in memory: as strings
+                values = values.decode()
+            else:
+                self._encoded.append(values.data)
+                self._n_encoded += values.n
+                if self._n_encoded >= SPILL_AT:
+                    data = b"".join(self._encoded)[:-1]
+                    self._write(data, False, self._n_encoded)
+                    self._encoded, self._n_encoded = [], 0
+                return
+        self._settle()
         self._mem.extend(values)
         if len(self._mem) >= SPILL_AT:
             self._write_block()
 
+    def _settle(self) -> None:
+        """The encoded strings not yet written, decoded into memory."""
+        if self._encoded:
+            self._mem.extend(EncodedLines(b"".join(self._encoded), self._n_encoded).decode())
+            self._encoded, self._n_encoded = [], 0
+
     def _write_block(self) -> None:
+        data, escaped = _encode_lines(self._mem)
+        self._write(data, escaped, len(self._mem))
+        self._mem = []
+
+    def _write(self, data: bytes, escaped: bool, n: int) -> None:
+        """One block of ``n`` strings, ``data`` as :func:`_encode_lines` makes it."""
         if self._file is None:
             self._file = self._spill.new_file()
-        data, escaped = _encode_lines(self._mem)
         offset = self._file.seek(0, os.SEEK_END)
         self._file.write(data)
         self._blocks.append((self._disk, offset, len(data), escaped))
         self._starts.append(self._disk)
-        self._disk += len(self._mem)
-        self._mem = []
+        self._disk += n
 
     def _block(self, k: int) -> list[str]:
         """Block ``k``'s strings (the last one read is kept: reading a column in spans
@@ -222,6 +303,7 @@ class TextColumn:
         return values
 
     def chunks(self) -> Iterator[list[str]]:
+        self._settle()
         for k in range(len(self._blocks)):
             yield self._block(k)
         if self._mem:
@@ -229,6 +311,7 @@ class TextColumn:
 
     def chunks_from(self, first: int) -> Iterator[tuple[int, list[str]]]:
         """``(start, strings)`` block by block from the one that holds position ``first``."""
+        self._settle()
         if first < self._disk:
             for k in range(bisect_right(self._starts, first) - 1, len(self._blocks)):
                 yield self._starts[k], self._block(k)
@@ -240,6 +323,7 @@ class TextColumn:
             yield from chunk
 
     def __getitem__(self, i: int) -> str:
+        self._settle()
         if i >= self._disk:
             return self._mem[i - self._disk]
         k = bisect_right(self._starts, i) - 1
@@ -253,6 +337,7 @@ class TextColumn:
         only the picked strings are decoded when they are few (:meth:`_pick`)."""
         if not positions:
             return []
+        self._settle()
         out: list[str] = []
         i, n = 0, len(positions)
         while i < n and positions[i] < self._disk:
@@ -281,10 +366,15 @@ class TextColumn:
         self._file.flush()
         self._file.seek(offset)
         data = self._file.read(nbytes)
-        ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10).tolist()
-        ends.append(nbytes)
-        return [data[(ends[j - 1] + 1 if j else 0):ends[j]].decode("utf-8", _ENC)
-                for j in picks]
+        raw = np.frombuffer(data + b"\n", dtype=np.uint8)
+        ends = np.flatnonzero(raw == 10)  # each string's newline (the last one's added)
+        chosen = np.asarray(picks, dtype=np.int64)
+        starts = np.where(chosen > 0, ends[chosen - 1] + 1, 0)
+        sizes = ends[chosen] - starts + 1  # with the newline
+        # the picked strings' bytes, each with its newline, gathered and decoded at once
+        shift = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
+        gathered = raw[np.arange(int(sizes.sum()), dtype=np.int64) + shift]
+        return gathered.tobytes().decode("utf-8", _ENC).split("\n")[:-1]
 
 
 def _encode_lines(values: Sequence[str]) -> tuple[bytes, bool]:

@@ -80,7 +80,12 @@ def scored_positions(n_scored: int, room: int, max_items: int) -> Sequence[int]:
     if room <= 0:
         return []
     step = len(sample) / room
-    return [sample[int(i * step)] for i in range(room)]
+    if room < 4096:
+        return [sample[int(i * step)] for i in range(room)]
+    import numpy as np  # the same float products, truncated the same way, in one pass
+
+    picked = (np.arange(room, dtype=np.float64) * step).astype(np.int64)
+    return (sample.start + picked * sample.step).tolist()  # type: ignore[no-any-return]
 
 
 def keep_items(columns: ItemColumns, max_items: int) -> tuple[KeptItems, int, int, bool]:

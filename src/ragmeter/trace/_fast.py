@@ -21,6 +21,7 @@ other line goes the way above (tests compare the three readers).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from ragmeter.io import (
     jsonl_row,
     jsonl_views,
 )
+from ragmeter.io._spill import EncodedLines
 from ragmeter.trace._data import COMPONENT
 
 __all__ = ["LabelBlock", "fast_jsonl", "iter_label_blocks"]
@@ -55,11 +57,9 @@ def fast_jsonl(path: Any) -> bool:
             return False
     except (InputError, OSError):
         return False
-    try:
-        import msgspec  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    from importlib.util import find_spec
+
+    return find_spec("msgspec") is not None  # imported when a line needs it (not by the scan)
 
 
 @dataclass(frozen=True)
@@ -69,14 +69,15 @@ class LabelBlock:
     5)`` int64, per row the number of document sentences (never 0), relevant keys, utilized
     keys, distinct relevant keys that are also utilized, and unsupported keys."""
 
-    ids: list[str]
+    ids: list[str] | EncodedLines  # encoded: as the C scanner wrote them
     numbers: range
     counts: Any
 
 
+@functools.cache
 def _decoder() -> Any:
-    """msgspec's decoder of a clean label line (made at run time: msgspec is imported only
-    here)."""
+    """msgspec's decoder of a clean label line (made at first use: msgspec is imported only
+    here, and not at all when the C scanner takes every line)."""
     import msgspec
 
     sentence = msgspec.defstruct("Sentence", [("key", str), ("text", str)], array_like=True,
@@ -88,6 +89,11 @@ def _decoder() -> Any:
         ("unsupported_response_sentence_keys", keys), ("id", str | None, None),
     ], forbid_unknown_fields=True)
     return msgspec.json.Decoder(label)
+
+
+def _decode(data: bytes) -> Any:
+    """The clean label lines of ``data`` (msgspec's typed decode: raises on any other)."""
+    return _decoder().decode_lines(data)
 
 
 def _lines(data: bytes, path: Path, first: int) -> Iterator[Row]:
@@ -172,14 +178,13 @@ def iter_label_blocks(path: str | Path) -> Iterator[LabelBlock | Row]:
     from ragmeter.trace._scan import scanner
 
     p = Path(path)
-    decode = _decoder().decode_lines
     scan = scanner()
     try:
         if scan is None:
             for first, data, n_lines in jsonl_blocks(p, _BLOCK):
-                yield from _read(decode, data, p, first, n_lines)
+                yield from _read(_decode, data, p, first, n_lines)
         else:
-            yield from _scanned_file(scan, decode, p)
+            yield from _scanned_file(scan, _decode, p)
     except LongLine as long:  # the row reader refuses it with its place
         yield from _from_line(p, long.line)
 
@@ -188,10 +193,11 @@ def _scanned_file(scan: Any, decode: Any, path: Path) -> Iterator[LabelBlock | R
     """The file's rows, each block scanned as it is counted (the scan gives its lines)."""
     found: Any = None
     after = 1  # the first line of the next block
+    work: dict[str, Any] = {}  # the scanner's buffers, reused block after block
 
     def count(view: memoryview) -> int:
         nonlocal found, after
-        found = scan.scan(view, after)
+        found = scan.scan(view, after, work)
         after += found.n_lines
         return int(found.n_lines)
 
@@ -208,8 +214,9 @@ def _scanned(found: Any, decode: Any, data: memoryview, path: Path, first: int
 
     n_lines = found.n_lines
     accepted = found.accepted
-    if len(found.ids) == n_lines:
-        yield LabelBlock(found.ids, range(first, first + n_lines), found.counts)
+    if len(found.counts) == n_lines:
+        yield LabelBlock(found.encoded_ids() or found.ids, range(first, first + n_lines),
+                         found.counts)
         return
     edges = [0, *(np.flatnonzero(accepted[1:] != accepted[:-1]) + 1).tolist(), n_lines]
     k = 0  # accepted lines so far

@@ -157,10 +157,20 @@ static inline int next_item(ptr *pp, ptr e) {
     return 1;
 }
 
+/* A key's fingerprint: its length (up to 255) in the top byte, its first seven bytes below.
+ * Two keys of at most seven bytes are the same exactly when their fingerprints are. */
+static inline uint64_t fingerprint(ptr s, ptr e) {
+    size_t n = (size_t)(e - s);
+    uint64_t f = (uint64_t)(n < 255 ? n : 255) << 56;
+    for (size_t i = 0; i < n && i < 7; i++) f |= (uint64_t)s[i] << (8 * i);
+    return f;
+}
+
 /* A list of strings at p (p[0] == '['): returns the byte after ']', NULL to defer; *count
- * the number of strings; their spans in starts/ends when starts is not NULL (then an escape
- * or more than MAX_KEYS strings defers). */
-static ptr string_list(ptr p, ptr e, int64_t *count, ptr *starts, ptr *ends) {
+ * the number of strings; their spans in starts/ends and their fingerprints in prints when
+ * starts is not NULL (then an escape or more than MAX_KEYS strings defers). */
+static ptr string_list(ptr p, ptr e, int64_t *count, ptr *starts, ptr *ends,
+                       uint64_t *prints) {
     int64_t n = 0;
     int escaped, more = open_list(&p, e);
     while (more > 0) {
@@ -172,6 +182,7 @@ static ptr string_list(ptr p, ptr e, int64_t *count, ptr *starts, ptr *ends) {
             if (escaped || n >= MAX_KEYS) return NULL;
             starts[n] = s + 1;
             ends[n] = p - 1;
+            prints[n] = fingerprint(s + 1, p - 1);
         }
         n++;
         more = next_item(&p, e);
@@ -213,8 +224,10 @@ static ptr documents(ptr p, ptr e, int64_t *count) {
     return more < 0 ? NULL : p;
 }
 
-static inline int same(ptr a0, ptr a1, ptr b0, ptr b1) {
-    return (a1 - a0) == (b1 - b0) && memcmp(a0, b0, (size_t)(a1 - a0)) == 0;
+/* Whether two keys are the same, given their fingerprints first. */
+static inline int same(uint64_t fa, uint64_t fb, ptr a0, ptr a1, ptr b0, ptr b1) {
+    return fa == fb && (a1 - a0 <= 7 || ((a1 - a0) == (b1 - b0)
+                                         && memcmp(a0 + 7, b0 + 7, (size_t)(a1 - a0 - 7)) == 0));
 }
 
 #define NAME(s) (sizeof(s) - 1), (s)
@@ -233,11 +246,14 @@ static int field(ptr s, ptr e) {
     return 0;
 }
 
-/* One line [p, e): 1 when accepted (counts[0..4]: sentences, relevant, utilized, relevant
- * and utilized (distinct), unsupported; *id0 and *id1 the id's bytes, both NULL for none or
- * null), 0 to defer. */
-static int line(ptr p, ptr e, int64_t *counts, ptr *id0, ptr *id1) {
+/* The line at p, in a block that ends at e: 1 when accepted (counts[0..4]: sentences,
+ * relevant, utilized, relevant and utilized (distinct), unsupported; *id0 and *id1 the id's
+ * bytes, both NULL for none or null; *stop at the line's '\n', or e), 0 to defer.  The parse
+ * never passes a '\n' (no token, whitespace or string holds one), so the line's end needs
+ * no search first. */
+static int line(ptr p, ptr e, int64_t *counts, ptr *id0, ptr *id1, ptr *stop) {
     ptr rs[MAX_KEYS], re[MAX_KEYS], us[MAX_KEYS], ue[MAX_KEYS];
+    uint64_t rf[MAX_KEYS], uf[MAX_KEYS];
     int64_t n_rel = 0, n_util = 0;
     int seen = 0, escaped;
     *id0 = *id1 = NULL;
@@ -273,9 +289,9 @@ static int line(ptr p, ptr e, int64_t *counts, ptr *id0, ptr *id1) {
             if (*p != '[') return 0;
             switch (f) {
             case F_DOCS: p = documents(p, e, &counts[0]); break;
-            case F_REL: p = string_list(p, e, &n_rel, rs, re); break;
-            case F_UTIL: p = string_list(p, e, &n_util, us, ue); break;
-            default: p = string_list(p, e, &counts[4], NULL, NULL); break;
+            case F_REL: p = string_list(p, e, &n_rel, rs, re, rf); break;
+            case F_UTIL: p = string_list(p, e, &n_util, us, ue, uf); break;
+            default: p = string_list(p, e, &counts[4], NULL, NULL, NULL); break;
             }
             if (!p) return 0;
         }
@@ -285,15 +301,18 @@ static int line(ptr p, ptr e, int64_t *counts, ptr *id0, ptr *id1) {
         if (*p != ',') return 0;
         p = skip_ws(p + 1, e);
     }
-    if (skip_ws(p + 1, e) != e) return 0;
+    ptr q = skip_ws(p + 1, e);
+    if (q < e && *q != '\n') return 0;
+    *stop = q;
     if ((seen & F_REQUIRED) != F_REQUIRED || counts[0] == 0) return 0;
     int64_t both = 0;
     for (int64_t i = 0; i < n_rel; i++) {
         int repeat = 0;
-        for (int64_t j = 0; j < i && !repeat; j++) repeat = same(rs[i], re[i], rs[j], re[j]);
+        for (int64_t j = 0; j < i && !repeat; j++)
+            repeat = same(rf[i], rf[j], rs[i], re[i], rs[j], re[j]);
         if (repeat) continue;
         for (int64_t j = 0; j < n_util; j++) {
-            if (same(rs[i], re[i], us[j], ue[j])) {
+            if (same(rf[i], uf[j], rs[i], re[i], us[j], ue[j])) {
                 both++;
                 break;
             }
@@ -335,13 +354,15 @@ int64_t rt_scan(const unsigned char *data, int64_t size, int64_t capacity, int64
     int64_t i = 0;
     for (; p < end; i++) {
         if (i == capacity) return -1;
-        ptr nl = memchr(p, '\n', (size_t)(end - p));
-        ptr e = nl ? nl : end;
         starts[i] = p - data;
-        ptr id0, id1;
+        ptr id0, id1, e;
         int64_t *c = counts + 5 * k;
         c[0] = c[4] = 0;
-        accepted[i] = (uint8_t)line(p, e, c, &id0, &id1);
+        accepted[i] = (uint8_t)line(p, end, c, &id0, &id1, &e);
+        if (!accepted[i]) {
+            ptr nl = memchr(p, '\n', (size_t)(end - p));
+            e = nl ? nl : end;
+        }
         if (accepted[i]) {
             int odd = id0 != NULL && id1 > id0;
             for (ptr q = id0; odd && q < id1; q++)
@@ -365,7 +386,7 @@ int64_t rt_scan(const unsigned char *data, int64_t size, int64_t capacity, int64
             *out++ = '\n';
             k++;
         }
-        p = nl ? nl + 1 : end;
+        p = e < end ? e + 1 : end;
     }
     *n_lines = i;
     starts[i] = size;

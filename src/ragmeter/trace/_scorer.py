@@ -13,11 +13,11 @@ coverage of the file (rows scored, rows unscored by reason).
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter import stats
 from ragmeter.io import FieldMap, Row
@@ -45,6 +45,9 @@ from ragmeter.trace._metrics import (
     writeup_denominator,
     writeup_scores,
 )
+
+if TYPE_CHECKING:
+    from ragmeter.io._spill import EncodedLines
 
 __all__ = ["ScoreConfig", "ScoreResult", "ScoredRow", "score_rows", "score_file",
            "score_label_rows"]
@@ -200,18 +203,24 @@ class ScoredRows:
         if len(self._pending) >= 4096:
             self._flush()
 
-    def extend_scored(self, ids: list[str], numbers: Iterable[int],
+    def extend_scored(self, ids: list[str] | EncodedLines, numbers: Iterable[int],
                       values: dict[str, Any]) -> None:
         """Append scored rows given as columns (every name of ``_VALUES``: floats, NaN for
         none), after the pending rows."""
         self._flush()
         self.ids.extend(ids)
+        if isinstance(numbers, range) and numbers.step == 1 and len(numbers) > 64:
+            import numpy as np  # the numbers as one copy, not one int at a time
+
+            numbers = np.arange(numbers.start, numbers.stop, dtype=np.int64)
         self.numbers.extend(numbers)
         for name, column in self.values.items():
             column.extend(values[name])
         self._n_scored += len(ids)
 
     def _flush(self) -> None:
+        if not self._pending:
+            return
         rows, self._pending = self._pending, []
         start = len(self.ids)
         self.ids.extend([r.id for r in rows])
@@ -276,18 +285,20 @@ class ScoredRows:
         """The item tuples of scored rows at positions from ``offset`` (as :meth:`__iter__`
         and :meth:`ScoredRow.to_item` make them: NaN is None, adherence a bool)."""
 
-        def value(name: str, v: float) -> Any:
-            if v != v:
-                return None
-            return v == 1.0 if name == "adherence" else v
-
         def rows(positions: Sequence[int]) -> list[tuple[Any, ...]]:
-            at = [offset + p for p in positions]
-            columns = [self.ids.take(at), self.numbers.take(at),
-                       *[[value(m, v) for v in self.values[m].take(at)]
-                         for m in SCORE_METRICS]]
-            return [(rid, number, "ok", *vals)
-                    for rid, number, *vals in zip(*columns, strict=True)]
+            import numpy as np  # the columns gathered in numpy, not a value at a time
+
+            at = np.asarray(positions, dtype=np.int64) + offset
+            columns: list[list[Any]] = [self.ids.take(at.tolist()),
+                                        self.numbers.gather(at).tolist()]
+            for m in SCORE_METRICS:
+                values = self.values[m].gather(at)
+                column = (values == 1.0).tolist() if m == "adherence" else values.tolist()
+                for i in np.flatnonzero(np.isnan(values)).tolist():
+                    column[i] = None
+                columns.append(column)
+            ids, numbers, *vals = columns
+            return list(zip(ids, numbers, repeat("ok", len(ids)), *vals, strict=True))
         return rows
 
     def metric_chunks(self, name: str) -> Any:
@@ -408,7 +419,7 @@ def coverage_of(rows: ScoredRows | list[ScoredRow]) -> dict[str, Any]:
             "reasons": dict(sorted(reasons.items()))}
 
 
-def _block_values(block: LabelBlock) -> tuple[list[str], dict[str, Any]]:
+def _block_values(block: LabelBlock) -> tuple[list[str] | EncodedLines, dict[str, Any]]:
     """The ids and metric columns of a block of clean rows: the numbers of
     :func:`score_label_row` (the same divisions, in numpy)."""
     import numpy as np
@@ -423,8 +434,7 @@ def _block_values(block: LabelBlock) -> tuple[list[str], dict[str, Any]]:
     columns = {"relevance": n_rel / n, "utilization": n_util / n, "completeness": comp,
                "adherence": adh.astype(np.float64), "adherence_probability": nan,
                "average": nan}
-    # as array("d") from the bytes: a column's extend then copies, not one number at a time
-    return ids, {name: array("d", values.tobytes()) for name, values in columns.items()}
+    return ids, columns  # float64 arrays: a column's extend copies their bytes once
 
 
 def _score_into(scored: ScoredRows, rows: Iterable[Row | LabelBlock], config: ScoreConfig,

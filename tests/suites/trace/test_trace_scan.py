@@ -275,3 +275,56 @@ def test_scanner_accepts_only_what_msgspec_takes_clean(scanner: _scan.Scanner) -
         rid = label.id if label.id and not label.id.isspace() else "line-1"
         assert (found.counts[0].tolist(), found.ids[0]) == (counts, rid), line
     assert taken > 250  # mutations inside texts keep many lines clean (297 with this seed)
+
+
+def test_scanner_tells_keys_apart_past_their_first_seven_bytes(scanner: _scan.Scanner
+                                                                ) -> None:
+    """Relevant and utilized keys are matched by a fingerprint (length, first seven bytes),
+    then byte by byte: keys of 7, 8, 255, 256 and 300 bytes that share a prefix, and repeats,
+    give the counts of Python's sets."""
+    rng = random.Random(7)
+    stems = ["abcdefg", "abcdefgh", "abcdefgi", "é" * 4, "x" * 255, "x" * 256, "x" * 254 + "y",
+             "x" * 300, "x" * 299 + "z", "x" * 300 + "é", "s", "t"]
+    lines, expected = [], []
+    for i in range(300):
+        rel = rng.choices(stems, k=rng.randint(0, 8))
+        util = rng.choices(stems, k=rng.randint(0, 8))
+        lines.append(json.dumps({"id": f"k{i}", "documents_sentences": [[["s", "x"]]],
+                                 "all_relevant_sentence_keys": rel,
+                                 "all_utilized_sentence_keys": util,
+                                 "unsupported_response_sentence_keys": []},
+                                ensure_ascii=False))
+        expected.append([1, len(rel), len(util), len(set(rel) & set(util)) if rel else 0, 0])
+    found = scanner.scan(("\n".join(lines) + "\n").encode(), 1)
+    assert found.accepted.all()
+    assert found.counts.tolist() == expected
+
+
+def test_a_built_library_is_found_again_without_running_a_process(tmp_path, monkeypatch):
+    """The compiler's version and the platform (in the library's digest) are kept beside the
+    built libraries while the compiler's file, Python's and the kernel are the same: finding
+    the scanner again starts no process (it cost some 25 ms a run), with the same digest."""
+    import subprocess
+
+    from ragmeter._util import _cbuild
+
+    if _cbuild.compiler() is None:
+        pytest.skip("no C compiler")
+    monkeypatch.setenv("RAGMETER_HOME", str(tmp_path / "home"))
+    commands = lambda cc, out: [[cc, *_scan.FLAGS, "-o", out, str(_scan.SOURCE)]]  # noqa: E731
+    first = _cbuild.build_library("t-scan", [_scan.SOURCE.read_bytes()], commands, _scan.FLAGS)
+    kept = list((tmp_path / "home" / "compilers").glob("*.json"))
+    assert len(kept) == 1
+
+    def no_process(*args, **kwargs):
+        raise AssertionError(f"a process was started: {args}")
+
+    monkeypatch.setattr(subprocess, "run", no_process)
+    assert _cbuild.build_library("t-scan", [_scan.SOURCE.read_bytes()], commands,
+                                 _scan.FLAGS) == first
+    # a compiler file that changed (here: the record of it) is asked again
+    record = json.loads(kept[0].read_text(encoding="utf-8"))
+    record["stamp"][0][2] += 1
+    kept[0].write_text(json.dumps(record), encoding="utf-8")
+    with pytest.raises(AssertionError, match="a process was started"):
+        _cbuild.build_library("t-scan", [_scan.SOURCE.read_bytes()], commands, _scan.FLAGS)

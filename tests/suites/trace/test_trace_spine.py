@@ -360,7 +360,7 @@ def test_verbs_take_typed_groups_and_the_plain_keywords_of_before(emanual) -> No
 def test_judge_options_are_named_as_the_cli_flags() -> None:
     import dataclasses
 
-    from ragmeter.cli.trace import label as label_command
+    from ragmeter.cli.trace_judge import label as label_command
 
     flags = {p.name for p in label_command.params}
     fields = {f.name for f in dataclasses.fields(ragmeter.trace.JudgeOptions)}
@@ -374,7 +374,7 @@ def test_the_launch_form_lives_with_the_family() -> None:
     (form,) = family_part("trace", "_form", "FORMS")
     assert form.key == "trace-run" and verbs.SPECS["trace-run"] is form
     assert all(spec.family != "trace" for spec in verbs._HERE)
-    from ragmeter.cli.trace import run as run_command
+    from ragmeter.cli.trace_judge import run as run_command
 
     flags = {o for p in run_command.params for o in p.opts}
     assert {f.flag for f in form.fields if f.flag} <= flags  # fields are the CLI's flags
