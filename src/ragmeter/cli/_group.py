@@ -41,9 +41,15 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, self.lazy[name][1]) for name in sorted(self.lazy)]
-        rows += [(n, c.get_short_help_str()) for n, c in self.commands.items()
-                 if n not in self.lazy]
+        """The lazy commands' one-line help as registered (nothing imported); the others'
+        short help cut at the width click's own group gives it."""
+        shown = {n: c for n, c in self.commands.items() if n not in self.lazy and not c.hidden}
+        names = [*self.lazy, *shown]
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = [(name, self.lazy[name][1]) for name in self.lazy]
+        rows += [(n, c.get_short_help_str(limit)) for n, c in shown.items()]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(sorted(rows))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from ragmeter.cli import LazyGroup
@@ -22,25 +20,7 @@ from ragmeter.cli.options import (
 from ragmeter.cli.report import record_options, save_result
 
 
-class _Group(LazyGroup):
-    """``label`` and ``run`` (the commands that call a model: the runner, the backends'
-    options) are imported on first use; the command list and the unknown-command error are
-    click's own, as they were."""
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        click.Group.format_commands(self, ctx, formatter)
-
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
-        from click.exceptions import NoSuchCommand
-
-        try:
-            return click.Group.resolve_command(self, ctx, args)
-        except NoSuchCommand as error:  # its did-you-mean names the lazy commands too
-            raise NoSuchCommand(error.command_name, possibilities=self.list_commands(ctx),
-                                ctx=ctx) from None
-
-
-@click.group(name="trace", cls=_Group, lazy={
+@click.group(name="trace", cls=LazyGroup, lazy={
     "label": ("ragmeter.cli.trace_judge:label", "Label (question, documents, response) rows "
               "with a judge."),
     "run": ("ragmeter.cli.trace_judge:run", "Label an annotated split with a judge and "
